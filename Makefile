@@ -1,0 +1,42 @@
+# ioassess: `make demo` and `make test` work on a fresh Debian machine with Python 3.11 and gcc;
+# each installs what it needs.
+PYTHON ?= python3
+PIP = $(PYTHON) -m pip --disable-pip-version-check
+# Debian packages the tests and the demo use (command:package).
+DEBIAN_TOOLS = sqlite3:sqlite3 git:git gzip:gzip tar:tar sha256sum:coreutils dd:coreutils
+
+.PHONY: all build install deps demo test bench clean
+
+all: build
+
+build:
+	$(MAKE) -C plugin
+
+deps:
+	@missing=""; for pair in $(DEBIAN_TOOLS); do \
+	  command -v $${pair%%:*} >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
+	@$(PYTHON) -c 'import pytest' 2>/dev/null || $(PIP) install --quiet 'pytest>=7'
+
+install:
+	$(PIP) install --quiet .
+
+DEMO_DIR = demo-out
+demo: deps install
+	rm -rf $(DEMO_DIR) && mkdir -p $(DEMO_DIR)/work
+	ioassess run --trace-dir $(DEMO_DIR)/traces -- sh demo/workload.sh $(DEMO_DIR)/work
+	ioassess show $(DEMO_DIR)/traces
+
+test: deps install
+	$(MAKE) -C tests/progs
+	$(PYTHON) -m pytest -q tests
+
+bench: deps install
+	$(MAKE) -C bench
+	$(PYTHON) bench/overhead.py
+
+clean:
+	$(MAKE) -C plugin clean
+	rm -rf build *.egg-info tests/progs/bin bench/out

@@ -1,0 +1,384 @@
+/*
+ * Start-up and the process life cycle: configuration from the environment, the trace of a
+ * new process image, fork (the child starts its own trace), vfork (run as fork, so the child
+ * never writes into its parent's state), exec (the old trace ends with reason "exec", the new
+ * image starts a new one) and exit (end time and status in the header).
+ * On any failure at start-up the recorder disables itself and the application runs as if it
+ * were not there; it never prints anything.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+#include "ioassess-internal.h"
+
+int ioassess_state;
+struct ioassess_config ioassess_config;
+pthread_mutex_t ioassess_lock = PTHREAD_MUTEX_INITIALIZER;
+__thread struct ioassess_thread ioassess_self __attribute__((tls_model("initial-exec")));
+
+static const char *first_env(const char *const names[])
+{
+    for (int i = 0; names[i]; i++) {
+        const char *value = getenv(names[i]);
+        if (value && value[0])
+            return value;
+    }
+    return NULL;
+}
+
+static int env_flag(const char *name)
+{
+    const char *value = getenv(name);
+    return value && value[0] && strcmp(value, "0") != 0;
+}
+
+static void copy_bounded(char *dst, size_t dst_bytes, const char *src)
+{
+    snprintf(dst, dst_bytes, "%s", src ? src : "");
+}
+
+/* mkdir -p with mode 0700 for the parts it creates. */
+static int make_dirs(char *path)
+{
+    for (char *slash = path + 1;; slash++) {
+        if (*slash != '/' && *slash != '\0')
+            continue;
+        char saved = *slash;
+        *slash = '\0';
+        long rc = syscall(SYS_mkdirat, -100, path, 0700);
+        *slash = saved;
+        if (rc != 0 && errno != EEXIST)
+            return -1;
+        if (saved == '\0')
+            return 0;
+    }
+}
+
+/* The default directory is private: it must be ours and not a symbolic link. */
+static int owned_private_dir(const char *path)
+{
+    struct stat st;
+    if (syscall(SYS_newfstatat, -100, path, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return 0;
+    return S_ISDIR(st.st_mode) && st.st_uid == getuid();
+}
+
+static int configure_trace_dir(void)
+{
+    char *dir = ioassess_config.trace_dir;
+    const char *configured = getenv("IOASSESS_TRACE_DIR");
+    if (configured && configured[0]) {
+        if (configured[0] == '/') {
+            copy_bounded(dir, sizeof ioassess_config.trace_dir, configured);
+        } else {
+            char cwd[IOASSESS_PATH_BYTES];
+            if (syscall(SYS_getcwd, cwd, sizeof cwd) <= 0)
+                return -1;
+            int n = snprintf(dir, sizeof ioassess_config.trace_dir, "%.2047s/%.2047s", cwd,
+                             configured);
+            if (n < 0 || (size_t)n >= sizeof ioassess_config.trace_dir)
+                return -1;
+        }
+        return make_dirs(dir);
+    }
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof ioassess_config.trace_dir, "%s/ioassess-%u",
+             tmp && tmp[0] == '/' ? tmp : "/tmp", (unsigned)getuid());
+    if (make_dirs(dir) != 0)
+        return -1;
+    return owned_private_dir(dir) ? 0 : -1;
+}
+
+static void configure_excludes(void)
+{
+    const char *list = getenv("IOASSESS_EXCLUDE");
+    if (!list)
+        list = IOASSESS_DEFAULT_EXCLUDE;
+    if (strcmp(list, "none") == 0)
+        return;
+    while (*list && ioassess_config.exclude_count < IOASSESS_MAX_EXCLUDES) {
+        const char *end = strchr(list, ':');
+        size_t n = end ? (size_t)(end - list) : strlen(list);
+        if (n > 0 && n < sizeof ioassess_config.exclude[0] && list[0] == '/') {
+            memcpy(ioassess_config.exclude[ioassess_config.exclude_count], list, n);
+            ioassess_config.exclude[ioassess_config.exclude_count++][n] = '\0';
+        }
+        list += end ? n + 1 : n;
+    }
+}
+
+/* TSC ticks are trusted when the kernel itself uses the TSC as its clock source (that is,
+ * it found it invariant and synchronised across CPUs). */
+static int tsc_usable(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    const char *choice = getenv("IOASSESS_CLOCK");
+    if (choice && strcmp(choice, "monotonic") == 0)
+        return 0;
+    if (choice && strcmp(choice, "tsc") == 0)
+        return 1;
+    char source[32] = "";
+    int fd = (int)ioassess_sys_open("/sys/devices/system/clocksource/clocksource0/"
+                                    "current_clocksource", O_RDONLY | O_CLOEXEC, 0);
+    if (fd >= 0) {
+        long n = syscall(SYS_read, fd, source, sizeof source - 1);
+        source[n > 0 ? n : 0] = '\0';
+        ioassess_sys_close(fd);
+    }
+    return strncmp(source, "tsc", 3) == 0;
+#else
+    return 0;
+#endif
+}
+
+static int configure(void)
+{
+    if (env_flag("IOASSESS_DISABLE"))
+        return -1;
+    if (configure_trace_dir() != 0)
+        return -1;
+    const char *cap = getenv("IOASSESS_MAX_RECORDS");
+    char *end = NULL;
+    unsigned long long parsed = cap ? strtoull(cap, &end, 10) : 0;
+    ioassess_config.record_cap =
+        (cap && end != cap && *end == '\0') ? parsed : IOASSESS_DEFAULT_RECORD_CAP;
+    ioassess_config.obfuscate = env_flag("IOASSESS_OBFUSCATE");
+    ioassess_config.use_tsc = tsc_usable();
+    static const char *const job_vars[] = {"IOASSESS_JOB_ID", "SLURM_JOB_ID", "PBS_JOBID",
+                                           "LSB_JOBID", "FLUX_JOB_ID", NULL};
+    static const char *const rank_vars[] = {"IOASSESS_RANK", "PMI_RANK", "PMIX_RANK",
+                                            "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", NULL};
+    copy_bounded(ioassess_config.job_id, sizeof ioassess_config.job_id, first_env(job_vars));
+    const char *rank = first_env(rank_vars);
+    ioassess_config.rank = rank ? strtoll(rank, NULL, 10) : 0;
+    const char *host = getenv("IOASSESS_HOSTNAME");
+    struct utsname uts;
+    if (!(host && host[0]) && uname(&uts) == 0)
+        host = uts.nodename;
+    copy_bounded(ioassess_config.hostname, sizeof ioassess_config.hostname, host);
+    configure_excludes();
+    return 0;
+}
+
+static int fork_locked;
+
+static void before_fork(void)
+{
+    if (ioassess_state != IOASSESS_STATE_ACTIVE || ioassess_self.busy)
+        return;                          /* busy: fork from a handler inside the recorder */
+    ioassess_enter(&ioassess_self);
+    pthread_mutex_lock(&ioassess_lock);
+    fork_locked = 1;
+}
+
+static void after_fork_in_parent(void)
+{
+    if (!fork_locked)
+        return;
+    fork_locked = 0;
+    pthread_mutex_unlock(&ioassess_lock);
+    ioassess_leave(&ioassess_self);
+}
+
+static void after_fork_in_child(void)
+{
+    if (ioassess_state != IOASSESS_STATE_ACTIVE)
+        return;
+    if (!fork_locked) {                  /* state may be half-updated: stay out of the way */
+        ioassess_state = IOASSESS_STATE_DISABLED;
+        return;
+    }
+    fork_locked = 0;
+    pthread_mutex_init(&ioassess_lock, NULL);
+    ioassess_writer_after_fork();
+    ioassess_fd_after_fork();
+    if (ioassess_writer_start() != 0)
+        ioassess_state = IOASSESS_STATE_DISABLED;
+    ioassess_leave(&ioassess_self);
+}
+
+void ioassess_init(void)
+{
+    int expected = IOASSESS_STATE_UNINITIALISED;
+    if (!__atomic_compare_exchange_n(&ioassess_state, &expected, IOASSESS_STATE_INITIALISING, 0,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return;
+    int saved_errno = errno;
+    int ok = configure() == 0 && ioassess_writer_start() == 0 &&
+             pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child) == 0;
+    __atomic_store_n(&ioassess_state, ok ? IOASSESS_STATE_ACTIVE : IOASSESS_STATE_DISABLED,
+                     __ATOMIC_RELEASE);
+    errno = saved_errno;
+}
+
+__attribute__((constructor)) static void at_load(void)
+{
+    ioassess_init();
+}
+
+__attribute__((destructor)) static void at_unload(void)
+{
+    if (ioassess_state == IOASSESS_STATE_ACTIVE)
+        ioassess_writer_end(IOASSESS_END_EXIT);
+}
+
+/* ---- process life cycle calls ---- */
+
+#define REAL(name) real_##name
+#define RESOLVE(name)                                                          \
+    do {                                                                       \
+        if (unlikely(!real_##name))                                            \
+            real_##name = (__typeof__(real_##name))dlsym(RTLD_NEXT, #name);    \
+    } while (0)
+
+static void (*real_exit)(int);
+static void (*real__exit)(int);
+static void (*real__Exit)(int);
+static int (*real_execve)(const char *, char *const[], char *const[]);
+static int (*real_execv)(const char *, char *const[]);
+static int (*real_execvp)(const char *, char *const[]);
+static int (*real_execvpe)(const char *, char *const[], char *const[]);
+static int (*real_fexecve)(int, char *const[], char *const[]);
+static pid_t (*real_fork)(void);
+
+static void exec_starting(void)
+{
+    if (ioassess_state == IOASSESS_STATE_ACTIVE)
+        ioassess_writer_end(IOASSESS_END_EXEC);
+}
+
+/* The exec failed and returned: this image goes on recording. */
+static int exec_failed(int result)
+{
+    int saved_errno = errno;
+    if (ioassess_state == IOASSESS_STATE_ACTIVE)
+        ioassess_writer_cancel_end();
+    errno = saved_errno;
+    return result;
+}
+
+static void ending(int status, int finished)
+{
+    if (ioassess_state != IOASSESS_STATE_ACTIVE)
+        return;
+    ioassess_writer_exit_status(status);
+    if (finished)
+        ioassess_writer_end(IOASSESS_END_EXIT);
+}
+
+IOASSESS_EXPORT void exit(int status)
+{
+    RESOLVE(exit);
+    ending(status, 0);                   /* atexit handlers may still do I/O */
+    REAL(exit)(status);
+    __builtin_unreachable();
+}
+
+IOASSESS_EXPORT void _exit(int status)
+{
+    RESOLVE(_exit);
+    ending(status, 1);
+    REAL(_exit)(status);
+    __builtin_unreachable();
+}
+
+IOASSESS_EXPORT void _Exit(int status)
+{
+    RESOLVE(_Exit);
+    ending(status, 1);
+    REAL(_Exit)(status);
+    __builtin_unreachable();
+}
+
+IOASSESS_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    RESOLVE(execve);
+    exec_starting();
+    return exec_failed(REAL(execve)(path, argv, envp));
+}
+
+IOASSESS_EXPORT int execv(const char *path, char *const argv[])
+{
+    RESOLVE(execv);
+    exec_starting();
+    return exec_failed(REAL(execv)(path, argv));
+}
+
+IOASSESS_EXPORT int execvp(const char *file, char *const argv[])
+{
+    RESOLVE(execvp);
+    exec_starting();
+    return exec_failed(REAL(execvp)(file, argv));
+}
+
+IOASSESS_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    RESOLVE(execvpe);
+    exec_starting();
+    return exec_failed(REAL(execvpe)(file, argv, envp));
+}
+
+IOASSESS_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    RESOLVE(fexecve);
+    exec_starting();
+    return exec_failed(REAL(fexecve)(fd, argv, envp));
+}
+
+/* execl, execlp, execle: collect the variadic arguments, then as execv/execvp/execve. */
+static int count_args(va_list args)
+{
+    int count = 1;
+    while (va_arg(args, char *))
+        count++;
+    return count;
+}
+
+#define COLLECT_ARGS(first, last, argv)                                        \
+    va_list args_;                                                             \
+    va_start(args_, last);                                                     \
+    va_list counting_;                                                         \
+    va_copy(counting_, args_);                                                 \
+    int argc_ = count_args(counting_);                                         \
+    va_end(counting_);                                                         \
+    char *argv[argc_ + 1];                                                     \
+    argv[0] = (char *)(first);                                                 \
+    for (int i_ = 1; i_ <= argc_; i_++)                                        \
+        argv[i_] = va_arg(args_, char *)
+
+IOASSESS_EXPORT int execl(const char *path, const char *arg, ...)
+{
+    COLLECT_ARGS(arg, arg, argv);
+    va_end(args_);
+    return execv(path, argv);
+}
+
+IOASSESS_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+    COLLECT_ARGS(arg, arg, argv);
+    va_end(args_);
+    return execvp(file, argv);
+}
+
+IOASSESS_EXPORT int execle(const char *path, const char *arg, ...)
+{
+    COLLECT_ARGS(arg, arg, argv);
+    char *const *envp = va_arg(args_, char *const *);
+    va_end(args_);
+    return execve(path, argv, envp);
+}
+
+/* vfork's child shares its parent's memory until it execs, so the recorder's state would be
+ * changed under the parent's feet; fork gives every POSIX-conforming caller the same result. */
+IOASSESS_EXPORT pid_t vfork(void)
+{
+    RESOLVE(fork);
+    return REAL(fork)();
+}

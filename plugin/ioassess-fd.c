@@ -1,0 +1,267 @@
+/*
+ * Descriptor table: for each descriptor, the open file description it refers to (file id,
+ * current offset, flags), so that read/write know their file and offset without a syscall.
+ * Descriptors the recorder did not see being opened (inherited, or made by calls it does not
+ * interpose) are looked up once, on first use: fstat, and /proc/self/fd for the path. Only
+ * regular files and character/block devices outside the excluded prefixes are recorded.
+ * Mutations happen under ioassess_lock; the hot path only loads a slot.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/statfs.h>
+
+#include "ioassess-internal.h"
+
+#define OFD_LIMIT 16384u
+#define EMITTED_SLOTS 4096u              /* file ids whose name this process has written */
+#define NO_OFD UINT32_MAX
+#define INVALID_FD_FILE_ID 0             /* failed calls on descriptors that are not open */
+
+uint32_t ioassess_fd_slot[IOASSESS_FD_LIMIT];
+struct ioassess_ofd ioassess_ofds[OFD_LIMIT];
+
+static uint32_t ofd_unused;              /* entries below this index have been handed out */
+static uint32_t ofd_free = NO_OFD;       /* free list of released entries */
+static int fd_high_water = -1;           /* highest descriptor with a non-unknown slot */
+static uint64_t emitted[EMITTED_SLOTS];
+static uint32_t emitted_count;
+static int invalid_fd_named;
+static struct ioassess_ofd invalid_fd_ofd = {INVALID_FD_FILE_ID, -1, 1, 0, NO_OFD};
+
+/* 64-bit FNV-1a; 0 is kept for "no file". */
+uint64_t ioassess_hash_name(const char *name)
+{
+    uint64_t hash = 0xcbf29ce484222325ull;
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+        hash ^= *c;
+        hash *= 0x100000001b3ull;
+    }
+    return hash ? hash : 1;
+}
+
+/* 1 if the id was not yet marked (its name must be written), also when the set is full. */
+static int mark_emitted(uint64_t file_id)
+{
+    if (emitted_count >= EMITTED_SLOTS / 4 * 3)
+        return 1;
+    for (uint32_t probe = 0;; probe++) {
+        uint64_t *entry = &emitted[(file_id + probe) % EMITTED_SLOTS];
+        if (*entry == file_id)
+            return 0;
+        if (*entry == 0) {
+            *entry = file_id;
+            emitted_count++;
+            return 1;
+        }
+    }
+}
+
+static int excluded(const char *path)
+{
+    for (int i = 0; i < ioassess_config.exclude_count; i++) {
+        const char *prefix = ioassess_config.exclude[i];
+        size_t n = strlen(prefix);
+        if (strncmp(path, prefix, n) == 0 &&
+            (prefix[n - 1] == '/' || path[n] == '/' || path[n] == '\0'))
+            return 1;
+    }
+    return 0;
+}
+
+static uint32_t ofd_alloc(void)
+{
+    uint32_t index = ofd_free;
+    if (index != NO_OFD)
+        ofd_free = ioassess_ofds[index].next_free;
+    else if (ofd_unused < OFD_LIMIT)
+        index = ofd_unused++;
+    return index;
+}
+
+static void release_slot(int fd)
+{
+    uint32_t slot = ioassess_fd_slot[fd];
+    __atomic_store_n(&ioassess_fd_slot[fd], IOASSESS_FD_UNKNOWN, __ATOMIC_RELEASE);
+    if (slot < IOASSESS_FD_FIRST_OFD)
+        return;
+    struct ioassess_ofd *o = &ioassess_ofds[slot - IOASSESS_FD_FIRST_OFD];
+    if (--o->refs == 0) {
+        o->next_free = ofd_free;
+        ofd_free = slot - IOASSESS_FD_FIRST_OFD;
+    }
+}
+
+static void set_slot(int fd, uint32_t slot)
+{
+    if (fd > fd_high_water)
+        fd_high_water = fd;
+    __atomic_store_n(&ioassess_fd_slot[fd], slot, __ATOMIC_RELEASE);
+}
+
+static void write_name(uint64_t file_id, int fd, const struct stat *st, const char *path)
+{
+    if (!mark_emitted(file_id))
+        return;
+    struct statfs fs;
+    uint64_t fs_magic = syscall(SYS_fstatfs, fd, &fs) == 0 ? (uint64_t)fs.f_type : 0;
+    char hidden[32];
+    if (ioassess_config.obfuscate) {
+        snprintf(hidden, sizeof hidden, "obfuscated:%016llx", (unsigned long long)file_id);
+        path = hidden;
+    }
+    ioassess_writer_file(file_id, st, fs_magic, path);
+}
+
+/* Decide what fd refers to and set its slot. open_flags < 0: the descriptor was not seen
+ * being opened (ask the kernel for its flags and position). Caller holds the lock. */
+static uint32_t register_fd(int fd, int open_flags)
+{
+    struct stat st;
+    if (syscall(SYS_fstat, fd, &st) != 0)
+        return IOASSESS_FD_UNKNOWN;
+    if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode)) {
+        set_slot(fd, IOASSESS_FD_IGNORED);
+        return IOASSESS_FD_IGNORED;
+    }
+    char link[32], path[IOASSESS_PATH_BYTES];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    long n = syscall(SYS_readlinkat, -100, link, path, sizeof path - 1);
+    if (n <= 0)
+        n = snprintf(path, sizeof path, "<descriptor %d>", fd);
+    path[n < (long)sizeof path ? n : (long)sizeof path - 1] = '\0';
+    uint32_t index = excluded(path) ? NO_OFD : ofd_alloc();
+    if (index == NO_OFD) {
+        set_slot(fd, IOASSESS_FD_IGNORED);
+        return IOASSESS_FD_IGNORED;
+    }
+    uint64_t file_id = ioassess_hash_name(path);
+    write_name(file_id, fd, &st, path);
+    int discovered = open_flags < 0;
+    if (discovered)
+        open_flags = (int)syscall(SYS_fcntl, fd, F_GETFL);
+    struct ioassess_ofd *o = &ioassess_ofds[index];
+    o->file_id = file_id;
+    o->refs = 1;
+    o->flags = (open_flags >= 0 && (open_flags & O_APPEND)) ? IOASSESS_OFD_APPEND : 0;
+    o->offset = -1;
+    if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
+        o->flags |= IOASSESS_OFD_SEEKABLE;
+        o->offset = 0;                   /* a fresh open starts at 0, even with O_APPEND */
+        if (discovered) {
+            long position = syscall(SYS_lseek, fd, 0L, SEEK_CUR);
+            o->offset = position >= 0 ? position : -1;
+        }
+    }
+    set_slot(fd, index + IOASSESS_FD_FIRST_OFD);
+    return index + IOASSESS_FD_FIRST_OFD;
+}
+
+struct ioassess_ofd *ioassess_fd_discover(int fd)
+{
+    struct ioassess_thread *t = &ioassess_self;
+    int saved_errno = errno;
+    ioassess_enter(t);
+    pthread_mutex_lock(&ioassess_lock);
+    uint32_t slot = ioassess_fd_slot[fd];
+    if (slot == IOASSESS_FD_UNKNOWN)
+        slot = register_fd(fd, -1);
+    struct ioassess_ofd *o = NULL;
+    if (slot >= IOASSESS_FD_FIRST_OFD) {
+        o = &ioassess_ofds[slot - IOASSESS_FD_FIRST_OFD];
+    } else if (slot == IOASSESS_FD_UNKNOWN) {   /* not open: record the failed call */
+        if (!invalid_fd_named)
+            ioassess_writer_file(INVALID_FD_FILE_ID, NULL, 0, "<invalid descriptor>");
+        invalid_fd_named = 1;
+        o = &invalid_fd_ofd;
+    }
+    pthread_mutex_unlock(&ioassess_lock);
+    ioassess_leave(t);
+    errno = saved_errno;
+    return o;
+}
+
+/* Runs `change` on the table under the lock, or, when the recorder is busy on this thread
+ * (a signal handler interrupted it), only forgets fd so that it is looked up again later. */
+#define TABLE_CHANGE(fd, change)                                                  \
+    do {                                                                          \
+        if (ioassess_state != IOASSESS_STATE_ACTIVE || (unsigned)(fd) >= IOASSESS_FD_LIMIT) \
+            break;                                                                \
+        struct ioassess_thread *t_ = &ioassess_self;                              \
+        if (t_->busy) {                                                           \
+            __atomic_store_n(&ioassess_fd_slot[fd], IOASSESS_FD_UNKNOWN, __ATOMIC_RELEASE); \
+            break;                                                                \
+        }                                                                         \
+        int saved_errno_ = errno;                                                 \
+        ioassess_enter(t_);                                                       \
+        pthread_mutex_lock(&ioassess_lock);                                       \
+        change;                                                                   \
+        pthread_mutex_unlock(&ioassess_lock);                                     \
+        ioassess_leave(t_);                                                       \
+        errno = saved_errno_;                                                     \
+    } while (0)
+
+void ioassess_fd_opened(int fd, int flags)
+{
+    TABLE_CHANGE(fd, {
+        release_slot(fd);
+        register_fd(fd, flags);
+    });
+}
+
+void ioassess_fd_closed(int fd)
+{
+    TABLE_CHANGE(fd, release_slot(fd));
+}
+
+void ioassess_fd_closed_range(unsigned first, unsigned last)
+{
+    if (first >= IOASSESS_FD_LIMIT)
+        return;
+    TABLE_CHANGE(first, {
+        for (long fd = first; fd <= (long)last && fd <= fd_high_water; fd++)
+            release_slot((int)fd);
+    });
+}
+
+void ioassess_fd_duplicated(int old_fd, int new_fd)
+{
+    TABLE_CHANGE(new_fd, {
+        release_slot(new_fd);
+        uint32_t slot = (unsigned)old_fd < IOASSESS_FD_LIMIT ? ioassess_fd_slot[old_fd]
+                                                             : IOASSESS_FD_UNKNOWN;
+        if (slot >= IOASSESS_FD_FIRST_OFD)
+            ioassess_ofds[slot - IOASSESS_FD_FIRST_OFD].refs++;
+        if (slot != IOASSESS_FD_UNKNOWN)
+            set_slot(new_fd, slot);
+    });
+}
+
+void ioassess_fd_set_append(int fd, int append)
+{
+    TABLE_CHANGE(fd, {
+        uint32_t slot = ioassess_fd_slot[fd];
+        if (slot >= IOASSESS_FD_FIRST_OFD) {
+            struct ioassess_ofd *o = &ioassess_ofds[slot - IOASSESS_FD_FIRST_OFD];
+            o->flags = append ? (o->flags | IOASSESS_OFD_APPEND)
+                              : (o->flags & ~IOASSESS_OFD_APPEND);
+        }
+    });
+}
+
+/* In a fork child: the child must write its own file names, and the offsets it shares with
+ * its parent are best read afresh, so every descriptor is looked up again on first use. */
+void ioassess_fd_after_fork(void)
+{
+    for (int fd = 0; fd <= fd_high_water; fd++)
+        ioassess_fd_slot[fd] = IOASSESS_FD_UNKNOWN;
+    fd_high_water = -1;
+    ofd_unused = 0;
+    ofd_free = NO_OFD;
+    if (emitted_count)
+        memset(emitted, 0, sizeof emitted);
+    emitted_count = 0;
+    invalid_fd_named = 0;
+}

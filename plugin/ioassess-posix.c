@@ -1,0 +1,546 @@
+/*
+ * The interposed POSIX calls. Data calls (read, write and their positional, vector and
+ * fortified forms, fsync, fdatasync) are timed and recorded; descriptor calls (open, dup,
+ * close, lseek, fcntl) keep the descriptor table true. Each exported symbol resolves the next
+ * definition with dlsym(RTLD_NEXT) (so a stacked library such as libdarshan.so works in
+ * either order) and returns exactly what that definition returned, with its errno.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/uio.h>
+
+#include "ioassess-internal.h"
+
+#define RESOLVE(name)                                                          \
+    do {                                                                       \
+        if (unlikely(!real_##name))                                            \
+            real_##name = (__typeof__(real_##name))dlsym(RTLD_NEXT, #name);    \
+    } while (0)
+
+/* A call whose next definition does not exist fails as an unknown system call would. */
+#define CALL_REAL(name, ...)                                                   \
+    (likely(real_##name != NULL) ? real_##name(__VA_ARGS__) : (errno = ENOSYS, -1))
+
+/* ---- offsets ---- */
+
+/* Offset of a read at the descriptor's position, and the position after it. */
+static inline int64_t advance_read(struct ioassess_ofd *o, ssize_t result)
+{
+    int64_t offset = o->offset;
+    if (offset >= 0 && result > 0)
+        o->offset = offset + result;
+    return offset;
+}
+
+/* Same for a write; with O_APPEND the kernel writes at the end, which we do not know. */
+static inline int64_t advance_write(struct ioassess_ofd *o, ssize_t result)
+{
+    if (o->flags & IOASSESS_OFD_APPEND) {
+        o->offset = -1;
+        return -1;
+    }
+    return advance_read(o, result);
+}
+
+static inline uint16_t write_flags(const struct ioassess_ofd *o)
+{
+    return (o->flags & IOASSESS_OFD_APPEND) ? IOASSESS_OP_APPEND : 0;
+}
+
+static inline int64_t positional(const struct ioassess_ofd *o, off_t offset)
+{
+    return (o->flags & IOASSESS_OFD_SEEKABLE) ? (int64_t)offset : -1;
+}
+
+/* Bytes and first buffer of an iovec array, read only once the call has shown that the
+ * array itself is valid (the kernel faults on a bad array; we must not). */
+static inline uint64_t iov_bytes(const struct iovec *iov, int count, ssize_t result, int err)
+{
+    if (result < 0 && (err == EFAULT || err == EINVAL))
+        return 0;
+    uint64_t bytes = 0;
+    for (int i = 0; i < count; i++)
+        bytes += iov[i].iov_len;
+    return bytes;
+}
+
+static inline const void *iov_base(const struct iovec *iov, int count, ssize_t result, int err)
+{
+    if (count <= 0 || (result < 0 && (err == EFAULT || err == EINVAL)))
+        return NULL;
+    return iov[0].iov_base;
+}
+
+static inline int64_t outcome(ssize_t result, int err)
+{
+    return result < 0 ? -(int64_t)err : (int64_t)result;
+}
+
+/* ---- timing bodies shared by every entry point of one kind ---- */
+
+#define TIMED(call)                                                            \
+    uint64_t start_ = ioassess_ticks();                                        \
+    ssize_t result_ = (call);                                                  \
+    uint64_t end_ = ioassess_ticks();                                          \
+    int err_ = errno
+
+#define SEQUENTIAL(op, fd, buf, count, is_write, call)                         \
+    do {                                                                       \
+        struct ioassess_ofd *o_ = ioassess_tracked(fd);                        \
+        if (!o_)                                                               \
+            return (call);                                                     \
+        TIMED(call);                                                           \
+        int64_t offset_ = (is_write) ? advance_write(o_, result_)             \
+                                     : advance_read(o_, result_);              \
+        ioassess_record(op, (is_write) ? write_flags(o_) : 0, o_->file_id, offset_, \
+                        (uint64_t)(count), outcome(result_, err_), start_, end_, buf); \
+        errno = err_;                                                          \
+        return result_;                                                        \
+    } while (0)
+
+#define POSITIONAL(op, fd, buf, count, offset, call)                           \
+    do {                                                                       \
+        struct ioassess_ofd *o_ = ioassess_tracked(fd);                        \
+        if (!o_)                                                               \
+            return (call);                                                     \
+        TIMED(call);                                                           \
+        ioassess_record(op, 0, o_->file_id, positional(o_, offset), (uint64_t)(count), \
+                        outcome(result_, err_), start_, end_, buf);            \
+        errno = err_;                                                          \
+        return result_;                                                        \
+    } while (0)
+
+/* Vector calls; offset < 0 means "at the descriptor's position" (readv/writev, and
+ * preadv2/pwritev2 given -1). */
+#define VECTOR(op, fd, iov, iovcnt, offset, is_write, call)                    \
+    do {                                                                       \
+        struct ioassess_ofd *o_ = ioassess_tracked(fd);                        \
+        if (!o_)                                                               \
+            return (call);                                                     \
+        TIMED(call);                                                           \
+        int64_t offset_ = (offset) >= 0 ? positional(o_, offset)               \
+                          : (is_write) ? advance_write(o_, result_)            \
+                                       : advance_read(o_, result_);            \
+        ioassess_record(op, (is_write) ? write_flags(o_) : 0, o_->file_id, offset_, \
+                        iov_bytes(iov, iovcnt, result_, err_), outcome(result_, err_), \
+                        start_, end_, iov_base(iov, iovcnt, result_, err_));   \
+        errno = err_;                                                          \
+        return result_;                                                        \
+    } while (0)
+
+#define SYNC(op, fd, call)                                                     \
+    do {                                                                       \
+        struct ioassess_ofd *o_ = ioassess_tracked(fd);                        \
+        if (!o_)                                                               \
+            return (call);                                                     \
+        TIMED(call);                                                           \
+        ioassess_record(op, 0, o_->file_id, -1, 0, outcome(result_, err_), start_, end_, \
+                        NULL);                                                 \
+        errno = err_;                                                          \
+        return (int)result_;                                                   \
+    } while (0)
+
+/* ---- data calls ---- */
+
+static ssize_t (*real_read)(int, void *, size_t);
+static ssize_t (*real___read_chk)(int, void *, size_t, size_t);
+static ssize_t (*real_write)(int, const void *, size_t);
+static ssize_t (*real_pread)(int, void *, size_t, off_t);
+static ssize_t (*real_pread64)(int, void *, size_t, off_t);
+static ssize_t (*real___pread_chk)(int, void *, size_t, off_t, size_t);
+static ssize_t (*real___pread64_chk)(int, void *, size_t, off_t, size_t);
+static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
+static ssize_t (*real_pwrite64)(int, const void *, size_t, off_t);
+static ssize_t (*real_readv)(int, const struct iovec *, int);
+static ssize_t (*real_writev)(int, const struct iovec *, int);
+static ssize_t (*real_preadv)(int, const struct iovec *, int, off_t);
+static ssize_t (*real_preadv64)(int, const struct iovec *, int, off_t);
+static ssize_t (*real_pwritev)(int, const struct iovec *, int, off_t);
+static ssize_t (*real_pwritev64)(int, const struct iovec *, int, off_t);
+static ssize_t (*real_preadv2)(int, const struct iovec *, int, off_t, int);
+static ssize_t (*real_preadv64v2)(int, const struct iovec *, int, off_t, int);
+static ssize_t (*real_pwritev2)(int, const struct iovec *, int, off_t, int);
+static ssize_t (*real_pwritev64v2)(int, const struct iovec *, int, off_t, int);
+static int (*real_fsync)(int);
+static int (*real_fdatasync)(int);
+
+IOASSESS_EXPORT ssize_t read(int fd, void *buf, size_t count)
+{
+    RESOLVE(read);
+    SEQUENTIAL(IOASSESS_OP_READ, fd, buf, count, 0, CALL_REAL(read, fd, buf, count));
+}
+
+IOASSESS_EXPORT ssize_t __read_chk(int fd, void *buf, size_t count, size_t buflen)
+{
+    RESOLVE(__read_chk);
+    SEQUENTIAL(IOASSESS_OP_READ, fd, buf, count, 0, CALL_REAL(__read_chk, fd, buf, count, buflen));
+}
+
+IOASSESS_EXPORT ssize_t write(int fd, const void *buf, size_t count)
+{
+    RESOLVE(write);
+    SEQUENTIAL(IOASSESS_OP_WRITE, fd, buf, count, 1, CALL_REAL(write, fd, buf, count));
+}
+
+IOASSESS_EXPORT ssize_t pread(int fd, void *buf, size_t count, off_t offset)
+{
+    RESOLVE(pread);
+    POSITIONAL(IOASSESS_OP_PREAD, fd, buf, count, offset, CALL_REAL(pread, fd, buf, count, offset));
+}
+
+IOASSESS_EXPORT ssize_t pread64(int fd, void *buf, size_t count, off_t offset)
+{
+    RESOLVE(pread64);
+    POSITIONAL(IOASSESS_OP_PREAD, fd, buf, count, offset,
+               CALL_REAL(pread64, fd, buf, count, offset));
+}
+
+IOASSESS_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t count, off_t offset, size_t buflen)
+{
+    RESOLVE(__pread_chk);
+    POSITIONAL(IOASSESS_OP_PREAD, fd, buf, count, offset,
+               CALL_REAL(__pread_chk, fd, buf, count, offset, buflen));
+}
+
+IOASSESS_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t count, off_t offset, size_t buflen)
+{
+    RESOLVE(__pread64_chk);
+    POSITIONAL(IOASSESS_OP_PREAD, fd, buf, count, offset,
+               CALL_REAL(__pread64_chk, fd, buf, count, offset, buflen));
+}
+
+IOASSESS_EXPORT ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset)
+{
+    RESOLVE(pwrite);
+    POSITIONAL(IOASSESS_OP_PWRITE, fd, buf, count, offset,
+               CALL_REAL(pwrite, fd, buf, count, offset));
+}
+
+IOASSESS_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t count, off_t offset)
+{
+    RESOLVE(pwrite64);
+    POSITIONAL(IOASSESS_OP_PWRITE, fd, buf, count, offset,
+               CALL_REAL(pwrite64, fd, buf, count, offset));
+}
+
+IOASSESS_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+{
+    RESOLVE(readv);
+    VECTOR(IOASSESS_OP_READV, fd, iov, iovcnt, -1, 0, CALL_REAL(readv, fd, iov, iovcnt));
+}
+
+IOASSESS_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+{
+    RESOLVE(writev);
+    VECTOR(IOASSESS_OP_WRITEV, fd, iov, iovcnt, -1, 1, CALL_REAL(writev, fd, iov, iovcnt));
+}
+
+IOASSESS_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int iovcnt, off_t offset)
+{
+    RESOLVE(preadv);
+    VECTOR(IOASSESS_OP_PREADV, fd, iov, iovcnt, offset, 0,
+           CALL_REAL(preadv, fd, iov, iovcnt, offset));
+}
+
+IOASSESS_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int iovcnt, off_t offset)
+{
+    RESOLVE(preadv64);
+    VECTOR(IOASSESS_OP_PREADV, fd, iov, iovcnt, offset, 0,
+           CALL_REAL(preadv64, fd, iov, iovcnt, offset));
+}
+
+IOASSESS_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int iovcnt, off_t offset)
+{
+    RESOLVE(pwritev);
+    VECTOR(IOASSESS_OP_PWRITEV, fd, iov, iovcnt, offset, 1,
+           CALL_REAL(pwritev, fd, iov, iovcnt, offset));
+}
+
+IOASSESS_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int iovcnt, off_t offset)
+{
+    RESOLVE(pwritev64);
+    VECTOR(IOASSESS_OP_PWRITEV, fd, iov, iovcnt, offset, 1,
+           CALL_REAL(pwritev64, fd, iov, iovcnt, offset));
+}
+
+IOASSESS_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int iovcnt, off_t offset,
+                                int flags)
+{
+    RESOLVE(preadv2);
+    VECTOR(IOASSESS_OP_PREADV2, fd, iov, iovcnt, offset, 0,
+           CALL_REAL(preadv2, fd, iov, iovcnt, offset, flags));
+}
+
+IOASSESS_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int iovcnt, off_t offset,
+                                   int flags)
+{
+    RESOLVE(preadv64v2);
+    VECTOR(IOASSESS_OP_PREADV2, fd, iov, iovcnt, offset, 0,
+           CALL_REAL(preadv64v2, fd, iov, iovcnt, offset, flags));
+}
+
+IOASSESS_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int iovcnt, off_t offset,
+                                 int flags)
+{
+    RESOLVE(pwritev2);
+    VECTOR(IOASSESS_OP_PWRITEV2, fd, iov, iovcnt, offset, 1,
+           CALL_REAL(pwritev2, fd, iov, iovcnt, offset, flags));
+}
+
+IOASSESS_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int iovcnt, off_t offset,
+                                    int flags)
+{
+    RESOLVE(pwritev64v2);
+    VECTOR(IOASSESS_OP_PWRITEV2, fd, iov, iovcnt, offset, 1,
+           CALL_REAL(pwritev64v2, fd, iov, iovcnt, offset, flags));
+}
+
+IOASSESS_EXPORT int fsync(int fd)
+{
+    RESOLVE(fsync);
+    SYNC(IOASSESS_OP_FSYNC, fd, CALL_REAL(fsync, fd));
+}
+
+IOASSESS_EXPORT int fdatasync(int fd)
+{
+    RESOLVE(fdatasync);
+    SYNC(IOASSESS_OP_FDATASYNC, fd, CALL_REAL(fdatasync, fd));
+}
+
+/* ---- descriptor calls ---- */
+
+static int (*real_open)(const char *, int, ...);
+static int (*real_open64)(const char *, int, ...);
+static int (*real_openat)(int, const char *, int, ...);
+static int (*real_openat64)(int, const char *, int, ...);
+static int (*real___open_2)(const char *, int);
+static int (*real___open64_2)(const char *, int);
+static int (*real___openat_2)(int, const char *, int);
+static int (*real___openat64_2)(int, const char *, int);
+static int (*real_creat)(const char *, mode_t);
+static int (*real_creat64)(const char *, mode_t);
+static int (*real_close)(int);
+static int (*real_close_range)(unsigned, unsigned, int);
+static void (*real_closefrom)(int);
+static int (*real_fclose)(FILE *);
+static int (*real_dup)(int);
+static int (*real_dup2)(int, int);
+static int (*real_dup3)(int, int, int);
+static int (*real_fcntl)(int, int, ...);
+static int (*real_fcntl64)(int, int, ...);
+static off_t (*real_lseek)(int, off_t, int);
+static off_t (*real_lseek64)(int, off_t, int);
+
+/* Whether open's variadic mode argument is present. */
+static inline int takes_mode(int flags)
+{
+    return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
+}
+
+static inline int opened(int fd, int flags)
+{
+    if (fd >= 0)
+        ioassess_fd_opened(fd, flags);
+    return fd;
+}
+
+#define OPEN_WITH_MODE(name, ...)                                              \
+    do {                                                                       \
+        mode_t mode_ = 0;                                                      \
+        if (takes_mode(flags)) {                                               \
+            va_list args_;                                                     \
+            va_start(args_, flags);                                            \
+            mode_ = (mode_t)va_arg(args_, int);                                \
+            va_end(args_);                                                     \
+        }                                                                      \
+        RESOLVE(name);                                                         \
+        if (ioassess_state == IOASSESS_STATE_UNINITIALISED)                    \
+            ioassess_init();                                                   \
+        return opened(CALL_REAL(name, __VA_ARGS__, mode_), flags);             \
+    } while (0)
+
+IOASSESS_EXPORT int open(const char *path, int flags, ...)
+{
+    OPEN_WITH_MODE(open, path, flags);
+}
+
+IOASSESS_EXPORT int open64(const char *path, int flags, ...)
+{
+    OPEN_WITH_MODE(open64, path, flags);
+}
+
+IOASSESS_EXPORT int openat(int dirfd, const char *path, int flags, ...)
+{
+    OPEN_WITH_MODE(openat, dirfd, path, flags);
+}
+
+IOASSESS_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+{
+    OPEN_WITH_MODE(openat64, dirfd, path, flags);
+}
+
+IOASSESS_EXPORT int __open_2(const char *path, int flags)
+{
+    RESOLVE(__open_2);
+    return opened(CALL_REAL(__open_2, path, flags), flags);
+}
+
+IOASSESS_EXPORT int __open64_2(const char *path, int flags)
+{
+    RESOLVE(__open64_2);
+    return opened(CALL_REAL(__open64_2, path, flags), flags);
+}
+
+IOASSESS_EXPORT int __openat_2(int dirfd, const char *path, int flags)
+{
+    RESOLVE(__openat_2);
+    return opened(CALL_REAL(__openat_2, dirfd, path, flags), flags);
+}
+
+IOASSESS_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
+{
+    RESOLVE(__openat64_2);
+    return opened(CALL_REAL(__openat64_2, dirfd, path, flags), flags);
+}
+
+IOASSESS_EXPORT int creat(const char *path, mode_t mode)
+{
+    RESOLVE(creat);
+    return opened(CALL_REAL(creat, path, mode), O_CREAT | O_WRONLY | O_TRUNC);
+}
+
+IOASSESS_EXPORT int creat64(const char *path, mode_t mode)
+{
+    RESOLVE(creat64);
+    return opened(CALL_REAL(creat64, path, mode), O_CREAT | O_WRONLY | O_TRUNC);
+}
+
+/* The table is changed after the call: a descriptor number freed by close may be reused by
+ * another thread at once, and a forgotten slot is simply looked up again on its next use. */
+IOASSESS_EXPORT int close(int fd)
+{
+    RESOLVE(close);
+    int result = CALL_REAL(close, fd);
+    if (result == 0)
+        ioassess_fd_closed(fd);
+    return result;
+}
+
+IOASSESS_EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+    RESOLVE(close_range);
+    int result = CALL_REAL(close_range, first, last, flags);
+    if (result == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
+        ioassess_fd_closed_range(first, last);
+    return result;
+}
+
+IOASSESS_EXPORT void closefrom(int lowest)
+{
+    RESOLVE(closefrom);
+    if (real_closefrom)
+        real_closefrom(lowest);
+    if (lowest >= 0)
+        ioassess_fd_closed_range((unsigned)lowest, ~0u);
+}
+
+/* fclose closes its descriptor inside libc, out of our sight. */
+IOASSESS_EXPORT int fclose(FILE *stream)
+{
+    RESOLVE(fclose);
+    int fd = stream ? fileno(stream) : -1;
+    int result = real_fclose ? real_fclose(stream) : EOF;
+    if (fd >= 0)
+        ioassess_fd_closed(fd);
+    return result;
+}
+
+static inline int duplicated(int old_fd, int new_fd)
+{
+    if (new_fd >= 0 && new_fd != old_fd)
+        ioassess_fd_duplicated(old_fd, new_fd);
+    return new_fd;
+}
+
+IOASSESS_EXPORT int dup(int fd)
+{
+    RESOLVE(dup);
+    return duplicated(fd, CALL_REAL(dup, fd));
+}
+
+IOASSESS_EXPORT int dup2(int old_fd, int new_fd)
+{
+    RESOLVE(dup2);
+    return duplicated(old_fd, CALL_REAL(dup2, old_fd, new_fd));
+}
+
+IOASSESS_EXPORT int dup3(int old_fd, int new_fd, int flags)
+{
+    RESOLVE(dup3);
+    return duplicated(old_fd, CALL_REAL(dup3, old_fd, new_fd, flags));
+}
+
+/* fcntl's third argument is an int or a pointer; passing it on as a pointer is what glibc
+ * itself does and is exact on every ABI we build for. */
+static inline int after_fcntl(int fd, int cmd, void *arg, int result)
+{
+    if (result < 0)
+        return result;
+    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+        return duplicated(fd, result);
+    if (cmd == F_SETFL)
+        ioassess_fd_set_append(fd, ((int)(intptr_t)arg & O_APPEND) != 0);
+    return result;
+}
+
+#define FCNTL(name)                                                            \
+    do {                                                                       \
+        va_list args_;                                                         \
+        va_start(args_, cmd);                                                  \
+        void *arg_ = va_arg(args_, void *);                                    \
+        va_end(args_);                                                         \
+        RESOLVE(name);                                                         \
+        int result_ = CALL_REAL(name, fd, cmd, arg_);                          \
+        int err_ = errno;                                                      \
+        result_ = after_fcntl(fd, cmd, arg_, result_);                         \
+        errno = err_;                                                          \
+        return result_;                                                        \
+    } while (0)
+
+IOASSESS_EXPORT int fcntl(int fd, int cmd, ...)
+{
+    FCNTL(fcntl);
+}
+
+IOASSESS_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+    FCNTL(fcntl64);
+}
+
+static inline off_t sought(int fd, off_t result)
+{
+    if (result >= 0 && ioassess_state == IOASSESS_STATE_ACTIVE &&
+        (unsigned)fd < IOASSESS_FD_LIMIT) {
+        uint32_t slot = __atomic_load_n(&ioassess_fd_slot[fd], __ATOMIC_ACQUIRE);
+        if (slot >= IOASSESS_FD_FIRST_OFD &&
+            (ioassess_ofds[slot - IOASSESS_FD_FIRST_OFD].flags & IOASSESS_OFD_SEEKABLE))
+            ioassess_ofds[slot - IOASSESS_FD_FIRST_OFD].offset = result;
+    }
+    return result;
+}
+
+IOASSESS_EXPORT off_t lseek(int fd, off_t offset, int whence)
+{
+    RESOLVE(lseek);
+    return sought(fd, CALL_REAL(lseek, fd, offset, whence));
+}
+
+IOASSESS_EXPORT off_t lseek64(int fd, off_t offset, int whence)
+{
+    RESOLVE(lseek64);
+    return sought(fd, CALL_REAL(lseek64, fd, offset, whence));
+}

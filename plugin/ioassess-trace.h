@@ -1,0 +1,179 @@
+/*
+ * ioassess trace format, version 1: the single source of truth for the on-disk layout.
+ * docs/trace-format.md describes the same layout for readers; ioassess/traceformat.py
+ * mirrors it as numpy dtypes (tests/test_traceformat.py checks that the two agree).
+ *
+ * One file per process. The file is written only through MAP_SHARED mappings, so every
+ * completed store is in the page cache even if the process is killed; there is no footer.
+ *
+ *   [0, header_bytes)            struct ioassess_header
+ *   [header_bytes, file size)    64-byte slots, in page-aligned extents allocated as the
+ *                                process runs: per-thread op extents, file-name extents and
+ *                                (once the record cap is reached) the summary table.
+ *
+ * A slot's first byte is its type. A slot is written in full before its type byte is stored
+ * (release order), so a slot whose type is IOASSESS_SLOT_EMPTY is unused or was cut off by a
+ * kill, and every other slot is complete. Readers walk every slot of the file; the summary
+ * table extent is skipped using summary_offset / summary_entries from the header.
+ * All integers are little-endian (x86_64); byte_order_mark lets a reader check that.
+ */
+#ifndef IOASSESS_TRACE_H
+#define IOASSESS_TRACE_H
+
+#include <stdint.h>
+
+#define IOASSESS_MAGIC "IOASTRC1"      /* 8 bytes, no terminator in the file */
+#define IOASSESS_FORMAT_VERSION 1
+#define IOASSESS_HEADER_BYTES 4096
+#define IOASSESS_SLOT_BYTES 64
+#define IOASSESS_BYTE_ORDER_MARK 0x01020304u
+#define IOASSESS_NAME_PART_BYTES 63     /* name bytes carried by one NAME_PART slot */
+#define IOASSESS_HIST_BINS 56           /* log2 duration bins of a summary entry */
+
+/* Slot types (first byte of every slot). */
+enum ioassess_slot_type {
+    IOASSESS_SLOT_EMPTY = 0,     /* never written, or cut off before completion */
+    IOASSESS_SLOT_OP = 1,        /* struct ioassess_op_record */
+    IOASSESS_SLOT_FILE = 2,      /* struct ioassess_file_record; its name follows */
+    IOASSESS_SLOT_NAME_PART = 3, /* struct ioassess_name_part */
+    IOASSESS_SLOT_CLOCK = 4,     /* struct ioassess_clock_record */
+};
+
+/* Operation kinds recorded in ioassess_op_record.op. The *64 and __*_chk entry points map to
+ * the same kind as their plain form. */
+enum ioassess_op {
+    IOASSESS_OP_READ = 1,
+    IOASSESS_OP_WRITE = 2,
+    IOASSESS_OP_PREAD = 3,
+    IOASSESS_OP_PWRITE = 4,
+    IOASSESS_OP_READV = 5,
+    IOASSESS_OP_WRITEV = 6,
+    IOASSESS_OP_PREADV = 7,
+    IOASSESS_OP_PWRITEV = 8,
+    IOASSESS_OP_PREADV2 = 9,
+    IOASSESS_OP_PWRITEV2 = 10,
+    IOASSESS_OP_FSYNC = 11,
+    IOASSESS_OP_FDATASYNC = 12,
+    IOASSESS_OP_COUNT = 13       /* one past the last kind */
+};
+
+/* Clock sources (ioassess_header.clock_source). */
+enum ioassess_clock_source {
+    IOASSESS_CLOCK_MONOTONIC = 1, /* ticks are CLOCK_MONOTONIC nanoseconds */
+    IOASSESS_CLOCK_TSC = 2,       /* ticks are x86 TSC cycles; convert with CLOCK slots */
+};
+
+/* Why the process stopped recording (ioassess_header.end_reason). */
+enum ioassess_end_reason {
+    IOASSESS_END_RUNNING = 0,  /* still running, or killed (SIGKILL, walltime, crash) */
+    IOASSESS_END_EXIT = 1,     /* normal exit (exit(), return from main, _exit()) */
+    IOASSESS_END_EXEC = 2,     /* replaced by exec; the new image writes its own trace */
+};
+
+/* Header flags (ioassess_header.flags). */
+#define IOASSESS_HEADER_OBFUSCATED (1u << 0)   /* names are hashes, not paths */
+#define IOASSESS_HEADER_EXIT_STATUS (1u << 1)  /* exit_status is valid */
+#define IOASSESS_HEADER_SPACE_FAILED (1u << 2) /* the trace file could not grow: later ops are
+                                                  in the summary table only */
+
+/* Op record flags (ioassess_op_record.flags). */
+#define IOASSESS_OP_APPEND (1u << 0)  /* the descriptor had O_APPEND: offset is -1 */
+
+/* At offset 0; padded to IOASSESS_HEADER_BYTES. Strings are NUL-terminated. */
+struct ioassess_header {
+    char magic[8];                 /* IOASSESS_MAGIC */
+    uint32_t version;              /* IOASSESS_FORMAT_VERSION */
+    uint32_t header_bytes;         /* IOASSESS_HEADER_BYTES: offset of the first slot */
+    uint32_t slot_bytes;           /* IOASSESS_SLOT_BYTES */
+    uint32_t byte_order_mark;      /* IOASSESS_BYTE_ORDER_MARK as stored by the writer */
+    uint32_t clock_source;         /* enum ioassess_clock_source */
+    uint32_t flags;                /* IOASSESS_HEADER_* */
+    int64_t pid;                   /* process id */
+    int64_t ppid;                  /* parent process id at start */
+    int64_t rank;                  /* MPI/batch rank from the environment, 0 if none */
+    uint64_t start_ticks;          /* clock ticks when recording started */
+    uint64_t start_monotonic_ns;   /* CLOCK_MONOTONIC at start_ticks */
+    uint64_t start_realtime_ns;    /* CLOCK_REALTIME (ns since the epoch) at start_ticks */
+    uint64_t end_ticks;            /* clock ticks when recording ended, 0 while running */
+    uint64_t end_monotonic_ns;     /* CLOCK_MONOTONIC at end_ticks, 0 while running */
+    uint32_t end_reason;           /* enum ioassess_end_reason */
+    int32_t exit_status;           /* status passed to exit/_exit (IOASSESS_HEADER_EXIT_STATUS) */
+    uint64_t record_cap;           /* most op records this process keeps individually */
+    uint64_t ops_not_kept;         /* ops counted only in the summary table (past the cap) */
+    uint64_t ops_lost;             /* ops not counted at all (a signal handler's op that
+                                      interrupted the recorder's own bookkeeping) */
+    uint64_t summary_offset;       /* file offset of the summary table, 0 if none */
+    uint64_t summary_entries;      /* entries in the summary table */
+    char job_id[64];               /* batch job id from the environment, "" if none */
+    char hostname[256];            /* host name (uname nodename, or IOASSESS_HOSTNAME) */
+    char exe[512];                 /* executable path, or its hash when obfuscated */
+    char cmdline[2048];            /* arguments separated by single spaces, truncated */
+};
+
+/* One read/write/sync call. */
+struct ioassess_op_record {
+    uint8_t type;                  /* IOASSESS_SLOT_OP */
+    uint8_t op;                    /* enum ioassess_op */
+    uint16_t flags;                /* IOASSESS_OP_* */
+    uint32_t tid;                  /* kernel thread id of the caller */
+    uint64_t file_id;              /* 64-bit hash of the file's path (matches a FILE slot) */
+    int64_t offset;                /* file offset the op started at, -1 if unknown */
+    uint64_t requested;            /* bytes requested (sum of iov_len for vector ops) */
+    int64_t result;                /* bytes returned, or -errno when the call failed */
+    uint64_t start_ticks;          /* clock ticks just before the call */
+    uint64_t duration_ticks;       /* clock ticks the call took */
+    uint64_t buffer;               /* user buffer address (first iovec's base for vectors) */
+};
+
+/* A file this process used; written before any op names its file_id. */
+struct ioassess_file_record {
+    uint8_t type;                  /* IOASSESS_SLOT_FILE */
+    uint8_t pad[3];                /* zero */
+    uint32_t mode;                 /* st_mode of the file (type and permission bits) */
+    uint64_t file_id;              /* 64-bit FNV-1a hash of the path */
+    uint64_t device;               /* st_dev */
+    uint64_t inode;                /* st_ino */
+    uint32_t name_bytes;           /* length of the name in the NAME_PART slots that follow */
+    uint32_t pad2;                 /* zero */
+    uint64_t fs_magic;             /* statfs f_type of the file system, 0 if unknown */
+    uint8_t pad3[16];              /* zero */
+};
+
+/* Carries IOASSESS_NAME_PART_BYTES bytes of the preceding FILE slot's name; the name's
+ * parts are the ceil(name_bytes / 63) slots right after that FILE slot, in order. */
+struct ioassess_name_part {
+    uint8_t type;                  /* IOASSESS_SLOT_NAME_PART */
+    char bytes[IOASSESS_NAME_PART_BYTES]; /* name bytes; the last part is zero-padded */
+};
+
+/* A pair of readings taken back to back, to convert ticks to nanoseconds. */
+struct ioassess_clock_record {
+    uint8_t type;                  /* IOASSESS_SLOT_CLOCK */
+    uint8_t pad[7];                /* zero */
+    uint64_t ticks;                /* clock ticks */
+    uint64_t monotonic_ns;         /* CLOCK_MONOTONIC read right after ticks */
+    uint8_t pad2[40];              /* zero */
+};
+
+/* Past the record cap, ops are added here instead: exact per (file, op, size bucket).
+ * Open addressing on the key; an entry whose state is not 2 is unused. When the table
+ * is three quarters full, new keys use file_id 0 ("other files"), so counts stay exact
+ * per op and size bucket. Size bucket b holds requests of [2^(b-1), 2^b) bytes; bucket 0
+ * holds 0-byte requests. Duration bin b holds durations of [2^b, 2^(b+1)) ticks (bin 0
+ * also holds 0), the last bin everything longer. */
+struct ioassess_summary_entry {
+    uint32_t state;                /* 0 free, 1 being claimed, 2 in use */
+    uint8_t op;                    /* enum ioassess_op */
+    uint8_t size_bucket;           /* log2 bucket of the requested bytes, see above */
+    uint16_t pad;                  /* zero */
+    uint64_t file_id;              /* as in op records; 0 = other files (table full) */
+    uint64_t count;                /* ops */
+    uint64_t bytes_requested;      /* sum of requested bytes */
+    uint64_t bytes_returned;       /* sum of positive results */
+    uint64_t errors;               /* ops that returned -errno */
+    uint64_t duration_ticks;       /* sum of durations */
+    uint64_t pad2;                 /* zero */
+    uint64_t duration_hist[IOASSESS_HIST_BINS]; /* ops per log2 duration bin */
+};
+
+#endif

@@ -1,0 +1,549 @@
+/*
+ * The trace file (layout: ioassess-trace.h). Everything is written through MAP_SHARED
+ * mappings of extents that are written with zeros (so their blocks exist) before they are
+ * mapped, so a kill loses nothing already stored and a full disk shows up as a failed write
+ * here, never as SIGBUS in the application. No file descriptor stays open: the file is reopened by
+ * path for each new extent, so the application can close or reuse any descriptor number.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+
+#include "ioassess-internal.h"
+
+#define FIRST_EXTENT_SLOTS 256u        /* 16 KiB: short-lived processes stay small */
+#define MAX_EXTENT_SLOTS 4096u         /* 256 KiB per thread at most */
+#define SUMMARY_ENTRIES 4096u          /* 2 MiB, allocated only when the cap is reached */
+#define SUMMARY_SPILL_AT (SUMMARY_ENTRIES / 4 * 3)
+#define MAX_CLOCK_INTERVAL_NS 10000000000ull
+
+static char trace_path[IOASSESS_PATH_BYTES];
+static struct ioassess_header *header;
+static uint64_t page_bytes;
+static uint64_t file_bytes;             /* current size of the trace file */
+static uint64_t op_slots_granted;       /* op slots handed out, against the record cap */
+static int space_failed;                /* the file could not grow: records stop */
+static struct ioassess_thread *threads; /* live threads with an extent */
+static pthread_key_t thread_key;        /* its destructor unmaps an exiting thread's extent */
+static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
+
+/* File names go to a shared extent written under the lock. */
+static struct ioassess_op_record *name_next, *name_end;
+static void *name_extent;
+static size_t name_extent_bytes;
+
+/* Past the cap. */
+static struct ioassess_summary_entry *summary;
+static uint32_t summary_used;
+
+/* Clock pairs: ticks per nanosecond estimated at start-up, to schedule later pairs. */
+static double ticks_per_ns;
+static uint64_t clock_interval_ns;
+
+uint64_t ioassess_next_clock_ticks = UINT64_MAX;
+
+static uint64_t round_up(uint64_t value, uint64_t multiple)
+{
+    return (value + multiple - 1) / multiple * multiple;
+}
+
+/* Zeros for growing the file: never written, so reading it costs no memory. */
+static char zeros[MAX_EXTENT_SLOTS * IOASSESS_SLOT_BYTES];
+
+/* Append `bytes` of zeros at `offset`: the blocks are then allocated (a full disk fails
+ * here, not later as SIGBUS in the application) and the pages are in the page cache. */
+static int grow_file(int fd, uint64_t offset, uint64_t bytes)
+{
+    while (bytes > 0) {
+        uint64_t n = bytes < sizeof zeros ? bytes : sizeof zeros;
+        long written = syscall(SYS_pwrite64, fd, zeros, n, (off_t)offset);
+        if (written <= 0)
+            return -1;
+        offset += (uint64_t)written;
+        bytes -= (uint64_t)written;
+    }
+    return 0;
+}
+
+/* Fault every page in now (one call), not one page per 64 ops inside the timed calls. */
+static void prefault(void *map, uint64_t bytes)
+{
+    if (syscall(SYS_madvise, map, bytes, 23 /* MADV_POPULATE_WRITE, Linux 5.14 */) == 0)
+        return;
+    for (uint64_t at = 0; at < bytes; at += page_bytes)
+        ((volatile char *)map)[at] = 0;
+}
+
+/* Grow the trace file by `bytes` and map the new range. */
+static void *map_new_extent(uint64_t bytes)
+{
+    if (space_failed)
+        return NULL;
+    int fd = (int)ioassess_sys_open(trace_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
+    if (fd < 0) {
+        space_failed = 1;
+        return NULL;
+    }
+    uint64_t offset = file_bytes;
+    void *map = MAP_FAILED;
+    int grown = grow_file(fd, offset, bytes) == 0;
+    if (grown)
+        map = (void *)syscall(SYS_mmap, NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                              (off_t)offset);
+    /* Keep the size page aligned even after a short write, so readers see whole slots. */
+    if (!grown)
+        syscall(SYS_ftruncate, fd, (off_t)offset);
+    ioassess_sys_close(fd);
+    if (map == MAP_FAILED || (uintptr_t)map > (uintptr_t)-4096) {
+        space_failed = 1;
+        if (header)
+            __atomic_or_fetch(&header->flags, IOASSESS_HEADER_SPACE_FAILED, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    file_bytes = offset + bytes;
+    prefault(map, bytes);
+    return map;
+}
+
+static void unmap(void *map, size_t bytes)
+{
+    if (map)
+        syscall(SYS_munmap, map, bytes);
+}
+
+static void copy_string(char *dst, size_t dst_bytes, const char *src)
+{
+    size_t n = strnlen(src, dst_bytes - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+/* File-name safe form of a header string: [A-Za-z0-9.-], others become '-'. */
+static void sanitise(char *dst, size_t dst_bytes, const char *src, const char *if_empty)
+{
+    if (!src[0])
+        src = if_empty;
+    size_t i = 0;
+    for (; src[i] && i + 1 < dst_bytes && i < 64; i++) {
+        char c = src[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '.' || c == '-';
+        dst[i] = ok ? c : '-';
+    }
+    dst[i] = '\0';
+}
+
+static void read_small_file(const char *path, char *buf, size_t buf_bytes)
+{
+    buf[0] = '\0';
+    int fd = (int)ioassess_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return;
+    long n = syscall(SYS_read, fd, buf, buf_bytes - 1);
+    ioassess_sys_close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    for (long i = 0; i < n; i++)        /* /proc/self/cmdline separates arguments by NUL */
+        if (buf[i] == '\0' || buf[i] == '\n')
+            buf[i] = ' ';
+    while (n > 0 && buf[n - 1] == ' ')
+        buf[--n] = '\0';
+}
+
+static void describe_process(struct ioassess_header *h)
+{
+    char exe[sizeof h->exe];
+    long n = syscall(SYS_readlinkat, -100, "/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    read_small_file("/proc/self/cmdline", h->cmdline, sizeof h->cmdline);
+    if (ioassess_config.obfuscate) {
+        snprintf(h->exe, sizeof h->exe, "obfuscated:%016llx",
+                 (unsigned long long)ioassess_hash_name(exe));
+        snprintf(h->cmdline, sizeof h->cmdline, "obfuscated:%016llx",
+                 (unsigned long long)ioassess_hash_name(h->cmdline));
+        h->flags |= IOASSESS_HEADER_OBFUSCATED;
+    } else {
+        copy_string(h->exe, sizeof h->exe, exe);
+    }
+}
+
+/* Create this process's trace file, named so that job, host, rank and pid are recoverable;
+ * the sequence number tells apart the images one pid runs through exec. */
+static int create_trace_file(pid_t pid)
+{
+    char job[72], host[72];
+    sanitise(job, sizeof job, ioassess_config.job_id, "nojob");
+    sanitise(host, sizeof host, ioassess_config.hostname, "unknown");
+    for (int seq = 0; seq < 1000; seq++) {
+        int n = snprintf(trace_path, sizeof trace_path, "%s/ioassess_%s_%s_r%lld_p%d_%d.iot",
+                         ioassess_config.trace_dir, job, host,
+                         (long long)ioassess_config.rank, (int)pid, seq);
+        if (n <= 0 || (size_t)n >= sizeof trace_path)
+            return -1;
+        int fd = (int)ioassess_sys_open(trace_path,
+                                        O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0)
+            return fd;
+        if (errno != EEXIST)
+            return -1;
+    }
+    return -1;
+}
+
+static void create_thread_key(void)
+{
+    pthread_key_create(&thread_key, ioassess_thread_exit);
+}
+
+int ioassess_writer_start(void)
+{
+    uint64_t start_ticks = ioassess_ticks();
+    uint64_t start_ns = ioassess_monotonic_ns();
+    struct timespec real;
+    clock_gettime(CLOCK_REALTIME, &real);
+
+    pthread_once(&thread_key_once, create_thread_key);
+    page_bytes = getauxval(AT_PAGESZ);
+    if (page_bytes < 4096)
+        page_bytes = 4096;
+    pid_t pid = (pid_t)syscall(SYS_getpid);
+    int fd = create_trace_file(pid);
+    if (fd < 0)
+        return -1;
+    uint64_t first_slot = round_up(IOASSESS_HEADER_BYTES, page_bytes);
+    void *map = MAP_FAILED;
+    if (grow_file(fd, 0, first_slot) == 0)
+        map = (void *)syscall(SYS_mmap, NULL, first_slot, PROT_READ | PROT_WRITE, MAP_SHARED,
+                              fd, (off_t)0);
+    ioassess_sys_close(fd);
+    if (map == MAP_FAILED || (uintptr_t)map > (uintptr_t)-4096) {
+        syscall(SYS_unlinkat, -100, trace_path, 0);
+        return -1;
+    }
+    file_bytes = first_slot;
+    op_slots_granted = 0;
+    space_failed = 0;
+
+    struct ioassess_header *h = map;
+    h->version = IOASSESS_FORMAT_VERSION;
+    h->header_bytes = IOASSESS_HEADER_BYTES;
+    h->slot_bytes = IOASSESS_SLOT_BYTES;
+    h->byte_order_mark = IOASSESS_BYTE_ORDER_MARK;
+    h->clock_source = ioassess_config.use_tsc ? IOASSESS_CLOCK_TSC : IOASSESS_CLOCK_MONOTONIC;
+    h->pid = pid;
+    h->ppid = syscall(SYS_getppid);
+    h->rank = ioassess_config.rank;
+    h->start_ticks = start_ticks;
+    h->start_monotonic_ns = start_ns;
+    h->start_realtime_ns = (uint64_t)real.tv_sec * 1000000000ull + (uint64_t)real.tv_nsec;
+    h->record_cap = ioassess_config.record_cap;
+    copy_string(h->job_id, sizeof h->job_id, ioassess_config.job_id);
+    copy_string(h->hostname, sizeof h->hostname, ioassess_config.hostname);
+    describe_process(h);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    memcpy(h->magic, IOASSESS_MAGIC, sizeof h->magic);   /* last: the header is complete */
+    header = h;
+
+    /* Start-up took some microseconds: enough for a first rough ticks-per-ns estimate
+     * (it only schedules the clock pairs; the reader fits its own from all pairs). */
+    uint64_t now_ticks = ioassess_ticks();
+    uint64_t now_ns = ioassess_monotonic_ns();
+    ticks_per_ns = now_ns > start_ns ? (double)(now_ticks - start_ticks) / (now_ns - start_ns)
+                                     : 1.0;
+    if (!ioassess_config.use_tsc)
+        ticks_per_ns = 1.0;
+    clock_interval_ns = 1000000;         /* first pair after 1 ms, then at doubling gaps */
+    ioassess_next_clock_ticks = now_ticks + (uint64_t)(clock_interval_ns * ticks_per_ns);
+    return 0;
+}
+
+/* A CLOCK slot written into the op slot r (which the caller owns). */
+static void write_clock(struct ioassess_op_record *r)
+{
+    struct ioassess_clock_record *c = (struct ioassess_clock_record *)r;
+    c->ticks = ioassess_ticks();
+    c->monotonic_ns = ioassess_monotonic_ns();
+    __atomic_store_n(&c->type, IOASSESS_SLOT_CLOCK, __ATOMIC_RELEASE);
+}
+
+void ioassess_writer_clock_due(struct ioassess_thread *t, uint64_t now_ticks)
+{
+    uint64_t due = __atomic_load_n(&ioassess_next_clock_ticks, __ATOMIC_RELAXED);
+    if (t->next == t->end || now_ticks < due)
+        return;
+    uint64_t interval = clock_interval_ns * 2;
+    if (interval > MAX_CLOCK_INTERVAL_NS)
+        interval = MAX_CLOCK_INTERVAL_NS;
+    uint64_t next_due = now_ticks + (uint64_t)(interval * ticks_per_ns);
+    if (!__atomic_compare_exchange_n(&ioassess_next_clock_ticks, &due, next_due, 0,
+                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        return;                          /* another thread took this one */
+    clock_interval_ns = interval;
+    write_clock(t->next++);
+}
+
+static void register_thread(struct ioassess_thread *t)
+{
+    t->tid = (uint32_t)syscall(SYS_gettid);
+    pthread_setspecific(thread_key, t);
+    t->next_extent_slots = FIRST_EXTENT_SLOTS;
+    t->prev_thread = NULL;
+    t->next_thread = threads;
+    if (threads)
+        threads->prev_thread = t;
+    threads = t;
+}
+
+static void unregister_thread(struct ioassess_thread *t)
+{
+    if (t->prev_thread)
+        t->prev_thread->next_thread = t->next_thread;
+    else if (threads == t)
+        threads = t->next_thread;
+    if (t->next_thread)
+        t->next_thread->prev_thread = t->prev_thread;
+    t->prev_thread = t->next_thread = NULL;
+}
+
+/* Give the thread a new extent of op slots; 0 when the cap is reached or the file cannot
+ * grow (the caller then uses the summary table). The first slot is a CLOCK pair. */
+int ioassess_writer_refill(struct ioassess_thread *t)
+{
+    if (t->capped)
+        return 0;
+    pthread_mutex_lock(&ioassess_lock);
+    if (!t->tid)
+        register_thread(t);
+    unmap(t->extent, t->extent_bytes);
+    t->extent = NULL;
+    t->next = t->end = NULL;
+    uint64_t remaining = ioassess_config.record_cap - op_slots_granted;
+    uint64_t op_slots = t->next_extent_slots - 1;
+    if (op_slots > remaining)
+        op_slots = remaining;
+    void *map = NULL;
+    uint64_t bytes = round_up((op_slots + 1) * IOASSESS_SLOT_BYTES, page_bytes);
+    if (op_slots > 0)
+        map = map_new_extent(bytes);
+    if (map) {
+        op_slots_granted += op_slots;
+        t->extent = map;
+        t->extent_bytes = bytes;
+        t->next = map;
+        t->end = t->next + 1 + op_slots;
+        if (t->next_extent_slots < MAX_EXTENT_SLOTS)
+            t->next_extent_slots *= 2;
+        write_clock(t->next++);
+    } else {
+        t->capped = 1;
+    }
+    pthread_mutex_unlock(&ioassess_lock);
+    return map != NULL;
+}
+
+void ioassess_thread_exit(void *state)
+{
+    struct ioassess_thread *t = state;
+    ioassess_enter(t);
+    pthread_mutex_lock(&ioassess_lock);
+    unmap(t->extent, t->extent_bytes);
+    t->extent = NULL;
+    t->next = t->end = NULL;
+    unregister_thread(t);
+    t->tid = 0;
+    pthread_mutex_unlock(&ioassess_lock);
+    ioassess_leave(t);
+}
+
+/* Caller holds the lock. Name parts first, the FILE slot last (it marks completeness). */
+void ioassess_writer_file(uint64_t file_id, const struct stat *st, uint64_t fs_magic,
+                          const char *name)
+{
+    size_t name_bytes = strnlen(name, IOASSESS_PATH_BYTES);
+    size_t parts = (name_bytes + IOASSESS_NAME_PART_BYTES - 1) / IOASSESS_NAME_PART_BYTES;
+    if (name_next + 1 + parts > name_end) {
+        unmap(name_extent, name_extent_bytes);
+        name_extent = NULL;
+        name_next = name_end = NULL;
+        uint64_t bytes = round_up((1 + parts) * IOASSESS_SLOT_BYTES, page_bytes);
+        void *map = map_new_extent(bytes);
+        if (!map)
+            return;
+        name_extent = map;
+        name_extent_bytes = bytes;
+        name_next = map;
+        name_end = name_next + bytes / IOASSESS_SLOT_BYTES;
+    }
+    struct ioassess_file_record *f = (struct ioassess_file_record *)name_next;
+    for (size_t i = 0; i < parts; i++) {
+        struct ioassess_name_part *p = (struct ioassess_name_part *)(name_next + 1 + i);
+        size_t n = name_bytes - i * IOASSESS_NAME_PART_BYTES;
+        memcpy(p->bytes, name + i * IOASSESS_NAME_PART_BYTES,
+               n < IOASSESS_NAME_PART_BYTES ? n : IOASSESS_NAME_PART_BYTES);
+        p->type = IOASSESS_SLOT_NAME_PART;
+    }
+    f->mode = st ? st->st_mode : 0;
+    f->file_id = file_id;
+    f->device = st ? st->st_dev : 0;
+    f->inode = st ? st->st_ino : 0;
+    f->name_bytes = (uint32_t)name_bytes;
+    f->fs_magic = fs_magic;
+    __atomic_store_n(&f->type, IOASSESS_SLOT_FILE, __ATOMIC_RELEASE);
+    name_next += 1 + parts;
+}
+
+static struct ioassess_summary_entry *summary_table(void)
+{
+    struct ioassess_summary_entry *table = __atomic_load_n(&summary, __ATOMIC_ACQUIRE);
+    if (table)
+        return table;
+    pthread_mutex_lock(&ioassess_lock);
+    if (!summary) {
+        uint64_t offset = file_bytes;
+        uint64_t bytes = round_up(SUMMARY_ENTRIES * sizeof(struct ioassess_summary_entry),
+                                  page_bytes);
+        table = map_new_extent(bytes);
+        if (table) {
+            header->summary_entries = SUMMARY_ENTRIES;
+            __atomic_store_n(&header->summary_offset, offset, __ATOMIC_RELEASE);
+            __atomic_store_n(&summary, table, __ATOMIC_RELEASE);
+        }
+    }
+    table = summary;
+    pthread_mutex_unlock(&ioassess_lock);
+    return table;
+}
+
+static uint64_t mix(uint64_t key)
+{
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdull;
+    key ^= key >> 33;
+    return key;
+}
+
+/* Find or claim the entry for a key; NULL if the table is full. */
+static struct ioassess_summary_entry *summary_entry(struct ioassess_summary_entry *table,
+                                                    uint8_t op, uint8_t size_bucket,
+                                                    uint64_t file_id)
+{
+    if (file_id != 0 && __atomic_load_n(&summary_used, __ATOMIC_RELAXED) >= SUMMARY_SPILL_AT)
+        file_id = 0;
+    uint64_t start = mix(file_id ^ ((uint64_t)op << 56) ^ ((uint64_t)size_bucket << 48));
+    for (uint32_t probe = 0; probe < SUMMARY_ENTRIES; probe++) {
+        struct ioassess_summary_entry *e = &table[(start + probe) % SUMMARY_ENTRIES];
+        uint32_t state = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
+        if (state == 0) {
+            uint32_t expected = 0;
+            if (__atomic_compare_exchange_n(&e->state, &expected, 1, 0, __ATOMIC_ACQUIRE,
+                                            __ATOMIC_RELAXED)) {
+                e->op = op;
+                e->size_bucket = size_bucket;
+                e->file_id = file_id;
+                __atomic_add_fetch(&summary_used, 1, __ATOMIC_RELAXED);
+                __atomic_store_n(&e->state, 2, __ATOMIC_RELEASE);
+                return e;
+            }
+            state = expected;
+        }
+        while (state == 1) {             /* another thread is writing this key: brief */
+            sched_yield();
+            state = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
+        }
+        if (e->op == op && e->size_bucket == size_bucket && e->file_id == file_id)
+            return e;
+    }
+    return NULL;
+}
+
+static unsigned log2_floor(uint64_t value)
+{
+    return value ? 63u - (unsigned)__builtin_clzll(value) : 0u;
+}
+
+void ioassess_writer_summary_add(uint8_t op, uint64_t file_id, uint64_t requested,
+                                 int64_t result, uint64_t duration_ticks)
+{
+    struct ioassess_summary_entry *table = summary_table();
+    uint8_t size_bucket = requested ? (uint8_t)(log2_floor(requested) + 1) : 0;
+    struct ioassess_summary_entry *e = table ? summary_entry(table, op, size_bucket, file_id)
+                                             : NULL;
+    if (!e) {
+        ioassess_writer_count_lost();
+        return;
+    }
+    unsigned bin = log2_floor(duration_ticks);
+    if (bin >= IOASSESS_HIST_BINS)
+        bin = IOASSESS_HIST_BINS - 1;
+    __atomic_add_fetch(&e->count, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&e->bytes_requested, requested, __ATOMIC_RELAXED);
+    if (result > 0)
+        __atomic_add_fetch(&e->bytes_returned, (uint64_t)result, __ATOMIC_RELAXED);
+    else if (result < 0)
+        __atomic_add_fetch(&e->errors, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&e->duration_ticks, duration_ticks, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&e->duration_hist[bin], 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&header->ops_not_kept, 1, __ATOMIC_RELAXED);
+}
+
+void ioassess_writer_count_lost(void)
+{
+    if (header)
+        __atomic_add_fetch(&header->ops_lost, 1, __ATOMIC_RELAXED);
+}
+
+void ioassess_writer_end(uint32_t reason)
+{
+    if (!header)
+        return;
+    header->end_ticks = ioassess_ticks();
+    header->end_monotonic_ns = ioassess_monotonic_ns();
+    __atomic_store_n(&header->end_reason, reason, __ATOMIC_RELEASE);
+}
+
+void ioassess_writer_cancel_end(void)
+{
+    if (!header)
+        return;
+    __atomic_store_n(&header->end_reason, IOASSESS_END_RUNNING, __ATOMIC_RELEASE);
+    header->end_ticks = 0;
+    header->end_monotonic_ns = 0;
+}
+
+void ioassess_writer_exit_status(int status)
+{
+    if (!header)
+        return;
+    header->exit_status = status;
+    __atomic_or_fetch(&header->flags, IOASSESS_HEADER_EXIT_STATUS, __ATOMIC_RELEASE);
+}
+
+/* In a fork child (single-threaded, lock held): the parent's mappings are the parent's
+ * file; drop them all so the child starts its own trace. */
+void ioassess_writer_after_fork(void)
+{
+    for (struct ioassess_thread *t = threads; t;) {
+        struct ioassess_thread *next = t->next_thread;
+        unmap(t->extent, t->extent_bytes);
+        t->extent = NULL;
+        t->next_thread = t->prev_thread = NULL;
+        t = next;
+    }
+    threads = NULL;
+    struct ioassess_thread *self = &ioassess_self;
+    self->next = self->end = NULL;
+    self->extent = NULL;
+    self->tid = 0;
+    self->capped = 0;
+    unmap(name_extent, name_extent_bytes);
+    name_extent = NULL;
+    name_next = name_end = NULL;
+    unmap(summary, round_up(SUMMARY_ENTRIES * sizeof *summary, page_bytes));
+    summary = NULL;
+    summary_used = 0;
+    unmap(header, round_up(IOASSESS_HEADER_BYTES, page_bytes));
+    header = NULL;
+}
