@@ -26,8 +26,8 @@ install:
 DEMO_DIR = demo-out
 demo: deps install
 	rm -rf $(DEMO_DIR) && mkdir -p $(DEMO_DIR)/work
-	ioassess run --trace-dir $(DEMO_DIR)/traces -- sh demo/workload.sh $(DEMO_DIR)/work
-	ioassess show $(DEMO_DIR)/traces
+	$(PYTHON) -m ioassess run --trace-dir $(DEMO_DIR)/traces -- sh demo/workload.sh $(DEMO_DIR)/work
+	$(PYTHON) -m ioassess show $(DEMO_DIR)/traces
 
 test: deps install
 	$(MAKE) -C tests/progs

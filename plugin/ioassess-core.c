@@ -183,6 +183,7 @@ static void after_fork_in_parent(void)
     if (!fork_locked)
         return;
     fork_locked = 0;
+    ioassess_fd_fork_parent();
     pthread_mutex_unlock(&ioassess_lock);
     ioassess_leave(&ioassess_self);
 }
@@ -198,7 +199,7 @@ static void after_fork_in_child(void)
     fork_locked = 0;
     pthread_mutex_init(&ioassess_lock, NULL);
     ioassess_writer_after_fork();
-    ioassess_fd_after_fork();
+    ioassess_fd_fork_child();
     if (ioassess_writer_start() != 0)
         ioassess_state = IOASSESS_STATE_DISABLED;
     ioassess_leave(&ioassess_self);

@@ -18,7 +18,7 @@
 #define OFD_LIMIT 16384u
 #define EMITTED_SLOTS 4096u              /* file ids whose name this process has written */
 #define NO_OFD UINT32_MAX
-#define INVALID_FD_FILE_ID 0             /* failed calls on descriptors that are not open */
+#define INVALID_FD_NAME "<invalid descriptor>"   /* file of failed calls on closed descriptors */
 
 uint32_t ioassess_fd_slot[IOASSESS_FD_LIMIT];
 struct ioassess_ofd ioassess_ofds[OFD_LIMIT];
@@ -29,7 +29,7 @@ static int fd_high_water = -1;           /* highest descriptor with a non-unknow
 static uint64_t emitted[EMITTED_SLOTS];
 static uint32_t emitted_count;
 static int invalid_fd_named;
-static struct ioassess_ofd invalid_fd_ofd = {INVALID_FD_FILE_ID, -1, 1, 0, NO_OFD};
+static struct ioassess_ofd invalid_fd_ofd = {0, -1, 1, 0, NO_OFD};
 
 /* 64-bit FNV-1a; 0 is kept for "no file". */
 uint64_t ioassess_hash_name(const char *name)
@@ -172,8 +172,10 @@ struct ioassess_ofd *ioassess_fd_discover(int fd)
     if (slot >= IOASSESS_FD_FIRST_OFD) {
         o = &ioassess_ofds[slot - IOASSESS_FD_FIRST_OFD];
     } else if (slot == IOASSESS_FD_UNKNOWN) {   /* not open: record the failed call */
-        if (!invalid_fd_named)
-            ioassess_writer_file(INVALID_FD_FILE_ID, NULL, 0, "<invalid descriptor>");
+        if (!invalid_fd_named) {
+            invalid_fd_ofd.file_id = ioassess_hash_name(INVALID_FD_NAME);
+            ioassess_writer_file(invalid_fd_ofd.file_id, NULL, 0, INVALID_FD_NAME);
+        }
         invalid_fd_named = 1;
         o = &invalid_fd_ofd;
     }
@@ -251,9 +253,43 @@ void ioassess_fd_set_append(int fd, int append)
     });
 }
 
+void ioassess_fd_advanced(int fd, int64_t bytes)
+{
+    if (ioassess_state != IOASSESS_STATE_ACTIVE || (unsigned)fd >= IOASSESS_FD_LIMIT)
+        return;
+    uint32_t slot = __atomic_load_n(&ioassess_fd_slot[fd], __ATOMIC_ACQUIRE);
+    if (slot < IOASSESS_FD_FIRST_OFD)
+        return;
+    struct ioassess_ofd *o = &ioassess_ofds[slot - IOASSESS_FD_FIRST_OFD];
+    if (o->offset >= 0)
+        o->offset += bytes;
+}
+
+/* The offset of an op that just moved the position by `result`, from the kernel's position
+ * (once after a fork; positions are tracked again from there). */
+int64_t ioassess_fd_resync(int fd, struct ioassess_ofd *o, ssize_t result)
+{
+    int saved_errno = errno;
+    long position = syscall(SYS_lseek, fd, 0L, SEEK_CUR);
+    errno = saved_errno;
+    o->flags &= ~IOASSESS_OFD_RESYNC;
+    o->offset = position >= 0 ? position : -1;
+    return position >= 0 ? position - (result > 0 ? result : 0) : -1;
+}
+
+/* In the parent after fork (lock held): the child shares every open description and may
+ * move its position, so each is read from the kernel at its next use. A position moved by
+ * both processes at the same time remains beyond our knowledge. */
+void ioassess_fd_fork_parent(void)
+{
+    for (uint32_t i = 0; i < ofd_unused; i++)
+        if (ioassess_ofds[i].refs > 0 && (ioassess_ofds[i].flags & IOASSESS_OFD_SEEKABLE))
+            ioassess_ofds[i].flags |= IOASSESS_OFD_RESYNC;
+}
+
 /* In a fork child: the child must write its own file names, and the offsets it shares with
  * its parent are best read afresh, so every descriptor is looked up again on first use. */
-void ioassess_fd_after_fork(void)
+void ioassess_fd_fork_child(void)
 {
     for (int fd = 0; fd <= fd_high_water; fd++)
         ioassess_fd_slot[fd] = IOASSESS_FD_UNKNOWN;

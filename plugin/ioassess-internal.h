@@ -85,6 +85,8 @@ struct ioassess_ofd {
 
 #define IOASSESS_OFD_SEEKABLE (1u << 0)     /* regular file or block device */
 #define IOASSESS_OFD_APPEND (1u << 1)       /* O_APPEND: writes go to the end */
+#define IOASSESS_OFD_RESYNC (1u << 2)       /* a fork child may have moved the position:
+                                               ask the kernel once at the next use */
 
 extern int ioassess_state;
 extern struct ioassess_config ioassess_config;
@@ -117,7 +119,10 @@ void ioassess_fd_closed(int fd);
 void ioassess_fd_closed_range(unsigned first, unsigned last);
 void ioassess_fd_duplicated(int old_fd, int new_fd);
 void ioassess_fd_set_append(int fd, int append);
-void ioassess_fd_after_fork(void);
+void ioassess_fd_advanced(int fd, int64_t bytes);
+int64_t ioassess_fd_resync(int fd, struct ioassess_ofd *o, ssize_t result);
+void ioassess_fd_fork_parent(void);
+void ioassess_fd_fork_child(void);
 uint64_t ioassess_hash_name(const char *name);
 
 #define IOASSESS_FD_LIMIT 65536

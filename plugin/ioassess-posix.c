@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/sendfile.h>
 #include <sys/uio.h>
 
 #include "ioassess-internal.h"
@@ -28,8 +29,10 @@
 /* ---- offsets ---- */
 
 /* Offset of a read at the descriptor's position, and the position after it. */
-static inline int64_t advance_read(struct ioassess_ofd *o, ssize_t result)
+static inline int64_t advance_read(int fd, struct ioassess_ofd *o, ssize_t result)
 {
+    if (unlikely(o->flags & IOASSESS_OFD_RESYNC))
+        return ioassess_fd_resync(fd, o, result);
     int64_t offset = o->offset;
     if (offset >= 0 && result > 0)
         o->offset = offset + result;
@@ -37,13 +40,13 @@ static inline int64_t advance_read(struct ioassess_ofd *o, ssize_t result)
 }
 
 /* Same for a write; with O_APPEND the kernel writes at the end, which we do not know. */
-static inline int64_t advance_write(struct ioassess_ofd *o, ssize_t result)
+static inline int64_t advance_write(int fd, struct ioassess_ofd *o, ssize_t result)
 {
     if (o->flags & IOASSESS_OFD_APPEND) {
         o->offset = -1;
         return -1;
     }
-    return advance_read(o, result);
+    return advance_read(fd, o, result);
 }
 
 static inline uint16_t write_flags(const struct ioassess_ofd *o)
@@ -56,23 +59,20 @@ static inline int64_t positional(const struct ioassess_ofd *o, off_t offset)
     return (o->flags & IOASSESS_OFD_SEEKABLE) ? (int64_t)offset : -1;
 }
 
-/* Bytes and first buffer of an iovec array, read only once the call has shown that the
- * array itself is valid (the kernel faults on a bad array; we must not). */
-static inline uint64_t iov_bytes(const struct iovec *iov, int count, ssize_t result, int err)
+/* Bytes and first buffer of an iovec array, read only when the call succeeded: a failed call
+ * may have failed because the array itself is not readable (the kernel reports that; a
+ * fault here would crash the application). */
+static inline uint64_t iov_bytes(const struct iovec *iov, int count, ssize_t result)
 {
-    if (result < 0 && (err == EFAULT || err == EINVAL))
-        return 0;
     uint64_t bytes = 0;
-    for (int i = 0; i < count; i++)
+    for (int i = 0; result >= 0 && i < count; i++)
         bytes += iov[i].iov_len;
     return bytes;
 }
 
-static inline const void *iov_base(const struct iovec *iov, int count, ssize_t result, int err)
+static inline const void *iov_base(const struct iovec *iov, int count, ssize_t result)
 {
-    if (count <= 0 || (result < 0 && (err == EFAULT || err == EINVAL)))
-        return NULL;
-    return iov[0].iov_base;
+    return result >= 0 && count > 0 ? iov[0].iov_base : NULL;
 }
 
 static inline int64_t outcome(ssize_t result, int err)
@@ -94,8 +94,8 @@ static inline int64_t outcome(ssize_t result, int err)
         if (!o_)                                                               \
             return (call);                                                     \
         TIMED(call);                                                           \
-        int64_t offset_ = (is_write) ? advance_write(o_, result_)             \
-                                     : advance_read(o_, result_);              \
+        int64_t offset_ = (is_write) ? advance_write(fd, o_, result_)         \
+                                     : advance_read(fd, o_, result_);          \
         ioassess_record(op, (is_write) ? write_flags(o_) : 0, o_->file_id, offset_, \
                         (uint64_t)(count), outcome(result_, err_), start_, end_, buf); \
         errno = err_;                                                          \
@@ -123,11 +123,11 @@ static inline int64_t outcome(ssize_t result, int err)
             return (call);                                                     \
         TIMED(call);                                                           \
         int64_t offset_ = (offset) >= 0 ? positional(o_, offset)               \
-                          : (is_write) ? advance_write(o_, result_)            \
-                                       : advance_read(o_, result_);            \
+                          : (is_write) ? advance_write(fd, o_, result_)        \
+                                       : advance_read(fd, o_, result_);        \
         ioassess_record(op, (is_write) ? write_flags(o_) : 0, o_->file_id, offset_, \
-                        iov_bytes(iov, iovcnt, result_, err_), outcome(result_, err_), \
-                        start_, end_, iov_base(iov, iovcnt, result_, err_));   \
+                        iov_bytes(iov, iovcnt, result_), outcome(result_, err_), \
+                        start_, end_, iov_base(iov, iovcnt, result_));         \
         errno = err_;                                                          \
         return result_;                                                        \
     } while (0)
@@ -519,6 +519,54 @@ IOASSESS_EXPORT int fcntl(int fd, int cmd, ...)
 IOASSESS_EXPORT int fcntl64(int fd, int cmd, ...)
 {
     FCNTL(fcntl64);
+}
+
+/* Calls that move a descriptor's position without passing through read or write. */
+static ssize_t (*real_copy_file_range)(int, loff_t *, int, loff_t *, size_t, unsigned);
+static ssize_t (*real_sendfile)(int, int, off_t *, size_t);
+static ssize_t (*real_sendfile64)(int, int, off_t *, size_t);
+static ssize_t (*real_splice)(int, loff_t *, int, loff_t *, size_t, unsigned);
+
+static inline ssize_t moved(int in_fd, const void *in_offset, int out_fd, const void *out_offset,
+                            ssize_t result)
+{
+    if (result > 0) {
+        if (!in_offset)
+            ioassess_fd_advanced(in_fd, result);
+        if (!out_offset)
+            ioassess_fd_advanced(out_fd, result);
+    }
+    return result;
+}
+
+IOASSESS_EXPORT ssize_t copy_file_range(int in_fd, loff_t *in_offset, int out_fd,
+                                        loff_t *out_offset, size_t length, unsigned flags)
+{
+    RESOLVE(copy_file_range);
+    return moved(in_fd, in_offset, out_fd, out_offset,
+                 CALL_REAL(copy_file_range, in_fd, in_offset, out_fd, out_offset, length, flags));
+}
+
+IOASSESS_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *in_offset, size_t count)
+{
+    RESOLVE(sendfile);
+    return moved(in_fd, in_offset, out_fd, NULL,
+                 CALL_REAL(sendfile, out_fd, in_fd, in_offset, count));
+}
+
+IOASSESS_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off_t *in_offset, size_t count)
+{
+    RESOLVE(sendfile64);
+    return moved(in_fd, in_offset, out_fd, NULL,
+                 CALL_REAL(sendfile64, out_fd, in_fd, in_offset, count));
+}
+
+IOASSESS_EXPORT ssize_t splice(int in_fd, loff_t *in_offset, int out_fd, loff_t *out_offset,
+                               size_t length, unsigned flags)
+{
+    RESOLVE(splice);
+    return moved(in_fd, in_offset, out_fd, out_offset,
+                 CALL_REAL(splice, in_fd, in_offset, out_fd, out_offset, length, flags));
 }
 
 static inline off_t sought(int fd, off_t result)

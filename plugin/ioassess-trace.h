@@ -100,10 +100,11 @@ struct ioassess_header {
     int32_t exit_status;           /* status passed to exit/_exit (IOASSESS_HEADER_EXIT_STATUS) */
     uint64_t record_cap;           /* most op records this process keeps individually */
     uint64_t ops_not_kept;         /* ops counted only in the summary table (past the cap) */
-    uint64_t ops_lost;             /* ops not counted at all (a signal handler's op that
-                                      interrupted the recorder's own bookkeeping) */
+    uint64_t ops_lost;             /* ops not counted at all: a signal handler's op that
+                                      interrupted the recorder's own bookkeeping, or an op
+                                      past the cap with no room left in the summary table */
     uint64_t summary_offset;       /* file offset of the summary table, 0 if none */
-    uint64_t summary_entries;      /* entries in the summary table */
+    uint64_t summary_entries;      /* capacity of the summary table (used or not) */
     char job_id[64];               /* batch job id from the environment, "" if none */
     char hostname[256];            /* host name (uname nodename, or IOASSESS_HOSTNAME) */
     char exe[512];                 /* executable path, or its hash when obfuscated */
@@ -156,13 +157,17 @@ struct ioassess_clock_record {
 };
 
 /* Past the record cap, ops are added here instead: exact per (file, op, size bucket).
- * Open addressing on the key; an entry whose state is not 2 is unused. When the table
+ * Open addressing on the key; an entry whose state is not IN_USE is unused. When the table
  * is three quarters full, new keys use file_id 0 ("other files"), so counts stay exact
  * per op and size bucket. Size bucket b holds requests of [2^(b-1), 2^b) bytes; bucket 0
  * holds 0-byte requests. Duration bin b holds durations of [2^b, 2^(b+1)) ticks (bin 0
  * also holds 0), the last bin everything longer. */
+#define IOASSESS_SUMMARY_FREE 0u      /* entry states */
+#define IOASSESS_SUMMARY_CLAIMING 1u
+#define IOASSESS_SUMMARY_IN_USE 2u
+
 struct ioassess_summary_entry {
-    uint32_t state;                /* 0 free, 1 being claimed, 2 in use */
+    uint32_t state;                /* IOASSESS_SUMMARY_*: only IN_USE entries are valid */
     uint8_t op;                    /* enum ioassess_op */
     uint8_t size_bucket;           /* log2 bucket of the requested bytes, see above */
     uint16_t pad;                  /* zero */

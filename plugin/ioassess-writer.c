@@ -15,7 +15,7 @@
 
 #include "ioassess-internal.h"
 
-#define FIRST_EXTENT_SLOTS 256u        /* 16 KiB: short-lived processes stay small */
+#define FIRST_EXTENT_SLOTS 64u         /* one page: short-lived threads stay small */
 #define MAX_EXTENT_SLOTS 4096u         /* 256 KiB per thread at most */
 #define SUMMARY_ENTRIES 4096u          /* 2 MiB, allocated only when the cap is reached */
 #define SUMMARY_SPILL_AT (SUMMARY_ENTRIES / 4 * 3)
@@ -45,6 +45,16 @@ static double ticks_per_ns;
 static uint64_t clock_interval_ns;
 
 uint64_t ioassess_next_clock_ticks = UINT64_MAX;
+
+/* A (ticks, CLOCK_MONOTONIC) pair: the monotonic time is the midpoint of two readings taken
+ * around the tick reading, and nothing is stored until all three are taken. */
+static void clock_pair(uint64_t *ticks, uint64_t *monotonic_ns)
+{
+    uint64_t before = ioassess_monotonic_ns();
+    *ticks = ioassess_ticks();
+    uint64_t after = ioassess_monotonic_ns();
+    *monotonic_ns = before + (after - before) / 2;
+}
 
 static uint64_t round_up(uint64_t value, uint64_t multiple)
 {
@@ -155,18 +165,19 @@ static void read_small_file(const char *path, char *buf, size_t buf_bytes)
 
 static void describe_process(struct ioassess_header *h)
 {
-    char exe[sizeof h->exe];
+    char exe[sizeof h->exe], cmdline[sizeof h->cmdline];
     long n = syscall(SYS_readlinkat, -100, "/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = '\0';
-    read_small_file("/proc/self/cmdline", h->cmdline, sizeof h->cmdline);
+    read_small_file("/proc/self/cmdline", cmdline, sizeof cmdline);
     if (ioassess_config.obfuscate) {
         snprintf(h->exe, sizeof h->exe, "obfuscated:%016llx",
                  (unsigned long long)ioassess_hash_name(exe));
         snprintf(h->cmdline, sizeof h->cmdline, "obfuscated:%016llx",
-                 (unsigned long long)ioassess_hash_name(h->cmdline));
+                 (unsigned long long)ioassess_hash_name(cmdline));
         h->flags |= IOASSESS_HEADER_OBFUSCATED;
     } else {
         copy_string(h->exe, sizeof h->exe, exe);
+        copy_string(h->cmdline, sizeof h->cmdline, cmdline);
     }
 }
 
@@ -200,8 +211,9 @@ static void create_thread_key(void)
 
 int ioassess_writer_start(void)
 {
-    uint64_t start_ticks = ioassess_ticks();
-    uint64_t start_ns = ioassess_monotonic_ns();
+    uint64_t start_ticks, start_ns;
+    ioassess_monotonic_ns();             /* the first call in a process is slow: warm it up */
+    clock_pair(&start_ticks, &start_ns);
     struct timespec real;
     clock_gettime(CLOCK_REALTIME, &real);
 
@@ -249,8 +261,8 @@ int ioassess_writer_start(void)
 
     /* Start-up took some microseconds: enough for a first rough ticks-per-ns estimate
      * (it only schedules the clock pairs; the reader fits its own from all pairs). */
-    uint64_t now_ticks = ioassess_ticks();
-    uint64_t now_ns = ioassess_monotonic_ns();
+    uint64_t now_ticks, now_ns;
+    clock_pair(&now_ticks, &now_ns);
     ticks_per_ns = now_ns > start_ns ? (double)(now_ticks - start_ticks) / (now_ns - start_ns)
                                      : 1.0;
     if (!ioassess_config.use_tsc)
@@ -263,9 +275,11 @@ int ioassess_writer_start(void)
 /* A CLOCK slot written into the op slot r (which the caller owns). */
 static void write_clock(struct ioassess_op_record *r)
 {
+    uint64_t ticks, monotonic_ns;
+    clock_pair(&ticks, &monotonic_ns);
     struct ioassess_clock_record *c = (struct ioassess_clock_record *)r;
-    c->ticks = ioassess_ticks();
-    c->monotonic_ns = ioassess_monotonic_ns();
+    c->ticks = ticks;
+    c->monotonic_ns = monotonic_ns;
     __atomic_store_n(&c->type, IOASSESS_SLOT_CLOCK, __ATOMIC_RELEASE);
 }
 
@@ -349,6 +363,7 @@ void ioassess_thread_exit(void *state)
     struct ioassess_thread *t = state;
     ioassess_enter(t);
     pthread_mutex_lock(&ioassess_lock);
+    op_slots_granted -= (uint64_t)(t->end - t->next);   /* unused slots go back to the cap */
     unmap(t->extent, t->extent_bytes);
     t->extent = NULL;
     t->next = t->end = NULL;
@@ -436,20 +451,21 @@ static struct ioassess_summary_entry *summary_entry(struct ioassess_summary_entr
     for (uint32_t probe = 0; probe < SUMMARY_ENTRIES; probe++) {
         struct ioassess_summary_entry *e = &table[(start + probe) % SUMMARY_ENTRIES];
         uint32_t state = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
-        if (state == 0) {
-            uint32_t expected = 0;
-            if (__atomic_compare_exchange_n(&e->state, &expected, 1, 0, __ATOMIC_ACQUIRE,
+        if (state == IOASSESS_SUMMARY_FREE) {
+            uint32_t expected = IOASSESS_SUMMARY_FREE;
+            if (__atomic_compare_exchange_n(&e->state, &expected, IOASSESS_SUMMARY_CLAIMING, 0,
+                                            __ATOMIC_ACQUIRE,
                                             __ATOMIC_RELAXED)) {
                 e->op = op;
                 e->size_bucket = size_bucket;
                 e->file_id = file_id;
                 __atomic_add_fetch(&summary_used, 1, __ATOMIC_RELAXED);
-                __atomic_store_n(&e->state, 2, __ATOMIC_RELEASE);
+                __atomic_store_n(&e->state, IOASSESS_SUMMARY_IN_USE, __ATOMIC_RELEASE);
                 return e;
             }
             state = expected;
         }
-        while (state == 1) {             /* another thread is writing this key: brief */
+        while (state == IOASSESS_SUMMARY_CLAIMING) {   /* another thread writes the key */
             sched_yield();
             state = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
         }
@@ -499,8 +515,10 @@ void ioassess_writer_end(uint32_t reason)
 {
     if (!header)
         return;
-    header->end_ticks = ioassess_ticks();
-    header->end_monotonic_ns = ioassess_monotonic_ns();
+    uint64_t ticks, monotonic_ns;
+    clock_pair(&ticks, &monotonic_ns);
+    header->end_monotonic_ns = monotonic_ns;
+    __atomic_store_n(&header->end_ticks, ticks, __ATOMIC_RELEASE);  /* the pair is complete */
     __atomic_store_n(&header->end_reason, reason, __ATOMIC_RELEASE);
 }
 
@@ -509,7 +527,7 @@ void ioassess_writer_cancel_end(void)
     if (!header)
         return;
     __atomic_store_n(&header->end_reason, IOASSESS_END_RUNNING, __ATOMIC_RELEASE);
-    header->end_ticks = 0;
+    __atomic_store_n(&header->end_ticks, 0, __ATOMIC_RELEASE);
     header->end_monotonic_ns = 0;
 }
 

@@ -1,0 +1,181 @@
+"""The `ioassess` command line: `run` a command under the recorder, `show` what traces hold.
+
+Exit statuses and every option are documented in docs/cli.md. Known bad input (unreadable
+traces, missing directories, a missing library) ends in one `ioassess: ...` line on stderr and
+exit status 2, never a traceback.
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+
+from . import recorder_library_path
+from .show import format_text, summarise
+from .trace import TraceFileError, read_trace_dir
+
+USAGE_ERROR = 2
+COMMAND_NOT_FOUND = 127
+COMMAND_NOT_EXECUTABLE = 126
+# Sent to one process (kill PID, a batch system's warning): passed on to the command.
+FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
+# Sent by the terminal to the whole foreground group, command included: not passed on (it
+# would arrive twice), and they do not stop ioassess before the command has ended.
+GROUP_SIGNALS = (signal.SIGINT, signal.SIGQUIT)
+JOB_ID_VARIABLES = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID")
+
+
+class UsageError(Exception):
+    """Bad input to a command: the message is the one line printed after `ioassess: `."""
+
+
+class _NotStarted(Exception):
+    """The command could not be started; exit_status is the shell's for that case."""
+
+    def __init__(self, message, exit_status):
+        super().__init__(message)
+        self.exit_status = exit_status
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+def main(argv=None):
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if not hasattr(args, "handler"):
+            parser.print_help(sys.stderr)
+            return USAGE_ERROR
+        return args.handler(args)
+    except BrokenPipeError:
+        # stdout's reader went away (`ioassess show ... | head`): stop quietly, as other tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except (UsageError, TraceFileError, OSError) as error:
+        _print_error(_describe(error))
+        return USAGE_ERROR
+
+
+def _build_parser():
+    parser = _Parser(prog="ioassess", description="Per-operation I/O recorder and assessment for HPC jobs.")
+    commands = parser.add_subparsers(metavar="COMMAND")
+    run = commands.add_parser("run", help="run a command under the recorder",
+                              description="Run CMD with the recorder preloaded; one trace file per process "
+                                          "goes to the trace directory.")
+    run.add_argument("--trace-dir", metavar="DIR",
+                     help="where the traces go (default: ./ioassess-[<job id>-]YYYYmmdd-HHMMSS-<pid>); "
+                          "must not already hold traces")
+    run.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="the command to run")
+    run.set_defaults(handler=_run)
+    show = commands.add_parser("show", help="summarise trace directories",
+                               description="Summarise the traces in one or more directories.")
+    show.add_argument("dirs", nargs="+", metavar="DIR", help="a trace directory (or a single .iot file)")
+    show.add_argument("--json", action="store_true", help="print a JSON object instead of text (see docs/cli.md)")
+    show.set_defaults(handler=_show)
+    return parser
+
+
+def _describe(error):
+    if isinstance(error, OSError) and error.strerror:
+        return f"{error.filename}: {error.strerror}" if error.filename else error.strerror
+    return str(error)
+
+
+def _print_error(message):
+    print(f"ioassess: {message}", file=sys.stderr)
+
+
+def _show(args):
+    traceset = read_trace_dir(args.dirs)
+    summary = summarise(traceset)
+    sys.stdout.write(json.dumps(summary, indent=2) + "\n" if args.json else format_text(summary))
+    sys.stdout.flush()
+    for error in traceset.errors:
+        _print_error(error)
+    return USAGE_ERROR if traceset.errors else 0
+
+
+def _run(args):
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise UsageError("run needs a command: ioassess run [--trace-dir DIR] -- CMD ARGS...")
+    library = recorder_library_path()
+    if not os.path.isfile(library):
+        raise UsageError(f"the recorder library {library} is missing: reinstall ioassess (pip install .)")
+    trace_dir = args.trace_dir or default_trace_dir(os.environ)
+    _prepare_trace_dir(trace_dir)
+    env = dict(os.environ, IOASSESS_TRACE_DIR=os.path.abspath(trace_dir),
+               LD_PRELOAD=preload_with(os.environ.get("LD_PRELOAD", ""), library))
+    try:
+        returncode = _run_forwarding_signals(command, env)
+    except _NotStarted as failure:
+        _print_error(failure)
+        return failure.exit_status
+    traces = sum(name.endswith(".iot") for name in os.listdir(trace_dir))
+    _print_error(f"traces of {traces} processes in {trace_dir}")
+    return returncode
+
+
+def default_trace_dir(environ, now=None):
+    """./ioassess-[<job id>-]YYYYmmdd-HHMMSS-<pid>: one directory per run, also when a job
+    runs several commands under the recorder."""
+    job_id = next((environ[name] for name in JOB_ID_VARIABLES if environ.get(name)), None)
+    job_part = re.sub(r"[^A-Za-z0-9.-]", "-", job_id) + "-" if job_id else ""
+    now = now or datetime.datetime.now()
+    return os.path.join(".", f"ioassess-{job_part}{now:%Y%m%d-%H%M%S}-{os.getpid()}")
+
+
+def preload_with(preload, library):
+    """LD_PRELOAD with the recorder appended, so that libraries already listed (e.g. Darshan)
+    keep their place in front."""
+    entries = re.split(r"[: ]+", preload.strip()) if preload.strip() else []
+    if library in entries:
+        return preload
+    return ":".join([preload, library]) if entries else library
+
+
+def _prepare_trace_dir(trace_dir):
+    """Create the directory (mode 0700); refuse one that already holds traces, so that earlier
+    traces are never mixed with or overwritten by new ones."""
+    os.makedirs(trace_dir, mode=0o700, exist_ok=True)
+    earlier = [name for name in os.listdir(trace_dir) if name.endswith(".iot")]
+    if earlier:
+        raise UsageError(f"{trace_dir} already holds {len(earlier)} trace files (*.iot) of an earlier run: "
+                         "choose another --trace-dir")
+
+
+def _run_forwarding_signals(command, env):
+    """Run command and return its exit status (128 + signal number if a signal ended it),
+    passing the usual job-control and batch-system signals on to it."""
+    child = None
+    pending = []
+
+    def forward(signum, _frame):
+        if child is None:
+            pending.append(signum)
+        else:
+            child.send_signal(signum)
+
+    previous = {signum: signal.signal(signum, forward) for signum in FORWARDED_SIGNALS}
+    # A handler, not SIG_IGN: the command must not inherit an ignored SIGINT.
+    previous.update({signum: signal.signal(signum, lambda *_: None) for signum in GROUP_SIGNALS})
+    try:
+        try:
+            child = subprocess.Popen(command, env=env)
+        except FileNotFoundError:
+            raise _NotStarted(f"{command[0]}: command not found", COMMAND_NOT_FOUND) from None
+        except OSError as error:
+            raise _NotStarted(f"{command[0]}: cannot run: {error.strerror}", COMMAND_NOT_EXECUTABLE) from None
+        for signum in pending:
+            child.send_signal(signum)
+        returncode = child.wait()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return 128 - returncode if returncode < 0 else returncode

@@ -1,0 +1,104 @@
+"""`ioassess show`: what a trace directory holds, as plain data (summarise) and as text.
+
+summarise() returns the JSON object documented in docs/cli.md; format_text() renders it.
+"""
+import collections
+import dataclasses
+
+import numpy as np
+
+from . import traceformat as tf
+from .trace import OTHER_FILES_ID, totals
+
+TOP_FILES = 10
+# The text lists this many processes; the JSON lists all.
+TEXT_PROCESSES = 20
+
+
+def summarise(traceset, top_files=TOP_FILES):
+    """The summary of a TraceSet: processes, hosts, files, per-op-kind and per-direction totals."""
+    per_file = totals(traceset, by=("file_id",))
+    by_bytes = np.lexsort((per_file["file_id"], -per_file["bytes_returned"]))
+    hosts = collections.Counter(process.hostname for process in traceset.processes)
+    per_op = totals(traceset, by=("op",))
+    per_direction = totals(traceset, by=("direction",))
+    return {
+        "process_count": len(traceset.processes),
+        "processes": [dataclasses.asdict(process) for process in traceset.processes],
+        "hosts": [{"hostname": host, "process_count": count} for host, count in sorted(hosts.items())],
+        "file_count": int(np.count_nonzero(per_file["file_id"] != OTHER_FILES_ID)),
+        "top_files": [{"file_id": f"0x{int(per_file['file_id'][i]):016x}",
+                       "name": traceset.files[int(per_file["file_id"][i])].name,
+                       **_amounts(per_file, i)} for i in by_bytes[:top_files]],
+        "op_kinds": [{"op": tf.OP_NAMES[int(op)], "direction": tf.OP_DIRECTION[int(op)], **_amounts(per_op, i)}
+                     for i, op in enumerate(per_op["op"])],
+        "directions": [{"direction": str(direction), **_amounts(per_direction, i)}
+                       for i, direction in enumerate(per_direction["direction"])],
+        "ops_kept": int(len(traceset.ops["op"])),
+        "ops_not_kept": int(traceset.summary["count"].sum()),
+        "ops_lost": sum(process.ops_lost for process in traceset.processes),
+        "errors": [str(error) for error in traceset.errors],
+    }
+
+
+def _amounts(grouped, i):
+    return {"count": int(grouped["count"][i]), "bytes": int(grouped["bytes_returned"][i]),
+            "duration_s": int(grouped["duration_ns"][i]) / 1e9, "errors": int(grouped["errors"][i])}
+
+
+def format_text(summary):
+    """The summary as a plain-text report (errors are not included: they go to stderr)."""
+    hosts = summary["hosts"]
+    lines = [f"{_plural(summary['process_count'], 'process')} on {_plural(len(hosts), 'host')}, "
+             f"{_plural(summary['file_count'], 'file')} with I/O",
+             f"ops: {summary['ops_kept']} kept individually, {summary['ops_not_kept']} only in the summary table "
+             f"(past the record cap), {summary['ops_lost']} lost", ""]
+    processes = summary["processes"]
+    lines += ["processes"] + _table(
+        ["pid", "rank", "host", "end", "ops", "in summary", "exe"],
+        [[p["pid"], p["rank"], p["hostname"], _end(p), p["ops_kept"], p["ops_not_kept"], p["exe"]]
+         for p in processes[:TEXT_PROCESSES]])
+    if len(processes) > TEXT_PROCESSES:
+        lines.append(f"  ... and {len(processes) - TEXT_PROCESSES} more (--json lists all)")
+    lines += ["", "hosts"] + _table(["host", "processes"], [[h["hostname"], h["process_count"]] for h in hosts])
+    lines += ["", "top files by bytes"] + _table(
+        ["bytes", "ops", "seconds", "errors", "name"],
+        [[f["bytes"], f["count"], _seconds(f["duration_s"]), f["errors"], f["name"]] for f in summary["top_files"]])
+    kinds = summary["op_kinds"]
+    all_ops = {key: sum(kind[key] for kind in kinds) for key in ("count", "bytes", "duration_s", "errors")}
+    lines += ["", "op kinds"] + _table(
+        ["op", "direction", "count", "bytes", "seconds", "errors"],
+        [[kind["op"], kind["direction"], kind["count"], kind["bytes"], _seconds(kind["duration_s"]), kind["errors"]]
+         for kind in kinds + [{"op": "total", "direction": "", **all_ops}]])
+    return "\n".join(lines) + "\n"
+
+
+def _plural(count, noun):
+    return f"{count} {noun}" + ("" if count == 1 else "es" if noun.endswith("s") else "s")
+
+
+def _end(process):
+    if process["exit_status"] is not None:
+        return f"{process['end_reason']} {process['exit_status']}"
+    return process["end_reason"]
+
+
+class _Number(str):
+    """A formatted number: right-aligned in tables."""
+
+
+def _seconds(value):
+    return _Number(f"{value:.6f}")
+
+
+def _table(headings, rows):
+    """Indented columns; numbers right-aligned, text left-aligned."""
+    cells = [headings] + [[_Number(value) if isinstance(value, int) else value for value in row] for row in rows]
+    widths = [max(len(str(row[col])) for row in cells) for col in range(len(headings))]
+    numeric = [any(isinstance(row[col], _Number) for row in cells[1:]) for col in range(len(headings))]
+    lines = []
+    for row in cells:
+        padded = [str(value).rjust(width) if right else str(value).ljust(width)
+                  for value, width, right in zip(row, widths, numeric)]
+        lines.append("  " + "  ".join(padded).rstrip())
+    return lines

@@ -1,0 +1,455 @@
+"""Reading recorder traces (one file per process, see docs/trace-format.md) into columns.
+
+read_trace_dir() reads a job's trace files into one TraceSet: the op records as numpy columns
+with times in ns since the epoch, the processes, the files and the summary table entries of
+ops past the record cap. totals() adds both kinds of ops up per group. A file that is not a
+valid trace becomes a TraceFileError in TraceSet.errors and the rest is still read.
+"""
+import dataclasses
+import os
+import stat
+
+import numpy as np
+
+from . import traceformat as tf
+
+OP_COLUMNS = {
+    "process": np.int32,  # index into TraceSet.processes
+    "op": np.uint8,  # enum ioassess_op, see traceformat.OP_NAMES
+    "file_id": np.uint64,
+    "offset": np.int64,  # -1 if unknown (O_APPEND)
+    "requested": np.uint64,
+    "result": np.int64,  # bytes returned, or -errno
+    "start_ns": np.int64,  # ns since the epoch
+    "duration_ns": np.int64,
+    "buffer": np.uint64,
+    "tid": np.uint32,
+    "flags": np.uint16,  # traceformat.OpFlag
+}
+SUMMARY_COLUMNS = {
+    "process": np.int32,
+    "file_id": np.uint64,  # 0: other files (the table was full)
+    "op": np.uint8,
+    "size_bucket": np.uint8,  # requests of [2**(b-1), 2**b) bytes; 0: 0-byte requests
+    "count": np.int64,
+    "bytes_requested": np.int64,
+    "bytes_returned": np.int64,
+    "errors": np.int64,
+    "duration_ns": np.int64,  # sum over the entry's ops
+    "duration_hist": np.int64,  # (n, HIST_BINS): ops per log2 duration bin in ticks
+    "hist_ns_per_tick": np.float64,  # bin b spans [2**b, 2**(b+1)) * hist_ns_per_tick ns
+}
+TOTAL_COLUMNS = ("count", "bytes_requested", "bytes_returned", "errors", "duration_ns")
+GROUP_KEYS = ("process", "file_id", "op", "direction")
+END_REASON_NAMES = {tf.EndReason.RUNNING: "running/killed", tf.EndReason.EXIT: "exit", tf.EndReason.EXEC: "exec"}
+OTHER_FILES_ID = 0
+# A process's own clock fit needs its calibration pairs to span at least this much time.
+MIN_CALIBRATION_SPAN_NS = 1000
+
+
+class TraceFileError(Exception):
+    """A trace file that cannot be read; str() is the one line `PATH: problem`."""
+
+    def __init__(self, path, problem):
+        self.path = os.fspath(path)
+        self.problem = problem
+        super().__init__(" ".join(f"{self.path}: {problem}".splitlines()))
+
+
+@dataclasses.dataclass(frozen=True)
+class ProcessInfo:
+    path: str  # the trace file
+    pid: int
+    ppid: int
+    rank: int
+    job_id: str
+    hostname: str
+    exe: str
+    cmdline: str
+    start_ns: int  # ns since the epoch
+    end_ns: "int | None"  # None while running or when killed
+    end_reason: str  # "running/killed" | "exit" | "exec"
+    exit_status: "int | None"
+    clock_source: str  # "monotonic" | "tsc"
+    ns_per_tick: float
+    record_cap: int
+    ops_kept: int  # op records in the file
+    ops_not_kept: int  # as the recorder counted them: ops only in the summary table
+    ops_lost: int  # ops counted nowhere
+    obfuscated: bool  # names and exe are hashes
+    space_failed: bool  # the file could not grow: later ops are in the summary table only
+
+
+@dataclasses.dataclass(frozen=True)
+class FileInfo:
+    file_id: int
+    name: str  # path (undecodable bytes backslash-escaped), its hash when obfuscated, or "<...>"
+    mode: int  # st_mode, 0 if unknown
+    device: int
+    inode: int
+    fs_magic: int  # statfs f_type, 0 if unknown
+
+
+@dataclasses.dataclass
+class TraceSet:
+    ops: dict  # column name -> numpy array, see OP_COLUMNS; sorted by (process, start_ns)
+    processes: list  # ProcessInfo
+    files: dict  # file_id -> FileInfo
+    summary: dict  # column name -> numpy array, see SUMMARY_COLUMNS
+    errors: list  # TraceFileError
+
+
+@dataclasses.dataclass
+class _ParsedTrace:
+    """One trace file's records, still in ticks."""
+    path: str
+    header: np.void
+    ops: np.ndarray  # OP_RECORD_DTYPE
+    files: dict  # file_id -> FileInfo
+    clock_pairs: np.ndarray  # (n, 2) uint64: ticks, monotonic ns; the start pair first
+    summary: np.ndarray  # SUMMARY_ENTRY_DTYPE, entries in use only
+
+
+def read_trace_dir(path_or_paths):
+    """Read every *.iot file of a directory (or of several; plain file paths are read as traces).
+
+    Bad files are reported in TraceSet.errors. Raises TraceFileError if a path does not exist
+    or a directory holds no trace file."""
+    return _read_traces(trace_file_paths(path_or_paths))
+
+
+def read_trace_file(path):
+    """Read one trace file; raises TraceFileError if it is not a valid, calibratable trace."""
+    traceset = _read_traces([os.fspath(path)])
+    if traceset.errors:
+        raise traceset.errors[0]
+    return traceset
+
+
+def trace_file_paths(path_or_paths):
+    """The trace files named by a path or paths: a directory's regular *.iot files, sorted."""
+    if isinstance(path_or_paths, (str, os.PathLike)):
+        path_or_paths = [path_or_paths]
+    paths = []
+    for path in map(os.fspath, path_or_paths):
+        if os.path.isdir(path):
+            found = [os.path.join(path, name) for name in sorted(os.listdir(path)) if name.endswith(".iot")]
+            found = [p for p in found if os.path.isfile(p)]
+            if not found:
+                raise TraceFileError(path, "no trace files (*.iot) in this directory")
+            paths += found
+        elif os.path.lexists(path):
+            paths.append(path)
+        else:
+            raise TraceFileError(path, "no such file or directory")
+    return paths
+
+
+def totals(traceset, by=("file_id", "op")):
+    """Count, bytes requested and returned, errors and summed duration (ns) per group, over op
+    records and summary entries alike. Group keys: any of GROUP_KEYS ("direction" is "read",
+    "write" or "sync"). Returns columns: the keys, then TOTAL_COLUMNS, sorted by the keys."""
+    unknown = set(by) - set(GROUP_KEYS)
+    if unknown:
+        raise ValueError(f"cannot group by {sorted(unknown)}; choose from {GROUP_KEYS}")
+    ops, summary = traceset.ops, traceset.summary
+    values = {
+        "count": np.concatenate([np.ones(len(ops["op"]), np.int64), summary["count"]]),
+        "bytes_requested": np.concatenate([ops["requested"].astype(np.int64), summary["bytes_requested"]]),
+        "bytes_returned": np.concatenate([np.maximum(ops["result"], 0), summary["bytes_returned"]]),
+        "errors": np.concatenate([(ops["result"] < 0).astype(np.int64), summary["errors"]]),
+        "duration_ns": np.concatenate([ops["duration_ns"], summary["duration_ns"]]),
+    }
+    keys = {key: np.concatenate([_group_key(ops, key), _group_key(summary, key)]) for key in by}
+    grouped = _sum_by(keys, values)
+    if "direction" in grouped:
+        grouped["direction"] = np.array(tf.DIRECTIONS)[grouped["direction"]]
+    return grouped
+
+
+_DIRECTION_CODE = np.zeros(tf.Op.COUNT, np.uint8)
+for _op, _direction in tf.OP_DIRECTION.items():
+    _DIRECTION_CODE[_op] = tf.DIRECTIONS.index(_direction)
+
+
+def _group_key(table, key):
+    return _DIRECTION_CODE[table["op"]] if key == "direction" else table[key]
+
+
+def _sum_by(keys, values):
+    """Sum the value columns over rows with equal keys (all rows when there are no keys)."""
+    n = len(next(iter(values.values())))
+    order = np.lexsort([keys[k] for k in reversed(keys)]) if keys else np.arange(n)
+    sorted_keys = {k: column[order] for k, column in keys.items()}
+    new_group = np.zeros(n, bool)
+    new_group[:1] = True
+    for column in sorted_keys.values():
+        new_group[1:] |= column[1:] != column[:-1]
+    starts = np.flatnonzero(new_group)
+    grouped = {k: column[starts] for k, column in sorted_keys.items()}
+    for name, column in values.items():
+        grouped[name] = np.add.reduceat(column[order], starts) if n else column[:0]
+    return grouped
+
+
+def _read_traces(paths):
+    parsed, errors = [], []
+    for path in paths:
+        try:
+            parsed.append(_parse_trace_file(path))
+        except TraceFileError as error:
+            errors.append(error)
+    calibrations = _calibrate(parsed)
+    good = []
+    for trace, calibration in zip(parsed, calibrations):
+        if calibration is None:
+            errors.append(TraceFileError(trace.path, "cannot calibrate its clock: too few clock readings and "
+                                                     "no other process on its host to borrow a rate from"))
+        else:
+            good.append((trace, calibration))
+    position = {path: index for index, path in enumerate(paths)}
+    errors.sort(key=lambda error: position[error.path])
+    return _assemble(good, errors)
+
+
+def _parse_trace_file(path):
+    data = _read_bytes(path)
+    header = _parse_header(path, data)
+    region = data[tf.HEADER_BYTES:]
+    types = region[::tf.SLOT_BYTES].copy()
+    table = np.empty(0, tf.SUMMARY_ENTRY_DTYPE)
+    if header["summary_offset"]:
+        first = (int(header["summary_offset"]) - tf.HEADER_BYTES) // tf.SLOT_BYTES
+        n_summary_slots = int(header["summary_entries"]) * tf.SUMMARY_ENTRY_DTYPE.itemsize // tf.SLOT_BYTES
+        table = region[first * tf.SLOT_BYTES:(first + n_summary_slots) * tf.SLOT_BYTES].view(tf.SUMMARY_ENTRY_DTYPE)
+        types[first:first + n_summary_slots] = tf.SlotType.EMPTY
+    in_use = np.flatnonzero(table["state"] == tf.SummaryState.IN_USE)
+    summary = table[in_use]
+    unknown = np.flatnonzero(types > max(tf.SlotType))
+    if len(unknown):
+        raise TraceFileError(path, f"corrupt: slot {unknown[0]} has unknown type {types[unknown[0]]}")
+    op_slots = np.flatnonzero(types == tf.SlotType.OP)
+    ops = region.view(tf.OP_RECORD_DTYPE)[op_slots]
+    _check_op_kinds(path, ops["op"], op_slots, "slot")
+    _check_op_kinds(path, summary["op"], in_use, "summary entry")
+    clocks = region.view(tf.CLOCK_RECORD_DTYPE)[types == tf.SlotType.CLOCK]
+    starts = [(header["start_ticks"], header["start_monotonic_ns"])]
+    ends = [(header["end_ticks"], header["end_monotonic_ns"])] if _has_ended(header) else []
+    clock_pairs = np.concatenate([np.array(starts, np.uint64).reshape(-1, 2),
+                                  np.stack([clocks["ticks"], clocks["monotonic_ns"]], axis=1),
+                                  np.array(ends, np.uint64).reshape(-1, 2)])
+    return _ParsedTrace(path, header, ops, _parse_files(path, region, types), clock_pairs, summary)
+
+
+def _read_bytes(path):
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise TraceFileError(path, "not a regular file")
+        with open(path, "rb") as f:
+            return np.fromfile(f, dtype=np.uint8)
+    except OSError as error:
+        raise TraceFileError(path, f"cannot read: {error.strerror}") from None
+
+
+def _parse_header(path, data):
+    size = len(data)
+    if size >= len(tf.MAGIC) and data[:len(tf.MAGIC)].tobytes() != tf.MAGIC:
+        raise TraceFileError(path, "not an ioassess trace (bad magic)")
+    if size < tf.HEADER_BYTES:
+        raise TraceFileError(path, f"truncated: {size} bytes, the header alone needs {tf.HEADER_BYTES}")
+    header = data[:tf.HEADER_DTYPE.itemsize].view(tf.HEADER_DTYPE)[0]
+    # The byte order mark first: with the wrong byte order every other number is wrong too.
+    if header["byte_order_mark"] != tf.BYTE_ORDER_MARK:
+        raise TraceFileError(path, f"byte order mark is 0x{header['byte_order_mark']:08x}, not "
+                                   f"0x{tf.BYTE_ORDER_MARK:08x}: written with another byte order, or corrupt")
+    if header["version"] > tf.FORMAT_VERSION:
+        raise TraceFileError(path, f"trace format version {header['version']} is newer than this reader "
+                                   f"supports ({tf.FORMAT_VERSION})")
+    expected = {"version": tf.FORMAT_VERSION, "header_bytes": tf.HEADER_BYTES, "slot_bytes": tf.SLOT_BYTES}
+    for field, value in expected.items():
+        if header[field] != value:
+            raise TraceFileError(path, f"corrupt: header {field} is {header[field]}, expected {value}")
+    for field, kind in (("clock_source", tf.ClockSource), ("end_reason", tf.EndReason)):
+        if int(header[field]) not in set(kind):
+            raise TraceFileError(path, f"corrupt: unknown {field.replace('_', ' ')} {header[field]}")
+    if (size - tf.HEADER_BYTES) % tf.PAGE_BYTES:
+        raise TraceFileError(path, f"truncated: {size} bytes is not the {tf.HEADER_BYTES}-byte header plus "
+                                   f"whole {tf.PAGE_BYTES}-byte pages")
+    _check_summary_extent(path, header, size)
+    return header
+
+
+def _check_summary_extent(path, header, size):
+    offset, entries = int(header["summary_offset"]), int(header["summary_entries"])
+    if offset == 0:
+        if entries:
+            raise TraceFileError(path, f"corrupt: {entries} summary entries but no summary table offset")
+        return
+    if offset < tf.HEADER_BYTES or (offset - tf.HEADER_BYTES) % tf.SLOT_BYTES:
+        raise TraceFileError(path, f"corrupt: summary table offset {offset} is not on a slot boundary "
+                                   f"after the header")
+    end = offset + entries * tf.SUMMARY_ENTRY_DTYPE.itemsize
+    if end > size:
+        raise TraceFileError(path, f"truncated: the summary table [{offset}, {end}) extends past the end of "
+                                   f"the file ({size} bytes)")
+
+
+def _check_op_kinds(path, op_codes, positions, what):
+    bad = np.flatnonzero((op_codes == 0) | (op_codes >= tf.Op.COUNT))
+    if len(bad):
+        raise TraceFileError(path, f"corrupt: {what} {positions[bad[0]]} has unknown op kind {op_codes[bad[0]]}")
+
+
+def _parse_files(path, region, types):
+    """file_id -> FileInfo of the FILE slots, each with the name from its NAME_PART slots."""
+    records = region.view(tf.FILE_RECORD_DTYPE)
+    parts = region.view(tf.NAME_PART_DTYPE)["bytes"]
+    files = {}
+    for slot in np.flatnonzero(types == tf.SlotType.FILE):
+        record = records[slot]
+        name_bytes = int(record["name_bytes"])
+        n_parts = -(-name_bytes // tf.NAME_PART_BYTES)
+        if slot + n_parts >= len(types):
+            raise TraceFileError(path, f"corrupt: the name of the FILE slot {slot} runs past the end of the file")
+        if np.any(types[slot + 1:slot + 1 + n_parts] != tf.SlotType.NAME_PART):
+            raise TraceFileError(path, f"corrupt: FILE slot {slot} is not followed by its {n_parts} NAME_PART slots")
+        file_id = int(record["file_id"])
+        if file_id not in files:
+            name = parts[slot + 1:slot + 1 + n_parts].tobytes()[:name_bytes]
+            files[file_id] = FileInfo(file_id, name.decode("utf-8", "backslashreplace"), int(record["mode"]),
+                                      int(record["device"]), int(record["inode"]), int(record["fs_magic"]))
+    return files
+
+
+def fit_clock(ticks, monotonic_ns):
+    """Least-squares fit monotonic_ns = m0 + offset + slope * (ticks - t0), (t0, m0) the first
+    pair; returns (offset_ns, slope_ns_per_tick), or None when the pairs cannot give a rate.
+    Differences to the first pair keep float64 precise over hours of nanoseconds."""
+    if len(ticks) < 2:
+        return None
+    x = _since_first(ticks).astype(np.float64)
+    y = _since_first(monotonic_ns).astype(np.float64)
+    if y.max() - y.min() < MIN_CALIBRATION_SPAN_NS:
+        return None
+    x_mean, y_mean = x.mean(), y.mean()
+    spread = np.sum((x - x_mean) ** 2)
+    slope = np.sum((x - x_mean) * (y - y_mean)) / spread if spread else 0.0
+    if not slope > 0:
+        return None
+    return y_mean - slope * x_mean, slope
+
+
+def _since_first(values):
+    """uint64 values minus the first, as int64 (wrapping, so earlier values come out negative)."""
+    return (values - values[0]).view(np.int64)
+
+
+def _calibrate(parsed):
+    """(offset_ns, ns_per_tick) per trace, or None where it cannot be had. A process that cannot
+    fit its own clock borrows the median rate of the other processes on its host."""
+    own = []
+    for trace in parsed:
+        if trace.header["clock_source"] == tf.ClockSource.MONOTONIC:
+            # ticks are monotonic ns, read a moment before start_monotonic_ns
+            own.append((float(int(trace.header["start_ticks"]) - int(trace.header["start_monotonic_ns"])), 1.0))
+        else:
+            own.append(fit_clock(trace.clock_pairs[:, 0], trace.clock_pairs[:, 1]))
+    tsc_rates_by_host = {}
+    for trace, calibration in zip(parsed, own):
+        if calibration and trace.header["clock_source"] == tf.ClockSource.TSC:
+            tsc_rates_by_host.setdefault(bytes(trace.header["hostname"]), []).append(calibration[1])
+    calibrations = []
+    for trace, calibration in zip(parsed, own):
+        rates = tsc_rates_by_host.get(bytes(trace.header["hostname"]))
+        calibrations.append(calibration or ((0.0, float(np.median(rates))) if rates else None))
+    return calibrations
+
+
+def _assemble(good, errors):
+    # Empty tables first so that the columns have their dtypes and shapes without any trace.
+    op_tables = [_op_columns(0, np.empty(0, tf.OP_RECORD_DTYPE), 0, 0, 1.0)]
+    summary_tables = [_summary_columns(0, np.empty(0, tf.SUMMARY_ENTRY_DTYPE), 1.0)]
+    processes, files = [], {}
+    for index, (trace, (offset_ns, ns_per_tick)) in enumerate(good):
+        header = trace.header
+        processes.append(_process_info(trace, ns_per_tick))
+        start_ns = int(header["start_realtime_ns"]) + round(offset_ns)
+        op_tables.append(_op_columns(index, trace.ops, int(header["start_ticks"]), start_ns, ns_per_tick))
+        summary_tables.append(_summary_columns(index, trace.summary, ns_per_tick))
+        for file_id, info in trace.files.items():
+            files.setdefault(file_id, info)
+    ops = _concatenate(op_tables)
+    order = np.lexsort((ops["start_ns"], ops["process"]))
+    ops = {name: column[order] for name, column in ops.items()}
+    summary = _concatenate(summary_tables)
+    for file_id in np.unique(np.concatenate([ops["file_id"], summary["file_id"]])).tolist():
+        if file_id not in files:
+            name = "<other files>" if file_id == OTHER_FILES_ID else f"<unknown file 0x{file_id:016x}>"
+            files[file_id] = FileInfo(file_id, name, 0, 0, 0, 0)
+    return TraceSet(ops, processes, files, summary, errors)
+
+
+def _concatenate(tables):
+    return {name: np.concatenate([table[name] for table in tables]) for name in tables[0]}
+
+
+def _op_columns(process, records, start_ticks, start_ns, ns_per_tick):
+    """Columns of one process's op records; start_ns is the wall-clock time at start_ticks."""
+    since_start = (records["start_ticks"] - np.uint64(start_ticks)).view(np.int64)
+    start_ns = np.int64(start_ns) + _ticks_to_ns(since_start, ns_per_tick)
+    columns = {name: records[name] for name in ("op", "file_id", "offset", "requested", "result", "buffer", "tid",
+                                                "flags")}
+    columns.update(process=np.full(len(records), process), start_ns=start_ns,
+                   duration_ns=_ticks_to_ns(records["duration_ticks"], ns_per_tick))
+    return {name: np.asarray(columns[name], dtype) for name, dtype in OP_COLUMNS.items()}
+
+
+def _summary_columns(process, entries, ns_per_tick):
+    columns = {name: entries[name] for name in ("file_id", "op", "size_bucket", "count", "bytes_requested",
+                                                "bytes_returned", "errors", "duration_hist")}
+    columns.update(process=np.full(len(entries), process),
+                   duration_ns=_ticks_to_ns(entries["duration_ticks"], ns_per_tick),
+                   hist_ns_per_tick=np.full(len(entries), ns_per_tick))
+    return {name: np.asarray(columns[name], dtype) for name, dtype in SUMMARY_COLUMNS.items()}
+
+
+def _ticks_to_ns(ticks, ns_per_tick):
+    # float64 is exact for tick counts below 2**53 (104 days of nanoseconds)
+    return np.rint(ticks * ns_per_tick).astype(np.int64)
+
+
+def _process_info(trace, ns_per_tick):
+    header = trace.header
+    flags = tf.HeaderFlag(int(header["flags"]))
+    return ProcessInfo(
+        path=trace.path,
+        pid=int(header["pid"]),
+        ppid=int(header["ppid"]),
+        rank=int(header["rank"]),
+        job_id=_c_string(header["job_id"]),
+        hostname=_c_string(header["hostname"]),
+        exe=_c_string(header["exe"]),
+        cmdline=_c_string(header["cmdline"]),
+        start_ns=int(header["start_realtime_ns"]),
+        end_ns=int(header["start_realtime_ns"]) + int(header["end_monotonic_ns"]) - int(header["start_monotonic_ns"])
+        if _has_ended(header) else None,
+        end_reason=END_REASON_NAMES[tf.EndReason(int(header["end_reason"]))],
+        exit_status=int(header["exit_status"]) if tf.HeaderFlag.EXIT_STATUS in flags else None,
+        clock_source=tf.ClockSource(int(header["clock_source"])).name.lower(),
+        ns_per_tick=float(ns_per_tick),
+        record_cap=int(header["record_cap"]),
+        ops_kept=len(trace.ops),
+        ops_not_kept=int(header["ops_not_kept"]),
+        ops_lost=int(header["ops_lost"]),
+        obfuscated=tf.HeaderFlag.OBFUSCATED in flags,
+        space_failed=tf.HeaderFlag.SPACE_FAILED in flags,
+    )
+
+
+def _has_ended(header):
+    # The writer stores end_ticks before end_monotonic_ns: a kill between the two leaves a half pair.
+    return header["end_ticks"] != 0 and header["end_monotonic_ns"] != 0
+
+
+def _c_string(raw):
+    return bytes(raw).split(b"\0", 1)[0].decode("utf-8", "backslashreplace")

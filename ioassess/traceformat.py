@@ -1,0 +1,178 @@
+"""The recorder's trace format as numpy dtypes and constants.
+
+plugin/ioassess-trace.h is the single source of truth; this module mirrors it field by field
+and tests/test_traceformat.py compiles that header to check that the two agree. Every dtype is
+little-endian, as the recorder writes it (the header's byte_order_mark lets readers check).
+"""
+import enum
+
+import numpy as np
+
+MAGIC = b"IOASTRC1"
+FORMAT_VERSION = 1
+HEADER_BYTES = 4096
+SLOT_BYTES = 64
+BYTE_ORDER_MARK = 0x01020304
+NAME_PART_BYTES = 63
+HIST_BINS = 56
+# The file grows in whole pages: header_bytes plus page-aligned extents.
+PAGE_BYTES = 4096
+
+
+class SummaryState(enum.IntEnum):
+    """ioassess_summary_entry.state: only IN_USE entries hold counts."""
+    FREE = 0
+    CLAIMING = 1
+    IN_USE = 2
+
+
+class SlotType(enum.IntEnum):
+    EMPTY = 0
+    OP = 1
+    FILE = 2
+    NAME_PART = 3
+    CLOCK = 4
+
+
+class Op(enum.IntEnum):
+    READ = 1
+    WRITE = 2
+    PREAD = 3
+    PWRITE = 4
+    READV = 5
+    WRITEV = 6
+    PREADV = 7
+    PWRITEV = 8
+    PREADV2 = 9
+    PWRITEV2 = 10
+    FSYNC = 11
+    FDATASYNC = 12
+    COUNT = 13  # one past the last kind, not a kind
+
+
+class ClockSource(enum.IntEnum):
+    MONOTONIC = 1
+    TSC = 2
+
+
+class EndReason(enum.IntEnum):
+    RUNNING = 0
+    EXIT = 1
+    EXEC = 2
+
+
+class HeaderFlag(enum.IntFlag):
+    OBFUSCATED = 1 << 0
+    EXIT_STATUS = 1 << 1
+    SPACE_FAILED = 1 << 2
+
+
+class OpFlag(enum.IntFlag):
+    APPEND = 1 << 0
+
+
+OP_KINDS = tuple(op for op in Op if op != Op.COUNT)
+# op code -> name ("read", "pwritev2", ...)
+OP_NAMES = {int(op): op.name.lower() for op in OP_KINDS}
+DIRECTIONS = ("read", "write", "sync")
+_READ_OPS = (Op.READ, Op.PREAD, Op.READV, Op.PREADV, Op.PREADV2)
+_SYNC_OPS = (Op.FSYNC, Op.FDATASYNC)
+# op code -> "read" | "write" | "sync"
+OP_DIRECTION = {
+    int(op): "read" if op in _READ_OPS else "sync" if op in _SYNC_OPS else "write"
+    for op in OP_KINDS
+}
+
+HEADER_DTYPE = np.dtype([
+    ("magic", "S8"),
+    ("version", "<u4"),
+    ("header_bytes", "<u4"),
+    ("slot_bytes", "<u4"),
+    ("byte_order_mark", "<u4"),
+    ("clock_source", "<u4"),
+    ("flags", "<u4"),
+    ("pid", "<i8"),
+    ("ppid", "<i8"),
+    ("rank", "<i8"),
+    ("start_ticks", "<u8"),
+    ("start_monotonic_ns", "<u8"),
+    ("start_realtime_ns", "<u8"),
+    ("end_ticks", "<u8"),
+    ("end_monotonic_ns", "<u8"),
+    ("end_reason", "<u4"),
+    ("exit_status", "<i4"),
+    ("record_cap", "<u8"),
+    ("ops_not_kept", "<u8"),
+    ("ops_lost", "<u8"),
+    ("summary_offset", "<u8"),
+    ("summary_entries", "<u8"),
+    ("job_id", "S64"),
+    ("hostname", "S256"),
+    ("exe", "S512"),
+    ("cmdline", "S2048"),
+])
+
+OP_RECORD_DTYPE = np.dtype([
+    ("type", "u1"),
+    ("op", "u1"),
+    ("flags", "<u2"),
+    ("tid", "<u4"),
+    ("file_id", "<u8"),
+    ("offset", "<i8"),
+    ("requested", "<u8"),
+    ("result", "<i8"),
+    ("start_ticks", "<u8"),
+    ("duration_ticks", "<u8"),
+    ("buffer", "<u8"),
+])
+
+FILE_RECORD_DTYPE = np.dtype([
+    ("type", "u1"),
+    ("pad", "u1", (3,)),
+    ("mode", "<u4"),
+    ("file_id", "<u8"),
+    ("device", "<u8"),
+    ("inode", "<u8"),
+    ("name_bytes", "<u4"),
+    ("pad2", "<u4"),
+    ("fs_magic", "<u8"),
+    ("pad3", "u1", (16,)),
+])
+
+NAME_PART_DTYPE = np.dtype([
+    ("type", "u1"),
+    ("bytes", f"S{NAME_PART_BYTES}"),  # read with .tobytes(): indexing drops trailing NULs
+])
+
+CLOCK_RECORD_DTYPE = np.dtype([
+    ("type", "u1"),
+    ("pad", "u1", (7,)),
+    ("ticks", "<u8"),
+    ("monotonic_ns", "<u8"),
+    ("pad2", "u1", (40,)),
+])
+
+SUMMARY_ENTRY_DTYPE = np.dtype([
+    ("state", "<u4"),
+    ("op", "u1"),
+    ("size_bucket", "u1"),
+    ("pad", "<u2"),
+    ("file_id", "<u8"),
+    ("count", "<u8"),
+    ("bytes_requested", "<u8"),
+    ("bytes_returned", "<u8"),
+    ("errors", "<u8"),
+    ("duration_ticks", "<u8"),
+    ("pad2", "<u8"),
+    ("duration_hist", "<u8", (HIST_BINS,)),
+])
+
+# C struct name -> dtype, for the layout test and the docs.
+STRUCT_DTYPES = {
+    "ioassess_header": HEADER_DTYPE,
+    "ioassess_op_record": OP_RECORD_DTYPE,
+    "ioassess_file_record": FILE_RECORD_DTYPE,
+    "ioassess_name_part": NAME_PART_DTYPE,
+    "ioassess_clock_record": CLOCK_RECORD_DTYPE,
+    "ioassess_summary_entry": SUMMARY_ENTRY_DTYPE,
+}

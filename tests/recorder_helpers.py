@@ -1,0 +1,207 @@
+"""Plain helpers for the tests that run real programs under the recorder
+(tests/test_transparency.py, tests/test_recorder.py).
+
+The programs in tests/progs/ are built by `make -C tests/progs` (part of `make test`); prog()
+builds them if they are missing, so a single test file can also be run on its own. The
+library itself comes from conftest.py's `recorder_lib` fixture.
+"""
+import hashlib
+import os
+import pathlib
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from ioassess import read_trace_dir, totals
+from ioassess.traceformat import OP_NAMES
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+PROGS = REPO / "tests" / "progs"
+BIN = PROGS / "bin"
+RUN_TIMEOUT_S = 120
+
+# Environment variables the recorder reads, and the batch/launcher variables it takes job id
+# and rank from: none of them may leak from the developer's or CI's environment into a test.
+RECORDER_ENV = ("LD_PRELOAD", "SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID", "PMI_RANK",
+                "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "STACK_PROBE_OUT")
+
+OP_CODES = {name: code for code, name in OP_NAMES.items()}  # "pread" -> 3
+
+
+def prog(name):
+    """Absolute path of a test program (or library) in tests/progs/bin, built if missing."""
+    path = BIN / name
+    if not path.exists():
+        build = subprocess.run(["make", "-C", str(PROGS), "--no-print-directory"], capture_output=True,
+                               text=True)
+        if build.returncode != 0 or not path.exists():
+            pytest.fail(f"cannot build tests/progs ({name}):\n{build.stdout[-2000:]}{build.stderr[-3000:]}")
+    return str(path)
+
+
+def tool(name):
+    """Absolute path of a system program the tests need; fails (never skips) when it is missing."""
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"`{name}` is not installed; `make test` installs it (`make deps`), or install it by hand")
+    return path
+
+
+def clean_env(extra=None):
+    """The environment of a test run: the current one without any recorder, batch-system or
+    launcher variable, with a fixed locale and time zone, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IOASSESS_") and k not in RECORDER_ENV}
+    env.update(LC_ALL="C", LANG="C", TZ="UTC")
+    env.update(extra or {})
+    return env
+
+
+def run(cmd, cwd=None, env=None, preload=(), trace_dir=None, input=None, timeout=RUN_TIMEOUT_S):
+    """Run the argument list cmd; returns the CompletedProcess with bytes stdout and stderr.
+
+    preload: libraries for LD_PRELOAD, in order (none: the plain, unrecorded run).
+    trace_dir: IOASSESS_TRACE_DIR (created with mode 0700 first). env: extra variables."""
+    full_env = clean_env(env)
+    if preload:
+        full_env["LD_PRELOAD"] = ":".join(str(p) for p in preload)
+    if trace_dir is not None:
+        os.makedirs(trace_dir, mode=0o700, exist_ok=True)
+        full_env["IOASSESS_TRACE_DIR"] = str(trace_dir)
+    return subprocess.run([str(c) for c in cmd], cwd=cwd, env=full_env, input=input, capture_output=True,
+                          timeout=timeout)
+
+
+def describe(result):
+    """A short text of a run's outcome for assertion messages."""
+    return (f"exit {result.returncode}\nstdout: {result.stdout[-1500:]!r}\n"
+            f"stderr: {result.stderr[-1500:]!r}")
+
+
+def tree_digest(root, exclude=(), mtimes=False):
+    """{relative path: (kind, mode bits, size, sha256[, mtime_ns])} of everything under root;
+    paths in exclude (relative, exact) are left out."""
+    root = pathlib.Path(root)
+    digest = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if rel in exclude:
+            continue
+        st = path.lstat()
+        if path.is_symlink():
+            entry = ("link", 0, 0, os.readlink(path))
+        elif path.is_dir():
+            entry = ("dir", st.st_mode & 0o7777, 0, "")
+        elif path.is_file():
+            h = hashlib.sha256()
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+            entry = ("file", st.st_mode & 0o7777, st.st_size, h.hexdigest())
+        else:
+            entry = ("other", st.st_mode, 0, "")
+        if mtimes and not path.is_symlink():
+            entry += (st.st_mtime_ns,)
+        digest[rel] = entry
+    return digest
+
+
+def assert_same_run(plain, recorded, compare_stderr=True, normalise=None):
+    """The recorded run behaved exactly as the plain one: exit status, stdout, stderr."""
+    norm = normalise or (lambda b: b)
+    assert recorded.returncode == plain.returncode, (
+        f"exit status differs under the recorder\nplain: {describe(plain)}\nrecorded: {describe(recorded)}")
+    assert norm(recorded.stdout) == norm(plain.stdout), (
+        f"stdout differs under the recorder\nplain: {describe(plain)}\nrecorded: {describe(recorded)}")
+    if compare_stderr:
+        assert norm(recorded.stderr) == norm(plain.stderr), (
+            f"stderr differs under the recorder\nplain: {describe(plain)}\nrecorded: {describe(recorded)}")
+
+
+def assert_same_tree(plain_dir, recorded_dir, exclude=(), mtimes=False):
+    a = tree_digest(plain_dir, exclude, mtimes)
+    b = tree_digest(recorded_dir, exclude, mtimes)
+    assert a.keys() == b.keys(), (f"different files: only plain {sorted(a.keys() - b.keys())}, "
+                                  f"only recorded {sorted(b.keys() - a.keys())}")
+    differ = sorted(k for k in a if a[k] != b[k])
+    assert not differ, "files differ under the recorder: " + ", ".join(f"{k}: {a[k]} vs {b[k]}" for k in differ[:10])
+
+
+def trace_files(trace_dir):
+    return sorted(pathlib.Path(trace_dir).glob("*.iot"))
+
+
+def load(trace_dir):
+    """The TraceSet of a trace directory; the test fails if any trace file could not be read."""
+    ts = read_trace_dir(str(trace_dir))
+    assert not ts.errors, "unreadable traces: " + "; ".join(str(e) for e in ts.errors)
+    return ts
+
+
+def file_id(ts, path):
+    """The file id the traces use for path (an absolute path): exactly one FileInfo has it."""
+    ids = [fid for fid, info in ts.files.items() if info.name == str(path)]
+    assert len(ids) == 1, (f"expected one file named {path} in the traces, found {len(ids)}; files: "
+                           f"{sorted(info.name for info in ts.files.values())}")
+    return ids[0]
+
+
+def has_file(ts, path):
+    return any(info.name == str(path) for info in ts.files.values())
+
+
+def select(ts, path=None, op=None, process=None):
+    """Boolean mask over ts.ops: records on path, of op kind (a name), of process (an index)."""
+    mask = np.ones(len(ts.ops["op"]), bool)
+    if path is not None:
+        mask &= ts.ops["file_id"] == np.uint64(file_id(ts, path))
+    if op is not None:
+        mask &= ts.ops["op"] == OP_CODES[op]
+    if process is not None:
+        mask &= ts.ops["process"] == process
+    return mask
+
+
+def op_rows(ts, mask=None):
+    """The selected op records as a list of dicts, in trace order (per process, by start time)."""
+    idx = np.flatnonzero(mask) if mask is not None else np.arange(len(ts.ops["op"]))
+    names = {fid: info.name for fid, info in ts.files.items()}
+    rows = []
+    for i in idx:
+        row = {k: ts.ops[k][i].item() for k in ts.ops}
+        row["kind"] = OP_NAMES[row["op"]]
+        row["path"] = names.get(row["file_id"])
+        rows.append(row)
+    return rows
+
+
+def total_table(ts, by=("file_id", "op")):
+    """totals() as {key tuple: {count, bytes_requested, bytes_returned, errors}}; op keys are
+    names and file_id keys are file names."""
+    t = totals(ts, by=by)
+    table = {}
+    for i in range(len(t["count"])):
+        key = []
+        for k in by:
+            v = t[k][i].item()
+            if k == "op":
+                v = OP_NAMES[v]
+            elif k == "file_id":
+                v = ts.files[v].name if v in ts.files else v
+            key.append(v)
+        table[tuple(key)] = {c: int(t[c][i]) for c in ("count", "bytes_requested", "bytes_returned", "errors")}
+    return table
+
+
+def processes_by_pid(ts):
+    """{pid: [ProcessInfo, ...] in start order} (exec makes several traces for one pid)."""
+    out = {}
+    for p in sorted(ts.processes, key=lambda p: (p.start_ns, p.path)):
+        out.setdefault(p.pid, []).append(p)
+    return out
+
+
+__all__ = ["BIN", "OP_CODES", "REPO", "assert_same_run", "assert_same_tree", "clean_env", "describe", "file_id",
+           "has_file", "load", "op_rows", "processes_by_pid", "prog", "run", "select", "tool", "total_table",
+           "trace_files", "tree_digest"]

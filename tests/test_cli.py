@@ -1,0 +1,251 @@
+"""The `ioassess` command line, run as a user runs it (python -m ioassess), on real traces."""
+import json
+import os
+import pathlib
+import re
+import stat
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ioassess import read_trace_dir, totals
+from ioassess import traceformat as tf
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+JOB_ID_VARIABLES = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID")
+
+
+@pytest.fixture
+def ioassess(recorder_lib):
+    """ioassess(*args, cwd=None, env=None) runs the CLI of this source tree with the test's
+    recorder library and no batch-system or recorder variables from outside."""
+    def run(*args, cwd=None, env=None, **popen_options):
+        base = {k: v for k, v in os.environ.items()
+                if k not in JOB_ID_VARIABLES and k != "LD_PRELOAD" and not k.startswith("IOASSESS_")}
+        full_env = {**base, "PYTHONPATH": str(REPO), "IOASSESS_LIBRARY": recorder_lib, **(env or {})}
+        return subprocess.run([sys.executable, "-m", "ioassess", *map(str, args)], cwd=cwd, env=full_env,
+                              capture_output=True, text=True, timeout=300, **popen_options)
+    return run
+
+
+def stderr_lines(result):
+    return result.stderr.splitlines()
+
+
+def assert_clean_error(result, *expected_lines):
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert stderr_lines(result) == [f"ioassess: {line}" for line in expected_lines]
+
+
+# --- ioassess run ----------------------------------------------------------------------------
+
+def test_run_exits_with_the_commands_status_and_says_where_the_traces_are(ioassess, tmp_path):
+    result = ioassess("run", "--trace-dir", tmp_path / "t" / "traces", "--", "sh", "-c", "echo hi; exit 3")
+    assert result.returncode == 3 and result.stdout == "hi\n"
+    traces = sorted((tmp_path / "t" / "traces").glob("*.iot"))
+    assert stderr_lines(result) == [f"ioassess: traces of {len(traces)} processes in {tmp_path / 't' / 'traces'}"]
+    assert len(traces) >= 1 and stat.S_IMODE((tmp_path / "t" / "traces").stat().st_mode) == 0o700
+    assert read_trace_dir(tmp_path / "t" / "traces").processes[0].exit_status == 3
+
+
+def test_run_reports_death_by_signal_as_128_plus_the_signal(ioassess, tmp_path):
+    assert ioassess("run", "--trace-dir", tmp_path / "t", "--", "sh", "-c", "kill -TERM $$").returncode == 143
+
+
+def test_run_forwards_signals_to_the_command(ioassess, tmp_path):
+    script = "trap 'echo got-usr1; exit 7' USR1; kill -USR1 $PPID; sleep 5 >/dev/null 2>&1 & wait"
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", "sh", "-c", script)
+    assert (result.returncode, result.stdout) == (7, "got-usr1\n")
+
+
+def test_run_appends_the_recorder_to_ld_preload_and_sets_the_trace_dir(ioassess, recorder_lib, tmp_path):
+    result = ioassess("run", "--trace-dir", "rel", "--", "sh", "-c", 'echo "$LD_PRELOAD|$IOASSESS_TRACE_DIR"',
+                      cwd=tmp_path, env={"LD_PRELOAD": "libm.so.6"})
+    assert result.returncode == 0
+    assert result.stdout == f"libm.so.6:{recorder_lib}|{tmp_path / 'rel'}\n"
+
+
+def test_run_defaults_to_a_directory_named_after_the_job(ioassess, tmp_path):
+    result = ioassess("run", "--", "true", cwd=tmp_path, env={"PBS_JOBID": "77.server/x"})
+    assert result.returncode == 0
+    (made,) = tmp_path.iterdir()
+    assert re.fullmatch(r"ioassess-77\.server-x-\d{8}-\d{6}-\d+", made.name) and list(made.glob("*.iot"))
+    assert stderr_lines(result)[-1].endswith(f" in ./{made.name}")
+
+
+def test_run_defaults_to_a_dated_directory_outside_a_job(ioassess, tmp_path):
+    assert ioassess("run", "--", "true", cwd=tmp_path).returncode == 0
+    (made,) = tmp_path.iterdir()
+    assert re.fullmatch(r"ioassess-\d{8}-\d{6}-\d+", made.name) and list(made.glob("*.iot"))
+
+
+def test_run_does_not_pass_on_terminal_signals_twice(ioassess, tmp_path):
+    # SIGINT from a terminal reaches the whole group; ioassess must neither die of it nor
+    # send a second copy: the command counts the SIGINTs it gets.
+    script = ('n=0; trap \'n=$((n+1))\' INT; kill -INT 0; sleep 0.3; echo "$n"')
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", "sh", "-c", script,
+                      start_new_session=True)
+    assert (result.returncode, result.stdout) == (0, "1\n")
+
+
+def test_run_refuses_a_directory_with_earlier_traces(ioassess, tmp_path):
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "old.iot").write_bytes(b"earlier")
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", "touch", tmp_path / "ran")
+    assert_clean_error(result, f"{tmp_path / 't'} already holds 1 trace files (*.iot) of an earlier run: "
+                               "choose another --trace-dir")
+    assert not (tmp_path / "ran").exists() and (tmp_path / "t" / "old.iot").read_bytes() == b"earlier"
+
+
+def test_run_a_missing_or_unrunnable_command(ioassess, tmp_path):
+    missing = ioassess("run", "--trace-dir", tmp_path / "a", "--", "no-such-command-here")
+    assert missing.returncode == 127 and stderr_lines(missing) == ["ioassess: no-such-command-here: command not found"]
+    script = tmp_path / "script"
+    script.write_text("#!/bin/sh\n")
+    unrunnable = ioassess("run", "--trace-dir", tmp_path / "b", "--", script)
+    assert unrunnable.returncode == 126 and stderr_lines(unrunnable) == [
+        f"ioassess: {script}: cannot run: Permission denied"]
+
+
+def test_run_without_the_library_or_a_command(ioassess, tmp_path):
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", "true", env={"IOASSESS_LIBRARY": "/nonexistent.so"})
+    assert_clean_error(result, "the recorder library /nonexistent.so is missing: reinstall ioassess (pip install .)")
+    assert_clean_error(ioassess("run", "--"), "run needs a command: ioassess run [--trace-dir DIR] -- CMD ARGS...")
+
+
+# --- ioassess show ---------------------------------------------------------------------------
+
+@pytest.fixture
+def trace_dir(ioassess, tmp_path):
+    """Traces of a small shell job: sh, dd writing 40 x 4 KiB, cat reading it back."""
+    data = tmp_path / "data"
+    script = f"dd if=/dev/zero of={data} bs=4k count=40 2>/dev/null; cat {data} >/dev/null"
+    assert ioassess("run", "--trace-dir", tmp_path / "traces", "--", "sh", "-c", script).returncode == 0
+    return tmp_path / "traces"
+
+
+def show_json(ioassess, *dirs):
+    result = ioassess("show", "--json", *dirs)
+    return result, json.loads(result.stdout)
+
+
+SHOW_KEYS = {"process_count", "processes", "hosts", "file_count", "top_files", "op_kinds", "directions", "ops_kept",
+             "ops_not_kept", "ops_lost", "errors"}
+PROCESS_KEYS = {"path", "pid", "ppid", "rank", "job_id", "hostname", "exe", "cmdline", "start_ns", "end_ns",
+                "end_reason", "exit_status", "clock_source", "ns_per_tick", "record_cap", "ops_kept", "ops_not_kept",
+                "ops_lost", "obfuscated", "space_failed"}
+AMOUNT_KEYS = {"count", "bytes", "duration_s", "errors"}
+
+
+def test_show_json_keys_and_numbers(ioassess, trace_dir, tmp_path):
+    result, summary = show_json(ioassess, trace_dir)
+    assert result.returncode == 0 and result.stderr == ""
+    assert set(summary) == SHOW_KEYS and summary["errors"] == []
+    n_traces = len(list(trace_dir.glob("*.iot")))
+    assert summary["process_count"] == n_traces == len(summary["processes"])
+    assert all(set(process) == PROCESS_KEYS for process in summary["processes"])
+    assert summary["hosts"] == [{"hostname": os.uname().nodename, "process_count": n_traces}]
+    assert summary["file_count"] >= 1
+    top = summary["top_files"][0]
+    assert set(top) == {"file_id", "name"} | AMOUNT_KEYS and re.fullmatch(r"0x[0-9a-f]{16}", top["file_id"])
+    assert (top["name"], top["bytes"]) == (str(tmp_path / "data"), 2 * 40 * 4096) and top["count"] > 40
+    kinds = {kind["op"]: kind for kind in summary["op_kinds"]}
+    assert all(set(kind) == {"op", "direction"} | AMOUNT_KEYS for kind in kinds.values())
+    assert kinds["write"]["count"] >= 40 and kinds["write"]["direction"] == "write"
+    assert isinstance(kinds["write"]["duration_s"], float) and kinds["write"]["duration_s"] > 0
+    assert sum(d["count"] for d in summary["directions"]) == sum(k["count"] for k in kinds.values())
+    assert summary["ops_kept"] + summary["ops_not_kept"] == sum(k["count"] for k in kinds.values())
+    traces = read_trace_dir(trace_dir)
+    by_op = totals(traces, by=("op",))
+    assert {tf.OP_NAMES[int(op)]: int(count) for op, count in zip(by_op["op"], by_op["count"])} == {
+        name: kind["count"] for name, kind in kinds.items()}
+
+
+def test_show_text(ioassess, trace_dir, tmp_path):
+    result = ioassess("show", trace_dir)
+    assert result.returncode == 0 and result.stderr == ""
+    lines = result.stdout.splitlines()
+    n_traces = len(list(trace_dir.glob("*.iot")))
+    assert lines[0].startswith(f"{n_traces} processes on 1 host, ")
+    assert re.match(r"ops: \d+ kept individually, 0 only in the summary table \(past the record cap\), 0 lost$", lines[1])
+    for heading in ("processes", "hosts", "top files by bytes", "op kinds"):
+        assert heading in lines
+    assert any(line.split()[:1] == [str(2 * 40 * 4096)] and line.endswith(f" {tmp_path / 'data'}") for line in lines)
+    assert re.search(r"^  total\s+\d+\s+\d+\s+\d+\.\d{6}\s+0$", result.stdout, re.M)
+
+
+def test_show_counts_ops_past_the_record_cap(ioassess, tmp_path):
+    data = tmp_path / "data"
+    result = ioassess("run", "--trace-dir", tmp_path / "traces", "--", "dd", "if=/dev/zero", f"of={data}", "bs=512",
+                      "count=100", env={"IOASSESS_MAX_RECORDS": "10"})
+    assert result.returncode == 0
+    _, summary = show_json(ioassess, tmp_path / "traces")
+    (top,) = [f for f in summary["top_files"] if f["name"] == str(data)]
+    assert (top["count"], top["bytes"]) == (100, 100 * 512)
+    assert summary["ops_not_kept"] >= 90 and summary["ops_lost"] == 0
+
+
+def corrupt_magic(path):
+    data = bytearray(path.read_bytes())
+    data[:8] = b"NOTTRACE"
+    path.write_bytes(bytes(data))
+
+
+def corrupt_first_slot_type(path):
+    data = bytearray(path.read_bytes())
+    data[tf.HEADER_BYTES] = 0x7F
+    path.write_bytes(bytes(data))
+
+
+def truncate_to(size):
+    def damage(path):
+        with open(path, "r+b") as f:
+            f.truncate(size)
+    return damage
+
+
+REAL_CORRUPTIONS = {
+    "truncated to 100 bytes": (truncate_to(100), "truncated: 100 bytes, the header alone needs 4096"),
+    "truncated to header+10": (truncate_to(tf.HEADER_BYTES + 10),
+                               "truncated: 4106 bytes is not the 4096-byte header plus whole 4096-byte pages"),
+    "bad magic": (corrupt_magic, "not an ioassess trace (bad magic)"),
+    "random bytes": (lambda p: p.write_bytes(np.random.default_rng(7).bytes(3 * 4096)),
+                     "not an ioassess trace (bad magic)"),
+    "unknown slot type": (corrupt_first_slot_type, "corrupt: slot 0 has unknown type 127"),
+}
+
+
+@pytest.mark.parametrize("corruption", REAL_CORRUPTIONS)
+def test_show_reports_a_bad_trace_and_still_summarises_the_rest(ioassess, trace_dir, corruption):
+    damage, problem = REAL_CORRUPTIONS[corruption]
+    traces = sorted(trace_dir.glob("*.iot"))
+    victim = max(traces, key=lambda p: p.stat().st_size)  # one with slots, so that every damage applies
+    damage(victim)
+    result, summary = show_json(ioassess, trace_dir)
+    assert_clean_error(result, f"{victim}: {problem}")
+    assert summary["errors"] == [f"{victim}: {problem}"]
+    assert summary["process_count"] == len(traces) - 1
+    assert str(victim) not in [process["path"] for process in summary["processes"]]
+    text = ioassess("show", trace_dir)
+    assert_clean_error(text, f"{victim}: {problem}")
+    assert text.stdout.startswith(f"{len(traces) - 1} processes on 1 host")
+
+
+def test_show_ignores_other_files_and_reads_several_directories(ioassess, trace_dir, tmp_path):
+    (trace_dir / "notes.txt").write_text("not a trace")
+    other = tmp_path / "more"
+    other.mkdir()
+    (other / "x.iot").write_bytes(b"junk")
+    result, summary = show_json(ioassess, trace_dir, other)
+    assert_clean_error(result, f"{other / 'x.iot'}: truncated: 4 bytes, the header alone needs 4096")
+    assert summary["process_count"] == len(list(trace_dir.glob("*.iot")))
+
+
+def test_show_without_traces(ioassess, tmp_path):
+    assert_clean_error(ioassess("show", tmp_path / "missing"), f"{tmp_path / 'missing'}: no such file or directory")
+    assert_clean_error(ioassess("show", tmp_path), f"{tmp_path}: no trace files (*.iot) in this directory")
+    usage = ioassess("show")
+    assert usage.returncode == 2 and len(stderr_lines(usage)) == 1 and "Traceback" not in usage.stderr
