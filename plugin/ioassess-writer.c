@@ -422,8 +422,10 @@ static struct ioassess_summary_entry *summary_table(void)
                                   page_bytes);
         table = map_new_extent(bytes);
         if (table) {
-            header->summary_entries = SUMMARY_ENTRIES;
+            /* Offset first: a reader that finds an offset with no entries yet walks the
+             * (zero) extent as empty slots, which is what it is. */
             __atomic_store_n(&header->summary_offset, offset, __ATOMIC_RELEASE);
+            __atomic_store_n(&header->summary_entries, SUMMARY_ENTRIES, __ATOMIC_RELEASE);
             __atomic_store_n(&summary, table, __ATOMIC_RELEASE);
         }
     }
