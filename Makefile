@@ -23,11 +23,13 @@ deps:
 install:
 	$(PIP) install --quiet .
 
+# Run from inside demo-out so that `python3 -m ioassess` is the installed package, not the
+# source tree's (which has no compiled library).
 DEMO_DIR = demo-out
 demo: deps install
 	rm -rf $(DEMO_DIR) && mkdir -p $(DEMO_DIR)/work
-	$(PYTHON) -m ioassess run --trace-dir $(DEMO_DIR)/traces -- sh demo/workload.sh $(DEMO_DIR)/work
-	$(PYTHON) -m ioassess show $(DEMO_DIR)/traces
+	cd $(DEMO_DIR) && $(PYTHON) -m ioassess run --trace-dir traces -- sh ../demo/workload.sh work
+	cd $(DEMO_DIR) && $(PYTHON) -m ioassess show traces
 
 test: deps install
 	$(MAKE) -C tests/progs
