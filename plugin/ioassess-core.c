@@ -333,6 +333,30 @@ IOASSESS_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
     return exec_failed(REAL(fexecve)(fd, argv, envp));
 }
 
+/* main's return value is the exit status of most programs, which never call exit()
+ * themselves: wrap main to record it. */
+typedef int (*main_function)(int, char **, char **);
+static int (*real___libc_start_main)(main_function, int, char **, void (*)(void), void (*)(void),
+                                     void (*)(void), void *);
+static main_function application_main;
+
+static int main_with_status(int argc, char **argv, char **envp)
+{
+    int status = application_main(argc, argv, envp);
+    ending(status, 0);
+    return status;
+}
+
+IOASSESS_EXPORT int __libc_start_main(main_function main, int argc, char **argv,
+                                      void (*init)(void), void (*fini)(void),
+                                      void (*rtld_fini)(void), void *stack_end)
+{
+    RESOLVE(__libc_start_main);
+    application_main = main;
+    return REAL(__libc_start_main)(main_with_status, argc, argv, init, fini, rtld_fini,
+                                   stack_end);
+}
+
 /* execl, execlp, execle: collect the variadic arguments, then as execv/execvp/execve. */
 static int count_args(va_list args)
 {

@@ -97,7 +97,8 @@ struct ioassess_header {
     uint64_t end_ticks;            /* clock ticks when recording ended, 0 while running */
     uint64_t end_monotonic_ns;     /* CLOCK_MONOTONIC at end_ticks, 0 while running */
     uint32_t end_reason;           /* enum ioassess_end_reason */
-    int32_t exit_status;           /* status passed to exit/_exit (IOASSESS_HEADER_EXIT_STATUS) */
+    int32_t exit_status;           /* returned by main or passed to exit/_exit
+                                      (valid with IOASSESS_HEADER_EXIT_STATUS) */
     uint64_t record_cap;           /* most op records this process keeps individually */
     uint64_t ops_not_kept;         /* ops counted only in the summary table (past the cap) */
     uint64_t ops_lost;             /* ops not counted at all: a signal handler's op that

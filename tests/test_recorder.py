@@ -629,6 +629,14 @@ def test_clock_sources_give_consistent_times(tmp_path, recorder_lib, clock):
 # process life cycle
 
 
+def test_exit_status_is_recorded_when_main_returns(tmp_path, recorder_lib):
+    # tally returns 2 from main (usage error) without calling exit() itself
+    rec = run([prog("tally")], preload=[recorder_lib], trace_dir=tmp_path / "traces")
+    assert rec.returncode == 2, describe(rec)
+    p = only_process(load(tmp_path / "traces"))
+    assert (p.end_reason, p.exit_status) == ("exit", 2)
+
+
 def test_fork_child_has_its_own_trace(tmp_path, recorder_lib):
     rec = run([prog("forkexec"), "fork", tmp_path], preload=[recorder_lib], trace_dir=tmp_path / "traces")
     assert rec.returncode == 0, describe(rec)

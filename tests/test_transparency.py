@@ -190,7 +190,7 @@ def test_dd_count_1000_ground_truth(pair):
     # dd is one process with one trace that ended normally
     assert len(ts.processes) == 1
     assert ts.processes[0].end_reason == "exit"
-    assert ts.processes[0].exit_status in (0, None)  # None: main returned (libc calls exit internally)
+    assert ts.processes[0].exit_status == 0
 
 
 PY_SCRIPT = textwrap.dedent("""
