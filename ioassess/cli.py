@@ -1,4 +1,5 @@
-"""The `ioassess` command line: `run` a command under the recorder, `show` what traces hold.
+"""The `ioassess` command line: `run` a command under the recorder, `show` what traces hold,
+list the cause `models`.
 
 Exit statuses and every option are documented in docs/cli.md. Known bad input (unreadable
 traces, missing directories, a missing library) ends in one `ioassess: ...` line on stderr and
@@ -78,6 +79,12 @@ def _build_parser():
     show.add_argument("dirs", nargs="+", metavar="DIR", help="a trace directory (or a single .iot file)")
     show.add_argument("--json", action="store_true", help="print a JSON object instead of text (see docs/cli.md)")
     show.set_defaults(handler=_show)
+    models = commands.add_parser("models", help="list the cause models",
+                                 description="List the installed cause models (the default marked *), or check "
+                                             "and describe the given ones.")
+    models.add_argument("models", nargs="*", metavar="MODEL",
+                        help="a model name or a model file (.json) to check and describe")
+    models.set_defaults(handler=_models)
     return parser
 
 
@@ -99,6 +106,32 @@ def _show(args):
     for error in traceset.errors:
         _print_error(error)
     return USAGE_ERROR if traceset.errors else 0
+
+
+def _models(args):
+    # Imported here: in a source tree (PYTHONPATH=repo) ioassess.models exists only once
+    # installed (setup.py maps models/ to it), and run and show must not need it.
+    from .models.modelfile import DEFAULT_MODEL, ModelFileError, list_models, load_model, model_path, model_summary
+
+    if args.models:
+        listing, failures = [], 0
+        for name_or_path in args.models:
+            try:
+                model = load_model(name_or_path)
+            except ModelFileError as error:
+                _print_error(error)
+                failures += 1
+                continue
+            listing.append((model.name, model_path(name_or_path), model_summary(model)))
+    else:
+        listing, failures = list_models(), 0
+        if DEFAULT_MODEL not in [name for name, _, _ in listing]:
+            listing.insert(0, (DEFAULT_MODEL, None, "(not installed: train one with `ioassess train`)"))
+    width = max((len(name) for name, _, _ in listing), default=0)
+    for name, path, summary in listing:
+        mark = "*" if path in (None, model_path(DEFAULT_MODEL)) else " "
+        print(f"{mark} {name:<{width}}  {summary}" + (f"; {path}" if path else ""))
+    return USAGE_ERROR if failures else 0
 
 
 def _run(args):

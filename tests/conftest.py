@@ -1,8 +1,12 @@
-"""Shared fixtures for tests that run real programs under the real recorder.
+"""The tests exercise the installed package (`make test` runs `pip install .` first), with the
+recorder compiled into it, exactly as users get it. `python -m pytest` would otherwise import
+the source tree's ioassess/ from the working directory, which has neither the compiled recorder
+nor ioassess.models and ioassess.report (setup.py maps models/ and report/ into the package at
+install time), so the repository root is taken off sys.path here, before anything imports it.
 
-    recorder_lib   path of libioassess.so: the installed package's (ioassess.recorder_library_path(),
-                   which honours $IOASSESS_LIBRARY) if it exists, else plugin/out/libioassess.so,
-                   built with `make -C plugin` (incremental, so always current).
+Shared fixtures for tests that run real programs under the real recorder:
+
+    recorder_lib   path of the installed libioassess.so (ioassess.recorder_library_path()).
     run_recorded   run_recorded(cmd, trace_dir, env=None) runs the argument list cmd (no shell)
                    with the recorder preloaded and its traces going to trace_dir (created if
                    needed). The environment is the test's own without LD_PRELOAD and IOASSESS_*
@@ -13,25 +17,27 @@
 import os
 import pathlib
 import subprocess
+import sys
 
 import pytest
 
-import ioassess
-
 REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path[:] = [entry for entry in sys.path if pathlib.Path(entry or ".").resolve() != REPO]
+
+import ioassess  # noqa: E402  (after the path fix above)
+
 RUN_TIMEOUT_S = 300
+if pathlib.Path(ioassess.__file__).resolve().is_relative_to(REPO):
+    raise RuntimeError(f"the tests must import the installed ioassess, not {ioassess.__file__}: "
+                       "run `make test` (or `pip install .` first)")
 
 
 @pytest.fixture(scope="session")
 def recorder_lib():
     installed = ioassess.recorder_library_path()
-    if os.path.isfile(installed):
-        return installed
-    build = subprocess.run(["make", "-C", str(REPO / "plugin"), "--no-print-directory"], capture_output=True, text=True)
-    built = REPO / "plugin" / "out" / "libioassess.so"
-    if build.returncode != 0 or not built.is_file():
-        pytest.fail(f"the recorder library is not installed and `make -C plugin` failed:\n{build.stderr[-3000:]}")
-    return str(built)
+    if not os.path.isfile(installed):
+        pytest.fail(f"{installed} is missing: install the package with `pip install .` (make test does)")
+    return installed
 
 
 @pytest.fixture

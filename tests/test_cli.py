@@ -1,7 +1,6 @@
 """The `ioassess` command line, run as a user runs it (python -m ioassess), on real traces."""
 import json
 import os
-import pathlib
 import re
 import stat
 import subprocess
@@ -13,19 +12,19 @@ import pytest
 from ioassess import read_trace_dir, totals
 from ioassess import traceformat as tf
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
 JOB_ID_VARIABLES = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID")
 
 
 @pytest.fixture
 def ioassess(recorder_lib):
-    """ioassess(*args, cwd=None, env=None) runs the CLI of this source tree with the test's
-    recorder library and no batch-system or recorder variables from outside."""
+    """ioassess(*args, cwd=None, env=None) runs the installed CLI as a user does (python -m ioassess
+    from a directory without a source tree), with no batch-system or recorder variables from
+    outside."""
     def run(*args, cwd=None, env=None, **popen_options):
         base = {k: v for k, v in os.environ.items()
                 if k not in JOB_ID_VARIABLES and k != "LD_PRELOAD" and not k.startswith("IOASSESS_")}
-        full_env = {**base, "PYTHONPATH": str(REPO), "IOASSESS_LIBRARY": recorder_lib, **(env or {})}
-        return subprocess.run([sys.executable, "-m", "ioassess", *map(str, args)], cwd=cwd, env=full_env,
+        full_env = {**base, **(env or {})}
+        return subprocess.run([sys.executable, "-m", "ioassess", *map(str, args)], cwd=cwd or "/", env=full_env,
                               capture_output=True, text=True, timeout=300, **popen_options)
     return run
 

@@ -1,0 +1,255 @@
+"""Linear cause models and the classification of ops by them (Kunkel 2015, sections 4.2 and 6).
+
+A cause model holds, per op (read, write), class (memcpy, cached, uncached) and memory layout
+(off0, rnd), a bound line (the slowest duration the class explains, used to classify) and a
+typical line (the usual duration, used to estimate time). Each line has two segments joined at
+4096 B. An op belongs to the first class, fastest first, whose bound is at or above its
+duration; time lost is its duration minus the cached typical duration of its size.
+docs/cause-models.md explains the choices; models/modelfile.py stores models as JSON.
+
+Everything here is a pure function on numpy arrays.
+"""
+import dataclasses
+
+import numpy as np
+
+OPS = ("read", "write")  # direction codes 0, 1; other codes (sync: 2) are not classified
+CLASSES = ("memcpy", "cached", "uncached", "slow")  # fastest first; class codes 0..3
+LINE_CLASSES = CLASSES[:-1]  # classes that have lines; slow is what lies above uncached
+LAYOUTS = ("off0", "rnd")  # memory layout codes 0, 1
+# No buffer address (e.g. Darshan DXT). Treated as rnd, the slower layout, so that time spent
+# on memory placement is never blamed on the file system.
+LAYOUT_UNKNOWN = 2
+UNCLASSIFIED = -1
+JOINT_BYTES = 4096
+# Sizes at which a slower class's bound must not be below a faster one's (same op and layout).
+BOUND_CHECK_SIZES = (1, JOINT_BYTES, 1 << 20, 16 << 20)
+
+
+@dataclasses.dataclass(frozen=True)
+class SegmentedLine:
+    """Duration in seconds = intercept + slope * size, with the small segment's parameters for
+    sizes up to JOINT_BYTES and the large segment's above. Both intercepts are values at size
+    0; the large one may be negative (an extrapolation below the segment's sizes)."""
+    small_intercept_s: float
+    small_slope_s_per_byte: float
+    large_intercept_s: float
+    large_slope_s_per_byte: float
+
+    def predict(self, size_bytes):
+        size = np.asarray(size_bytes, dtype=np.float64)
+        return np.where(size <= JOINT_BYTES,
+                        self.small_intercept_s + self.small_slope_s_per_byte * size,
+                        self.large_intercept_s + self.large_slope_s_per_byte * size)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelLine:
+    bound: SegmentedLine  # classification: the slowest duration this class explains
+    typical: "SegmentedLine | None"  # time estimates: the usual duration
+    errors: dict  # "small"/"large" -> Table-3 metrics of the bound line, see line_errors()
+    note: str
+
+
+@dataclasses.dataclass
+class CauseModel:
+    name: str
+    description: str
+    provenance: dict  # see docs/model-format.md
+    lines: dict  # (op, class, layout) -> ModelLine; not every key need exist
+
+
+# ---- fitting ----
+
+def fit_segmented_line(size_bytes, seconds):
+    """Least-squares segmented line through (size, duration) points, minimising the relative
+    error (weights 1/duration^2): durations span orders of magnitude and classification
+    compares ratios, so a 16 MiB point must not decide the fit at 8 KiB.
+
+    The small segment is fitted to the points up to JOINT_BYTES (slope 0 if they have one
+    size only); the large segment's slope to the points above, through the small segment's
+    value at JOINT_BYTES (the paper fixes the large model's intercept so). A duration cannot
+    fall with size, nor be negative at size 0: a negative slope or small intercept is clipped
+    to 0 and the other parameter refitted. Raises ValueError without points on both sides of
+    the joint or with a duration that is not positive and finite."""
+    size, seconds = _measurements(size_bytes, seconds)
+    small = size <= JOINT_BYTES
+    if not small.any() or small.all():
+        raise ValueError(f"a segmented line needs points of at most and of more than {JOINT_BYTES} B")
+    intercept, slope = _fit_small_segment(size[small], seconds[small])
+    joint_s = intercept + slope * JOINT_BYTES
+    large_slope = _fit_slope_through(JOINT_BYTES, joint_s, size[~small], seconds[~small])
+    return SegmentedLine(intercept, slope, joint_s - large_slope * JOINT_BYTES, large_slope)
+
+
+def _measurements(size_bytes, seconds):
+    """(sizes, durations) as float64; durations must be positive (relative errors divide by them)."""
+    size = np.asarray(size_bytes, dtype=np.float64)
+    seconds = np.asarray(seconds, dtype=np.float64)
+    if size.shape != seconds.shape:
+        raise ValueError("sizes and durations differ in length")
+    if not np.all(np.isfinite(seconds) & (seconds > 0)):
+        raise ValueError("durations must be positive and finite")
+    return size, seconds
+
+
+def _fit_small_segment(size, seconds):
+    """(intercept, slope) >= 0 minimising sum(((intercept + slope*size - seconds)/seconds)^2)."""
+    inverse = 1.0 / seconds
+    if len(np.unique(size)) < 2:
+        return _relative_constant(inverse), 0.0
+    design = np.column_stack([inverse, size * inverse])
+    (intercept, slope), *_ = np.linalg.lstsq(design, np.ones_like(size), rcond=None)
+    if slope < 0:
+        return _relative_constant(inverse), 0.0
+    if intercept < 0:
+        return 0.0, _fit_slope_through(0.0, 0.0, size, seconds)
+    return float(intercept), float(slope)
+
+
+def _relative_constant(inverse_seconds):
+    """The constant c minimising sum((c/seconds - 1)^2)."""
+    return float(np.sum(inverse_seconds) / np.sum(inverse_seconds ** 2))
+
+
+def _fit_slope_through(x0, y0, size, seconds):
+    """Slope >= 0 of the line through (x0, y0) minimising the relative error of the points."""
+    run = (size - x0) / seconds
+    rise = (seconds - y0) / seconds
+    return max(0.0, float(np.sum(run * rise) / np.sum(run * run)))
+
+
+def line_errors(line, size_bytes, seconds):
+    """Table 3's error metrics of line against measured (size, duration) points, per segment:
+    {"small"|"large": {"abs_err_s": mean |predicted - observed|, "rel_err_pct": mean of that
+    over observed in %, "outlier_pct_model": % of points above the line,
+    "outlier_pct_experiment": None}}. Outlier% Exp. (points purged by the density cut-off) is
+    the trainer's to fill in. A segment without points has None everywhere. Raises ValueError
+    for a duration that is not positive and finite."""
+    size, seconds = _measurements(size_bytes, seconds)
+    predicted = line.predict(size)
+    small = size <= JOINT_BYTES
+    return {segment: _segment_errors(predicted[inside], seconds[inside])
+            for segment, inside in (("small", small), ("large", ~small))}
+
+
+def _segment_errors(predicted, observed):
+    if len(observed) == 0:
+        return {"abs_err_s": None, "rel_err_pct": None, "outlier_pct_experiment": None, "outlier_pct_model": None}
+    absolute = np.abs(predicted - observed)
+    return {"abs_err_s": float(np.mean(absolute)),
+            "rel_err_pct": float(100.0 * np.mean(absolute / observed)),
+            "outlier_pct_experiment": None,
+            "outlier_pct_model": float(100.0 * np.mean(observed > predicted))}
+
+
+def bound_order_violations(lines):
+    """Where a slower class's bound is below a faster class's bound for the same op and
+    layout, at one of BOUND_CHECK_SIZES: one sentence per case (empty if ordered)."""
+    sizes = np.array(BOUND_CHECK_SIZES, dtype=np.float64)
+    problems = []
+    for op in OPS:
+        for layout in LAYOUTS:
+            present = [cls for cls in LINE_CLASSES if (op, cls, layout) in lines]
+            for faster, slower in zip(present, present[1:]):
+                faster_s = lines[(op, faster, layout)].bound.predict(sizes)
+                slower_s = lines[(op, slower, layout)].bound.predict(sizes)
+                below = np.flatnonzero(slower_s < faster_s)
+                if len(below):
+                    at = below[0]
+                    problems.append(f"{op} {layout}: the {slower} bound ({slower_s[at]:.3g} s) is below the "
+                                    f"{faster} bound ({faster_s[at]:.3g} s) at {int(sizes[at])} B")
+    return problems
+
+
+# ---- classification ----
+
+def classify(model, direction_codes, size_bytes, duration_s, layout_codes):
+    """Class code (index into CLASSES) of every op: the first class, fastest first, whose bound
+    line at the op's size is at or above its duration. Above every bound of its op and layout
+    an op gets the class after the slowest class with a line: uncached when the model has no
+    uncached line (as in the paper), slow when it has. A class without a line for the op's
+    layout uses its line for the other layout; a class with neither is skipped. Ops of other
+    directions (sync), and reads or writes for which the model has no line at all, get
+    UNCLASSIFIED (-1)."""
+    duration_s = np.asarray(duration_s)
+    codes = np.full(len(duration_s), UNCLASSIFIED, dtype=np.int8)
+    for op, layout, members in _groups(direction_codes, layout_codes):
+        classes = [(CLASSES.index(cls), line) for cls in LINE_CLASSES
+                   if (line := _line_for(model, op, cls, layout)) is not None]
+        if not classes or not len(members):
+            continue
+        size, duration = _sizes(size_bytes, members), duration_s[members]
+        group_codes = np.full(len(members), classes[-1][0] + 1, dtype=np.int8)
+        for code, line in reversed(classes):  # slowest first, so that the fastest match wins
+            np.copyto(group_codes, code, where=duration <= line.bound.predict(size))
+        codes[members] = group_codes
+    return codes
+
+
+def cached_typical_seconds(model, direction_codes, size_bytes, layout_codes):
+    """Duration each op would typically take if cached (the cached class's typical line for the
+    op's layout, or the other layout's); NaN for other directions and where the model has no
+    cached typical line."""
+    seconds = np.full(len(np.asarray(direction_codes)), np.nan)
+    for op, layout, members in _groups(direction_codes, layout_codes):
+        line = _line_for(model, op, "cached", layout, typical=True)
+        if line is not None and len(members):
+            seconds[members] = line.typical.predict(_sizes(size_bytes, members))
+    return seconds
+
+
+def time_lost_seconds(model, direction_codes, size_bytes, duration_s, layout_codes):
+    """max(0, duration - cached typical duration) per op: 0 for ops of other directions (they
+    are not modelled), NaN where the model has no cached typical line for the op."""
+    direction_codes = np.asarray(direction_codes)
+    typical = cached_typical_seconds(model, direction_codes, size_bytes, layout_codes)
+    lost = np.maximum(np.asarray(duration_s, dtype=np.float64) - typical, 0.0)
+    lost[(direction_codes != 0) & (direction_codes != 1)] = 0.0
+    return lost
+
+
+def _groups(direction_codes, layout_codes):
+    """(op, layout, indices of its ops) for each op and memory layout; LAYOUT_UNKNOWN (and any
+    other code but off0's) counts as rnd."""
+    direction_codes = np.asarray(direction_codes)
+    is_off0 = np.asarray(layout_codes) == 0
+    for op_code, op in enumerate(OPS):
+        is_op = direction_codes == op_code
+        yield op, "off0", np.flatnonzero(is_op & is_off0)
+        yield op, "rnd", np.flatnonzero(is_op & ~is_off0)
+
+
+def _sizes(size_bytes, indices):
+    """The sizes of a group's ops as float64, converted once for all the lines evaluated."""
+    return np.asarray(size_bytes)[indices].astype(np.float64, copy=False)
+
+
+def _line_for(model, op, cls, layout, typical=False):
+    """The model's line for (op, cls, layout), else for the other layout; None if neither
+    exists (or, with typical=True, neither has a typical line)."""
+    other = LAYOUTS[1 - LAYOUTS.index(layout)]
+    for key in ((op, cls, layout), (op, cls, other)):
+        line = model.lines.get(key)
+        if line is not None and (line.typical is not None or not typical):
+            return line
+    return None
+
+
+# ---- memory layout ----
+
+def memory_layout_codes(buffer, tid, process):
+    """Memory layout code of each op, given in the order of ioassess.trace's TraceSet.ops
+    (sorted by process, then start): off0 if its buffer address is the one of the previous op
+    of the same thread with an address, rnd otherwise (also for a thread's first op: no
+    evidence of reuse), LAYOUT_UNKNOWN without an address (buffer 0: Darshan DXT, sync ops)."""
+    buffer = np.asarray(buffer)
+    codes = np.full(len(buffer), LAYOUT_UNKNOWN, dtype=np.int8)
+    has_address = np.flatnonzero(buffer != 0)
+    tid, process = np.asarray(tid)[has_address], np.asarray(process)[has_address]
+    order = np.lexsort((tid, process))  # stable: keeps each thread's ops in time order
+    address, tid, process = buffer[has_address][order], tid[order], process[order]
+    reused = np.zeros(len(order), dtype=bool)
+    reused[1:] = (address[1:] == address[:-1]) & (tid[1:] == tid[:-1]) & (process[1:] == process[:-1])
+    codes[has_address[order]] = np.where(reused, LAYOUTS.index("off0"), LAYOUTS.index("rnd"))
+    return codes

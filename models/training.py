@@ -1,0 +1,446 @@
+"""`ioassess train`: measure a file system's cause models (Kunkel 2015, sections 4.2 and 6).
+
+The workload generator (plugin/ioassess-workload.c) runs under the recorder itself, so
+training data are measured exactly as job data are. For every state (discard, cached,
+uncached), op, memory layout and access size it is run `repeats` times (in an outer loop, as
+in the paper, so that a disturbance hits one repeat, not all); the op durations of one
+(state, op, memory layout, size) cell are pooled, their density gives the outlier cut-off and
+the mode, and two segmented lines are fitted over the sizes: the bound line through the
+cut-offs + 10 % (classification) and the typical line through the modes (time estimates).
+
+The pure parts (the grid, fitting the lines from measurements) are separate from the parts
+that run programs and change the page cache (class Trainer).
+"""
+import dataclasses
+import itertools
+import math
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+
+from ioassess import recorder_library_path
+from ioassess.trace import read_trace_dir
+from ioassess.traceformat import Op
+
+from .causes import CauseModel, ModelLine, SegmentedLine, fit_segmented_line, line_errors
+from .density import density_log10, find_clusters
+from .modelfile import save_model
+from .training_report import write_training_report
+
+STATE_CLASS = {"discard": "memcpy", "cached": "cached", "uncached": "uncached"}
+# The paper fits the bound line to the outlier cut-off plus 10 %, since cut-offs vary between
+# the sizes (section 6).
+BOUND_MARGIN = 1.1
+# Memory layouts the generator knows; all but off0 reuse no buffer address, so the classifier
+# sees them as "rnd" and they are pooled into the rnd lines.
+MODEL_LAYOUT = {"off0": "off0", "seq": "rnd", "rnd": "rnd", "stride": "rnd", "reverse": "rnd"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Profile:
+    name: str
+    sizes: tuple            # access sizes in bytes
+    mem_layouts: tuple      # generator memory layouts
+    file_layouts: dict      # state -> generator file layouts
+    repeats: int            # runs of each configuration
+    min_ops: int            # ops per run at least (large sizes) ...
+    max_ops: int            # ... and at most (small sizes)
+    budget_bytes: int       # bytes per run, between those two limits
+    file_bytes: int         # size of the training file
+    mem_buffer_bytes: int   # the generator's buffer
+
+
+def _powers(first, last, factor):
+    sizes, size = [], first
+    while size <= last:
+        sizes.append(size)
+        size *= factor
+    return tuple(sizes)
+
+
+# Uncached runs use random file offsets: sequential reads of an uncached file are served by
+# read-ahead, i.e. they are cached by behaviour (DESIGN.md, facts measured here).
+PROFILES = {
+    "quick": Profile(
+        name="quick", sizes=_powers(1, 16 << 20, 4), mem_layouts=("off0", "rnd"),
+        file_layouts={"discard": ("off0",), "cached": ("rnd",), "uncached": ("rnd",)},
+        repeats=3, min_ops=32, max_ops=2000, budget_bytes=64 << 20, file_bytes=1 << 30,
+        mem_buffer_bytes=64 << 20),
+    "full": Profile(
+        name="full", sizes=_powers(1, 16 << 20, 2), mem_layouts=("off0", "seq", "rnd"),
+        file_layouts={"discard": ("off0",), "cached": ("seq", "rnd"), "uncached": ("rnd",)},
+        repeats=3, min_ops=64, max_ops=5000, budget_bytes=256 << 20, file_bytes=2 << 30,
+        mem_buffer_bytes=256 << 20),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    repeat: int
+    state: str          # discard | cached | uncached
+    op: str             # read | write
+    size: int
+    mem_layout: str
+    file_layout: str
+
+    @property
+    def seed(self):
+        return 1000 * self.repeat + self.size % 997
+
+
+def ops_per_run(profile, size):
+    return int(min(profile.max_ops, max(profile.min_ops, profile.budget_bytes // size)))
+
+
+def training_grid(profile):
+    """Every run, in the order they are made: repeats outermost, then states (so the page
+    cache is prepared once per state and repeat where it can be), ops, layouts, sizes."""
+    return [RunConfig(repeat, state, op, size, mem, file_layout)
+            for repeat in range(profile.repeats)
+            for state in ("discard", "cached", "uncached")
+            for op in ("read", "write")
+            for mem in profile.mem_layouts
+            for file_layout in profile.file_layouts[state]
+            for size in profile.sizes]
+
+
+def expected_seconds(profile, config):
+    """A rough duration of one run, for the progress bar's time left: process start plus
+    bytes at a pessimistic rate for the state."""
+    rate = {"discard": 4e9, "cached": 2e9, "uncached": 4e8}[config.state]
+    per_op = {"discard": 1e-6, "cached": 2e-6, "uncached": 1e-4}[config.state]
+    ops = ops_per_run(profile, config.size)
+    return 0.01 + ops * (per_op + config.size / rate)
+
+
+# ---- fitting (pure) ----
+
+@dataclasses.dataclass(frozen=True)
+class SizePoint:
+    """One size of one (op, class, layout) cell: the pooled durations' density summary."""
+    size: int
+    observations: int
+    bound_s: float          # cut-off + 10 %
+    typical_s: float        # mode of the density
+    purged: int             # observations beyond the cut-off (the paper's "outlier % Exp.")
+
+
+def size_point(size, durations_s):
+    """Density of the log10 durations, its highest mode and its outlier cut-off."""
+    durations_s = durations_s[durations_s > 0]
+    clusters = find_clusters(density_log10(durations_s))
+    cutoff_s = 10.0 ** clusters.cutoff_x
+    return SizePoint(size=int(size), observations=len(durations_s), bound_s=cutoff_s * BOUND_MARGIN,
+                     typical_s=10.0 ** clusters.mode_x, purged=int(np.count_nonzero(durations_s > cutoff_s)))
+
+
+def fit_cell(points, durations_by_size):
+    """Bound and typical lines of one (op, class, layout) cell and its Table-3 error metrics."""
+    sizes = np.array([p.size for p in points], float)
+    bound = fit_segmented_line(sizes, np.array([p.bound_s for p in points]))
+    typical = fit_segmented_line(sizes, np.array([p.typical_s for p in points]))
+    all_sizes = np.concatenate([np.full(len(d), s, float) for s, d in durations_by_size.items()])
+    all_durations = np.concatenate(list(durations_by_size.values()))
+    errors = line_errors(bound, all_sizes, all_durations)
+    for segment, in_segment in (("small", sizes <= 4096), ("large", sizes > 4096)):
+        observed = sum(p.observations for p, inside in zip(points, in_segment) if inside)
+        purged = sum(p.purged for p, inside in zip(points, in_segment) if inside)
+        if segment in errors:
+            errors[segment]["outlier_pct_experiment"] = 100.0 * purged / observed if observed else None
+    return bound, typical, errors
+
+
+def order_bounds(lines):
+    """A slower class's bound is never below a faster one's: where a fit says otherwise the
+    two states cannot be told apart at that size, and the slower line is scaled up to meet
+    the faster one (and says so in its note)."""
+    check_sizes = np.array([1.0, 4096.0, 1 << 20, 16 << 20])
+    ordered = dict(lines)
+    for op, layout in itertools.product(("read", "write"), ("off0", "rnd")):
+        floor = None
+        for cls in ("memcpy", "cached", "uncached"):
+            line = ordered.get((op, cls, layout))
+            if line is None:
+                continue
+            if floor is not None:
+                ratio = float(np.max(floor.predict(check_sizes) / line.bound.predict(check_sizes)))
+                if ratio > 1.0:
+                    line = dataclasses.replace(
+                        line, bound=_scaled(line.bound, ratio),
+                        note=(line.note + " " if line.note else "") +
+                        f"bound scaled by {ratio:.3f} to stay above the faster class's bound")
+                    ordered[(op, cls, layout)] = line
+            floor = line.bound
+    return ordered
+
+
+def _scaled(line, factor):
+    return SegmentedLine(line.small_intercept_s * factor, line.small_slope_s_per_byte * factor,
+                         line.large_intercept_s * factor, line.large_slope_s_per_byte * factor)
+
+
+def fit_model(measurements, name, description, provenance):
+    """measurements: {(op, class, layout): {size: durations_s array}} -> (CauseModel, points)."""
+    lines, points_by_cell = {}, {}
+    for (op, cls, layout), by_size in sorted(measurements.items()):
+        points = [size_point(size, durations) for size, durations in sorted(by_size.items())]
+        bound, typical, errors = fit_cell(points, by_size)
+        lines[(op, cls, layout)] = ModelLine(bound=bound, typical=typical, errors=errors, note="")
+        points_by_cell[(op, cls, layout)] = points
+    model = CauseModel(name=name, description=description, provenance=provenance, lines=order_bounds(lines))
+    return model, points_by_cell
+
+
+# ---- measuring (runs programs, changes the page cache) ----
+
+class TrainingError(Exception):
+    """Training cannot go on; str() is one line."""
+
+
+def workload_program_path():
+    """The workload generator, installed next to the recorder library."""
+    return os.path.join(os.path.dirname(recorder_library_path()), "ioassess-workload")
+
+
+def check_training_dir(directory, profile):
+    """Refuse a directory that is missing, not writable or too small, before anything runs."""
+    if not os.path.isdir(directory):
+        raise TrainingError(f"{directory}: not a directory")
+    try:
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".ioassess-probe-"):
+            pass
+    except OSError as error:
+        raise TrainingError(f"{directory}: not writable ({error.strerror})") from None
+    needed = profile.file_bytes + (256 << 20)
+    free = shutil.disk_usage(directory).free
+    if free < needed:
+        raise TrainingError(f"{directory}: needs {needed / 2**30:.1f} GiB free for the {profile.name} "
+                            f"profile's training file, has {free / 2**30:.1f} GiB")
+
+
+def file_system_of(path):
+    """(type, mount point) of the file system holding path, from /proc/self/mounts."""
+    path = os.path.realpath(path)
+    best = ("unknown", "/")
+    try:
+        with open("/proc/self/mounts") as mounts:
+            for line in mounts:
+                fields = line.split()
+                mount = fields[1].replace("\\040", " ")
+                inside = path == mount or path.startswith(mount.rstrip("/") + "/")
+                if inside and len(mount) >= len(best[1]):
+                    best = (fields[2], mount)
+    except OSError:
+        pass
+    return best
+
+
+class Trainer:
+    """Runs the generator under the recorder in prepared page-cache states."""
+
+    def __init__(self, directory, profile):
+        self.profile = profile
+        self.workload = workload_program_path()
+        self.library = recorder_library_path()
+        for program in (self.workload, self.library):
+            if not os.path.isfile(program):
+                raise TrainingError(f"{program} is missing: reinstall ioassess (pip install .)")
+        self.work_dir = tempfile.mkdtemp(prefix="ioassess-train-", dir=directory)
+        self.data_file = os.path.join(self.work_dir, "training.dat")
+        self.runs = 0
+        self.evict_by_drop_caches = os.geteuid() == 0
+
+    def cleanup(self):
+        shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    def create_data_file(self):
+        block = np.random.default_rng(1).integers(0, 256, 1 << 20, dtype=np.uint8).tobytes()
+        with open(self.data_file, "wb") as f:
+            for _ in range(self.profile.file_bytes >> 20):
+                f.write(block)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def resident_fraction(self):
+        out = subprocess.run([self.workload, "--resident", self.data_file], capture_output=True,
+                             text=True, check=True).stdout
+        return float(out.split()[-1].split("=")[-1])
+
+    def make_cached(self):
+        """Read the whole file unless mincore says it is resident already, and check again."""
+        resident = self.resident_fraction()
+        for _ in range(3):
+            if resident >= 0.95:
+                return resident
+            with open(self.data_file, "rb", buffering=0) as f:
+                while f.read(16 << 20):
+                    pass
+            resident = self.resident_fraction()
+        raise TrainingError(f"{self.data_file}: only {resident:.0%} stays in the page cache after reading it; "
+                            "too little free memory for the cached state")
+
+    def make_uncached(self):
+        """Drop the file from the page cache (drop_caches as root, else POSIX_FADV_DONTNEED) and
+        check with mincore that it is gone."""
+        for _ in range(3):
+            if self.evict_by_drop_caches:
+                os.sync()
+                with open("/proc/sys/vm/drop_caches", "w") as f:
+                    f.write("3\n")
+            else:
+                subprocess.run([self.workload, "--evict", self.data_file], capture_output=True, check=True)
+            resident = self.resident_fraction()
+            if resident <= 0.05:
+                return resident
+        raise TrainingError(f"{self.data_file}: {resident:.0%} of it stays in the page cache after eviction; "
+                            "cannot measure the uncached state here")
+
+    def prepare(self, state):
+        if state == "cached":
+            return self.make_cached()
+        if state == "uncached":
+            return self.make_uncached()
+        return None
+
+    def target(self, config):
+        if config.state == "discard":
+            return "/dev/zero" if config.op == "read" else "/dev/null"
+        return self.data_file
+
+    def measure(self, config):
+        """Durations (s) of the run's timed ops, as the recorder saw them."""
+        ops = ops_per_run(self.profile, config.size)
+        target = self.target(config)
+        trace_dir = os.path.join(self.work_dir, f"trace-{self.runs}")
+        self.runs += 1
+        command = [self.workload, "--file", target, "--op", config.op, "--size", str(config.size),
+                   "--mem-layout", config.mem_layout, "--mem-buffer", str(self.profile.mem_buffer_bytes),
+                   "--file-layout", config.file_layout, "--repeats", str(ops),
+                   "--budget", str(ops * config.size), "--seed", str(config.seed)]
+        env = dict(os.environ, LD_PRELOAD=self.library, IOASSESS_TRACE_DIR=trace_dir,
+                   IOASSESS_EXCLUDE="none", IOASSESS_MAX_RECORDS=str(ops + 1000))
+        for name in ("IOASSESS_DISABLE", "IOASSESS_OBFUSCATE", "IOASSESS_CLOCK"):
+            env.pop(name, None)
+        result = subprocess.run(command, env=env, capture_output=True, text=True)
+        try:
+            if result.returncode != 0:
+                raise TrainingError(f"{self.workload} failed ({result.returncode}): "
+                                    f"{(result.stderr.strip().splitlines() or ['no message'])[-1]}")
+            return timed_op_durations(read_trace_dir(trace_dir), target, config.op)
+        finally:
+            shutil.rmtree(trace_dir, ignore_errors=True)
+
+
+def timed_op_durations(traceset, target, op):
+    """Durations (s) of the pread/pwrite ops on the target file: the generator's timed ops."""
+    ids = [file_id for file_id, info in traceset.files.items() if info.name == target]
+    kind = Op.PREAD if op == "read" else Op.PWRITE
+    chosen = np.isin(traceset.ops["file_id"], np.array(ids, np.uint64)) & (traceset.ops["op"] == kind)
+    chosen &= traceset.ops["result"] >= 0
+    return traceset.ops["duration_ns"][chosen] * 1e-9
+
+
+class Progress:
+    """A progress bar with time left on stderr (a line per 10 % when stderr is not a terminal)."""
+
+    def __init__(self, total_seconds, stream):
+        self.total = total_seconds
+        self.done = 0.0
+        self.started = time.monotonic()
+        self.stream = stream
+        self.last_tenth = -1
+
+    def advance(self, seconds, label):
+        self.done += seconds
+        fraction = min(1.0, self.done / self.total) if self.total else 1.0
+        elapsed = time.monotonic() - self.started
+        left = elapsed / fraction - elapsed if fraction > 0 else float("nan")
+        text = f"{fraction:4.0%} {label:<40.40} {_minutes(elapsed)} elapsed, {_minutes(left)} left"
+        if self.stream.isatty():
+            bar = "#" * int(30 * fraction)
+            self.stream.write(f"\r[{bar:<30}] {text}")
+            if fraction >= 1.0:
+                self.stream.write("\n")
+        elif int(fraction * 10) > self.last_tenth:
+            self.last_tenth = int(fraction * 10)
+            self.stream.write(text.rstrip() + "\n")
+        self.stream.flush()
+
+
+def _minutes(seconds):
+    if not math.isfinite(seconds):
+        return "?"
+    return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+
+
+def provenance(directory, profile, trainer):
+    fs_type, mount = file_system_of(directory)
+    return {
+        "source": "trained by ioassess train",
+        "host": platform.node(),
+        "kernel": platform.release(),
+        "file_system": {"type": fs_type, "mount": mount},
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "profile": profile.name,
+        "generator": {
+            "program": "ioassess-workload",
+            "sizes": list(profile.sizes),
+            "mem_layouts": list(profile.mem_layouts),
+            "file_layouts": {state: list(layouts) for state, layouts in profile.file_layouts.items()},
+            "repeats": profile.repeats,
+            "ops_per_run": [profile.min_ops, profile.max_ops],
+            "budget_bytes": profile.budget_bytes,
+            "file_bytes": profile.file_bytes,
+            "mem_buffer_bytes": profile.mem_buffer_bytes,
+            "eviction": "drop_caches" if trainer.evict_by_drop_caches else "posix_fadvise DONTNEED",
+        },
+    }
+
+
+def measure_all(trainer, profile, progress):
+    """Run the whole grid: {(op, class, layout): {size: durations}} plus per-run facts."""
+    grid = training_grid(profile)
+    measurements = {}
+    runs = []
+    for config in grid:
+        # Checked before every run: each uncached run caches what it touched, and a cached
+        # state is only re-read when mincore finds it no longer resident.
+        resident = trainer.prepare(config.state)
+        durations = trainer.measure(config)
+        key = (config.op, STATE_CLASS[config.state], MODEL_LAYOUT[config.mem_layout])
+        cell = measurements.setdefault(key, {})
+        cell[config.size] = np.concatenate([cell.get(config.size, np.empty(0)), durations])
+        runs.append((config, len(durations), resident))
+        progress.advance(expected_seconds(profile, config),
+                         f"{config.state} {config.op} {config.mem_layout} {config.size} B")
+    return measurements, runs
+
+
+def train(directory, profile_name, model_path, stream):
+    """Measure, fit and write the model file and its training report (MODEL.html beside it).
+    The training file and traces are removed at the end, also on Ctrl-C or an error."""
+    profile = PROFILES[profile_name]
+    check_training_dir(directory, profile)
+    trainer = Trainer(directory, profile)
+    try:
+        stream.write(f"ioassess train: {profile.name} profile, {len(training_grid(profile))} runs in "
+                     f"{trainer.work_dir}\n")
+        trainer.create_data_file()
+        progress = Progress(sum(expected_seconds(profile, c) for c in training_grid(profile)), stream)
+        measurements, _ = measure_all(trainer, profile, progress)
+        name = os.path.splitext(os.path.basename(model_path))[0]
+        fs_type, mount = file_system_of(directory)
+        description = (f"Cause models of {fs_type} at {mount} on {platform.node()}, "
+                       f"measured by ioassess train ({profile.name} profile).")
+        model, _ = fit_model(measurements, name, description, provenance(directory, profile, trainer))
+    finally:
+        trainer.cleanup()
+    save_model(model, model_path)
+    report_path = os.path.splitext(model_path)[0] + ".html"
+    write_training_report(report_path, model, measurements)
+    return model, report_path

@@ -1,0 +1,97 @@
+"""The training report: one HTML page with the paper's Fig. 4/5-style plots (durations against
+access size with the bound and typical lines) and its Table 3 (line parameters and errors).
+Data first (report_data), then the template (templates/training.html.j2)."""
+import io
+import os
+
+import jinja2
+import numpy as np
+
+from .causes import CLASSES, OPS
+
+MAX_POINTS_PER_SIZE = 400      # plotted observations per size; the rest are summarised by the lines
+LAYOUT_COLOURS = {"off0": "#1f77b4", "rnd": "#d62728"}
+ERROR_COLUMNS = ("abs_err_s", "rel_err_pct", "outlier_pct_experiment", "outlier_pct_model")
+
+
+def _svg(figure):
+    import matplotlib.pyplot as plt
+
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", bbox_inches="tight")
+    plt.close(figure)
+    svg = buffer.getvalue()
+    return svg[svg.index("<svg"):]
+
+
+def cell_plot(op, cls, measurements, model):
+    """Durations against size for one op and class, both memory layouts, with their lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(6.4, 4.0))
+    rng = np.random.default_rng(0)
+    for layout, colour in LAYOUT_COLOURS.items():
+        by_size = measurements.get((op, cls, layout))
+        if not by_size:
+            continue
+        for size, durations in by_size.items():
+            shown = durations if len(durations) <= MAX_POINTS_PER_SIZE else rng.choice(
+                durations, MAX_POINTS_PER_SIZE, replace=False)
+            jitter = size * np.exp(rng.uniform(-0.08, 0.08, len(shown)))
+            axes.scatter(jitter, shown, s=3, alpha=0.25, color=colour, linewidths=0)
+        line = model.lines.get((op, cls, layout))
+        if line:
+            sizes = np.geomspace(1, max(by_size), 200)
+            axes.plot(sizes, line.bound.predict(sizes), color=colour, label=f"{layout} bound")
+            if line.typical is not None:
+                axes.plot(sizes, line.typical.predict(sizes), color=colour, linestyle="--",
+                          label=f"{layout} typical")
+    axes.set_xscale("log", base=2)
+    axes.set_yscale("log")
+    axes.set_xlabel("access size (bytes)")
+    axes.set_ylabel("duration (s)")
+    axes.set_title(f"{cls} {op}")
+    axes.axvline(4096, color="grey", linewidth=0.5)
+    axes.legend(fontsize="small")
+    return _svg(figure)
+
+
+def table_rows(model):
+    """Table 3 of the paper: one row per class, op, segment and layout."""
+    rows = []
+    for cls in CLASSES:
+        for op in OPS:
+            for segment, label in (("small", "≤ 4K"), ("large", "> 4K")):
+                for layout in ("off0", "rnd"):
+                    line = model.lines.get((op, cls, layout))
+                    if line is None:
+                        continue
+                    bound = line.bound
+                    intercept, slope = ((bound.small_intercept_s, bound.small_slope_s_per_byte) if segment == "small"
+                                        else (bound.large_intercept_s, bound.large_slope_s_per_byte))
+                    rows.append({"case": f"{cls} {op[0].upper()} {label} {layout}", "intercept": intercept,
+                                 "slope": slope, **dict.fromkeys(ERROR_COLUMNS),
+                                 **(line.errors.get(segment) or {}), "note": line.note})
+    return rows
+
+
+def report_data(model, measurements):
+    plots = [{"op": op, "cls": cls, "svg": cell_plot(op, cls, measurements, model)}
+             for cls in CLASSES for op in OPS
+             if any((op, cls, layout) in measurements for layout in LAYOUT_COLOURS)]
+    return {"model": model, "rows": table_rows(model), "plots": plots, "max_points": MAX_POINTS_PER_SIZE,
+            "observations": sum(len(d) for cell in measurements.values() for d in cell.values())}
+
+
+def write_training_report(path, model, measurements):
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
+        autoescape=True, undefined=jinja2.StrictUndefined)
+    html = environment.get_template("training.html.j2").render(**report_data(model, measurements))
+    temporary = path + ".part"
+    with open(temporary, "w") as f:
+        f.write(html)
+    os.replace(temporary, path)
