@@ -5,7 +5,7 @@ PIP = $(PYTHON) -m pip --disable-pip-version-check
 # Debian packages the tests and the demo use (command:package).
 DEBIAN_TOOLS = sqlite3:sqlite3 git:git gzip:gzip tar:tar sha256sum:coreutils dd:coreutils
 
-.PHONY: all build install deps demo test bench clean
+.PHONY: all build install deps demo test bench validate clean
 
 all: build
 
@@ -38,6 +38,12 @@ test: deps install
 bench: deps install
 	$(MAKE) -C bench
 	$(PYTHON) bench/overhead.py
+	$(PYTHON) bench/models_density.py
+	$(PYTHON) bench/models_classify.py
+
+# Trains the quick profile and checks it on held-out workloads (minutes; docs/cause-models.md).
+validate: deps install
+	$(PYTHON) bench/validate_models.py
 
 clean:
 	$(MAKE) -C plugin clean

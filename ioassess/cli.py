@@ -1,5 +1,5 @@
 """The `ioassess` command line: `run` a command under the recorder, `show` what traces hold,
-list the cause `models`.
+list the cause `models`, `train` the cause models of a file system.
 
 Exit statuses and every option are documented in docs/cli.md. Known bad input (unreadable
 traces, missing directories, a missing library) ends in one `ioassess: ...` line on stderr and
@@ -15,10 +15,13 @@ import subprocess
 import sys
 
 from . import recorder_library_path
+from .models.modelfile import DEFAULT_MODEL, ModelFileError, list_models, load_model, model_path, model_summary
+from .models.training import PROFILES, TrainingError, file_system_of, train
 from .show import format_text, summarise
 from .trace import TraceFileError, read_trace_dir
 
 USAGE_ERROR = 2
+INTERRUPTED = 130
 COMMAND_NOT_FOUND = 127
 COMMAND_NOT_EXECUTABLE = 126
 # Sent to one process (kill PID, a batch system's warning): passed on to the command.
@@ -85,6 +88,18 @@ def _build_parser():
     models.add_argument("models", nargs="*", metavar="MODEL",
                         help="a model name or a model file (.json) to check and describe")
     models.set_defaults(handler=_models)
+    training = commands.add_parser(
+        "train", help="measure the cause models of a file system (for admins)",
+        description="Run the training workloads under the recorder in a directory of the file system to "
+                    "model, and write the model file and its training report (MODEL.html).")
+    training.add_argument("--dir", required=True, metavar="DIR",
+                          help="a writable directory on the file system to model (quick needs 1.25 GiB free, "
+                               "full 2.25 GiB); its training files are removed at the end")
+    training.add_argument("--profile", choices=sorted(PROFILES), default="quick",
+                          help="quick (minutes) or full (more sizes and layouts; about half an hour)")
+    training.add_argument("-o", "--output", metavar="MODEL.json",
+                          help="the model file to write (default: ./<fs type>-<host>.json)")
+    training.set_defaults(handler=_train)
     return parser
 
 
@@ -109,10 +124,6 @@ def _show(args):
 
 
 def _models(args):
-    # Imported here: in a source tree (PYTHONPATH=repo) ioassess.models exists only once
-    # installed (setup.py maps models/ to it), and run and show must not need it.
-    from .models.modelfile import DEFAULT_MODEL, ModelFileError, list_models, load_model, model_path, model_summary
-
     if args.models:
         listing, failures = [], 0
         for name_or_path in args.models:
@@ -132,6 +143,29 @@ def _models(args):
         mark = "*" if path in (None, model_path(DEFAULT_MODEL)) else " "
         print(f"{mark} {name:<{width}}  {summary}" + (f"; {path}" if path else ""))
     return USAGE_ERROR if failures else 0
+
+
+def _train(args):
+    output = args.output or f"{file_system_of(args.dir)[0]}-{os.uname().nodename}.json"
+    if not output.endswith(".json"):
+        raise UsageError(f"{output}: the model file name must end in .json")
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        _, report_path = train(args.dir, args.profile, output, sys.stderr)
+    except TrainingError as error:
+        _print_error(error)
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        _print_error("training interrupted; its files were removed and no model was written")
+        return INTERRUPTED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    _print_error(f"wrote {output} and its training report {report_path}")
+    return 0
+
+
+def _interrupt(_signum, _frame):
+    raise KeyboardInterrupt
 
 
 def _run(args):

@@ -82,6 +82,45 @@ def fit_segmented_line(size_bytes, seconds):
     return SegmentedLine(intercept, slope, joint_s - large_slope * JOINT_BYTES, large_slope)
 
 
+def fit_upper_envelope(size_bytes, seconds):
+    """The segmented line that lies on or above every point and, among such lines, exceeds
+    the points least (sum of relative excesses); joined at JOINT_BYTES like fit_segmented_line.
+
+    For bound lines: the paper fits lm() to the per-size cut-offs + 10 %, which leaves about
+    half of the cut-offs above the line, so at those sizes a state's own ops near its cut-off
+    would be classified into the next slower class. The envelope keeps every size's cut-off
+    + 10 % under the line. The small segment's optimum lies on a vertex of the feasible
+    region (a line through two points, through one point and the origin, or flat through the
+    highest point), so all candidates are compared; the large segment's excess grows with its
+    slope, so it takes the least slope that covers its points."""
+    size, seconds = _measurements(size_bytes, seconds)
+    small = size <= JOINT_BYTES
+    if not small.any() or small.all():
+        raise ValueError(f"a segmented line needs points of at most and of more than {JOINT_BYTES} B")
+    intercept, slope = _small_envelope(size[small], seconds[small])
+    joint_s = intercept + slope * JOINT_BYTES
+    rise = (seconds[~small] - joint_s) / (size[~small] - JOINT_BYTES)
+    large_slope = max(0.0, float(np.max(rise)))
+    return SegmentedLine(intercept, slope, joint_s - large_slope * JOINT_BYTES, large_slope)
+
+
+def _small_envelope(size, seconds):
+    """(intercept, slope) >= 0 of the least-excess line on or above every (size, seconds)."""
+    first, second = np.triu_indices(len(size), k=1)
+    distinct = size[first] != size[second]
+    first, second = first[distinct], second[distinct]
+    pair_slopes = (seconds[second] - seconds[first]) / (size[second] - size[first])
+    slopes = np.concatenate([[0.0], pair_slopes, [np.max(seconds / np.maximum(size, 1e-300))]])
+    intercepts = np.concatenate([[np.max(seconds)], seconds[first] - pair_slopes * size[first], [0.0]])
+    valid = (slopes >= 0) & (intercepts >= 0)
+    slopes, intercepts = slopes[valid], intercepts[valid]
+    predicted = intercepts[:, None] + slopes[:, None] * size[None, :]
+    covers = np.all(predicted >= seconds * (1 - 1e-12), axis=1)
+    excess = np.sum((predicted - seconds) / seconds, axis=1)
+    best = np.flatnonzero(covers)[np.argmin(excess[covers])]
+    return float(intercepts[best]), float(slopes[best])
+
+
 def _measurements(size_bytes, seconds):
     """(sizes, durations) as float64; durations must be positive (relative errors divide by them)."""
     size = np.asarray(size_bytes, dtype=np.float64)

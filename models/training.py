@@ -5,8 +5,9 @@ training data are measured exactly as job data are. For every state (discard, ca
 uncached), op, memory layout and access size it is run `repeats` times (in an outer loop, as
 in the paper, so that a disturbance hits one repeat, not all); the op durations of one
 (state, op, memory layout, size) cell are pooled, their density gives the outlier cut-off and
-the mode, and two segmented lines are fitted over the sizes: the bound line through the
-cut-offs + 10 % (classification) and the typical line through the modes (time estimates).
+the mode, and two segmented lines are fitted over the sizes: the bound line over the cut-offs
++ 10 % (classification; the least line on or above all of them) and the typical line through
+the modes (time estimates; least relative squares).
 
 The pure parts (the grid, fitting the lines from measurements) are separate from the parts
 that run programs and change the page cache (class Trainer).
@@ -16,6 +17,7 @@ import itertools
 import math
 import os
 import platform
+import re
 import shutil
 import subprocess
 import tempfile
@@ -27,7 +29,7 @@ from ioassess import recorder_library_path
 from ioassess.trace import read_trace_dir
 from ioassess.traceformat import Op
 
-from .causes import CauseModel, ModelLine, SegmentedLine, fit_segmented_line, line_errors
+from .causes import CauseModel, ModelLine, SegmentedLine, fit_segmented_line, fit_upper_envelope, line_errors
 from .density import density_log10, find_clusters
 from .modelfile import save_model
 from .training_report import write_training_report
@@ -98,8 +100,9 @@ def ops_per_run(profile, size):
 
 
 def training_grid(profile):
-    """Every run, in the order they are made: repeats outermost, then states (so the page
-    cache is prepared once per state and repeat where it can be), ops, layouts, sizes."""
+    """Every run, in the order they are made: repeats outermost (a disturbance then hits one
+    repeat, not all), then states (a cached file stays cached from run to run), ops, layouts,
+    sizes."""
     return [RunConfig(repeat, state, op, size, mem, file_layout)
             for repeat in range(profile.repeats)
             for state in ("discard", "cached", "uncached")
@@ -142,7 +145,7 @@ def size_point(size, durations_s):
 def fit_cell(points, durations_by_size):
     """Bound and typical lines of one (op, class, layout) cell and its Table-3 error metrics."""
     sizes = np.array([p.size for p in points], float)
-    bound = fit_segmented_line(sizes, np.array([p.bound_s for p in points]))
+    bound = fit_upper_envelope(sizes, np.array([p.bound_s for p in points]))
     typical = fit_segmented_line(sizes, np.array([p.typical_s for p in points]))
     all_sizes = np.concatenate([np.full(len(d), s, float) for s, d in durations_by_size.items()])
     all_durations = np.concatenate(list(durations_by_size.values()))
@@ -269,7 +272,7 @@ class Trainer:
     def resident_fraction(self):
         out = subprocess.run([self.workload, "--resident", self.data_file], capture_output=True,
                              text=True, check=True).stdout
-        return float(out.split()[-1].split("=")[-1])
+        return float(re.search(r"resident_fraction=(\S+)", out).group(1))
 
     def make_cached(self):
         """Read the whole file unless mincore says it is resident already, and check again."""
@@ -300,10 +303,15 @@ class Trainer:
         raise TrainingError(f"{self.data_file}: {resident:.0%} of it stays in the page cache after eviction; "
                             "cannot measure the uncached state here")
 
-    def prepare(self, state):
-        if state == "cached":
+    def prepare(self, config):
+        """Set the page cache to the run's state. Before writes, earlier runs' dirty pages
+        are written back first: writes that queue behind write-back measure the previous
+        run, not the state."""
+        if config.op == "write" and config.state != "discard":
+            os.sync()
+        if config.state == "cached":
             return self.make_cached()
-        if state == "uncached":
+        if config.state == "uncached":
             return self.make_uncached()
         return None
 
@@ -313,7 +321,7 @@ class Trainer:
         return self.data_file
 
     def measure(self, config):
-        """Durations (s) of the run's timed ops, as the recorder saw them."""
+        """The run's timed ops as the recorder saw them (see timed_ops)."""
         ops = ops_per_run(self.profile, config.size)
         target = self.target(config)
         trace_dir = os.path.join(self.work_dir, f"trace-{self.runs}")
@@ -331,18 +339,21 @@ class Trainer:
             if result.returncode != 0:
                 raise TrainingError(f"{self.workload} failed ({result.returncode}): "
                                     f"{(result.stderr.strip().splitlines() or ['no message'])[-1]}")
-            return timed_op_durations(read_trace_dir(trace_dir), target, config.op)
+            return timed_ops(read_trace_dir(trace_dir), target, config.op)
         finally:
             shutil.rmtree(trace_dir, ignore_errors=True)
 
 
-def timed_op_durations(traceset, target, op):
-    """Durations (s) of the pread/pwrite ops on the target file: the generator's timed ops."""
+def timed_ops(traceset, target, op):
+    """The generator's timed ops: its successful pread/pwrite calls on the target file, as
+    columns (those of TraceSet.ops, plus duration_s)."""
     ids = [file_id for file_id, info in traceset.files.items() if info.name == target]
     kind = Op.PREAD if op == "read" else Op.PWRITE
-    chosen = np.isin(traceset.ops["file_id"], np.array(ids, np.uint64)) & (traceset.ops["op"] == kind)
-    chosen &= traceset.ops["result"] >= 0
-    return traceset.ops["duration_ns"][chosen] * 1e-9
+    ops = traceset.ops
+    chosen = np.isin(ops["file_id"], np.array(ids, np.uint64)) & (ops["op"] == kind) & (ops["result"] >= 0)
+    columns = {name: column[chosen] for name, column in ops.items()}
+    columns["duration_s"] = columns["duration_ns"] * 1e-9
+    return columns
 
 
 class Progress:
@@ -410,8 +421,8 @@ def measure_all(trainer, profile, progress):
     for config in grid:
         # Checked before every run: each uncached run caches what it touched, and a cached
         # state is only re-read when mincore finds it no longer resident.
-        resident = trainer.prepare(config.state)
-        durations = trainer.measure(config)
+        resident = trainer.prepare(config)
+        durations = trainer.measure(config)["duration_s"]
         key = (config.op, STATE_CLASS[config.state], MODEL_LAYOUT[config.mem_layout])
         cell = measurements.setdefault(key, {})
         cell[config.size] = np.concatenate([cell.get(config.size, np.empty(0)), durations])

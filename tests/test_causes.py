@@ -4,7 +4,8 @@ import pytest
 
 from ioassess.models.causes import (CLASSES, JOINT_BYTES, LAYOUT_UNKNOWN, UNCLASSIFIED, CauseModel, ModelLine,
                                     SegmentedLine, bound_order_violations, cached_typical_seconds, classify,
-                                    fit_segmented_line, line_errors, memory_layout_codes, time_lost_seconds)
+                                    fit_segmented_line, fit_upper_envelope, line_errors, memory_layout_codes,
+                                    time_lost_seconds)
 
 MEMCPY, CACHED, UNCACHED, SLOW = range(4)
 READ, WRITE, SYNC = 0, 1, 2
@@ -58,6 +59,37 @@ def test_fit_recovers_a_known_line_from_noisy_points():
     assert line.small_slope_s_per_byte == pytest.approx(5e-10, rel=0.05)
     assert line.large_slope_s_per_byte == pytest.approx(2.5e-10, rel=0.02)
     assert np.all(np.abs(line.predict(SIZES) / truth.predict(SIZES) - 1) < 0.03)
+
+
+def test_upper_envelope_covers_every_point_and_touches_the_highest():
+    rng = np.random.default_rng(3)
+    truth = joined(2e-6, 5e-10, 2.5e-10)
+    seconds = truth.predict(SIZES) * rng.lognormal(0.0, 0.2, len(SIZES))
+    line = fit_upper_envelope(SIZES, seconds)
+    ratio = line.predict(SIZES) / seconds
+    assert np.all(ratio >= 1 - 1e-9)
+    assert np.min(ratio[SIZES <= JOINT_BYTES]) == pytest.approx(1.0)
+    assert line.predict(JOINT_BYTES) == pytest.approx(line.large_intercept_s + line.large_slope_s_per_byte * JOINT_BYTES)
+    # tight: the large segment's slope is the least that covers its points
+    large = SIZES > JOINT_BYTES
+    flatter = line.large_slope_s_per_byte * 0.99
+    joint_s = line.predict(JOINT_BYTES)
+    assert np.any(joint_s + flatter * (SIZES[large] - JOINT_BYTES) < seconds[large])
+
+
+def test_upper_envelope_of_points_on_a_line_is_that_line():
+    truth = joined(3e-6, 2e-10, 1e-10)
+    line = fit_upper_envelope(SIZES, truth.predict(SIZES))
+    assert np.allclose(line.predict(SIZES), truth.predict(SIZES), rtol=1e-9)
+
+
+def test_upper_envelope_over_a_step_at_the_page_size_stays_above_both_sides():
+    # sub-page writes to an uncached file read the page first; whole pages do not
+    sizes = np.array([1, 64, 1024, 4096, 16 * KiB, MiB])
+    seconds = np.array([55e-6, 54e-6, 56e-6, 3e-6, 5e-6, 900e-6])
+    line = fit_upper_envelope(sizes, seconds)
+    assert np.all(line.predict(sizes) >= seconds * (1 - 1e-9))
+    assert line.small_slope_s_per_byte == 0.0 and line.small_intercept_s == pytest.approx(56e-6)
 
 
 def test_one_small_size_gives_a_flat_small_segment():
