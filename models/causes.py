@@ -104,6 +104,80 @@ def fit_upper_envelope(size_bytes, seconds):
     return SegmentedLine(intercept, slope, joint_s - large_slope * JOINT_BYTES, large_slope)
 
 
+def fit_separating_line(faster, slower):
+    """The segmented bound line that best separates a class from the next slower one: the
+    fewest ops on the wrong side, as a share of each class at each size, summed over the
+    sizes (each size and each class weighs the same, whatever its op count). faster, slower:
+    {size: durations (s)} measured in the two states.
+
+    A single line cannot follow the best threshold of every size (from the page size up the
+    best threshold per byte falls with size); where the two classes lie far apart any
+    threshold between them is right, and the search spends that freedom where they lie close.
+    Where the states cannot be told apart by duration at all (whole-page writes to an uncached
+    file go to the page cache as cached ones do), only the faster class's ops count: such ops
+    are classified by behaviour, as the faster class. The small segment's candidates are the
+    lines through two sizes' best thresholds and the flat lines at each; the large segment
+    then takes the best slope through the joint."""
+    sizes = np.array(sorted(set(faster) & set(slower)), dtype=np.float64)
+    small, large = sizes[sizes <= JOINT_BYTES], sizes[sizes > JOINT_BYTES]
+    if len(small) == 0 or len(large) == 0:
+        raise ValueError(f"a segmented line needs sizes of at most and of more than {JOINT_BYTES} B")
+    sides = {size: _SeparationSides(faster[size], slower[size]) for size in sizes}
+    best = np.array([sides[size].best_threshold for size in sizes])
+    small_best = best[sizes <= JOINT_BYTES]
+    first, second = np.triu_indices(len(small), k=1)
+    pair_slopes = (small_best[second] - small_best[first]) / (small[second] - small[first])
+    slopes = np.concatenate([np.zeros(len(small)), pair_slopes])
+    intercepts = np.concatenate([small_best, small_best[first] - pair_slopes * small[first]])
+    keep = (slopes >= 0) & (intercepts > 0)
+    slopes, intercepts = slopes[keep], intercepts[keep]
+    intercept, slope = _least_wrong(intercepts[:, None] + slopes[:, None] * small, small, sides,
+                                    np.column_stack([intercepts, slopes]))
+    joint_s = intercept + slope * JOINT_BYTES
+    large_best = best[sizes > JOINT_BYTES]
+    exact = np.maximum((large_best - joint_s) / (large - JOINT_BYTES), 0.0)
+    grid = np.geomspace(max(exact.min(), 1e-16), max(exact.max(), 1e-15), 400)
+    candidates = np.unique(np.concatenate([[0.0], exact, grid]))
+    (large_slope,) = _least_wrong(joint_s + candidates[:, None] * (large - JOINT_BYTES), large, sides,
+                                  candidates[:, None])
+    return SegmentedLine(intercept, slope, joint_s - large_slope * JOINT_BYTES, large_slope)
+
+
+class _SeparationSides:
+    """Two classes' durations at one size: how many lie on the wrong side of a threshold."""
+
+    def __init__(self, faster, slower):
+        self.faster = np.sort(np.asarray(faster, dtype=np.float64))
+        self.slower = np.sort(np.asarray(slower, dtype=np.float64))
+        thresholds = np.concatenate([self.faster, self.slower])
+        wrong_faster, wrong_slower = self.wrong(thresholds)
+        self.separable = np.min(wrong_faster + wrong_slower) < 0.5
+        error = self.error(thresholds)
+        # the middle (geometric) of the thresholds that are least wrong
+        least = thresholds[error <= error.min() + 1e-12]
+        self.best_threshold = float(np.sqrt(least.min() * least.max()))
+
+    def wrong(self, thresholds):
+        """Shares of the faster class above and of the slower class at or below each threshold."""
+        faster_above = 1.0 - np.searchsorted(self.faster, thresholds, side="right") / len(self.faster)
+        slower_below = np.searchsorted(self.slower, thresholds, side="right") / len(self.slower)
+        return faster_above, slower_below
+
+    def error(self, thresholds):
+        faster_above, slower_below = self.wrong(thresholds)
+        return faster_above + slower_below if self.separable else faster_above
+
+
+def _least_wrong(candidate_lines, sizes, sides, parameters):
+    """The parameters of the candidate line (rows: candidates, columns: sizes) with the least
+    summed error; among equals, the one closest (in log) to the sizes' best thresholds."""
+    error = sum(sides[size].error(candidate_lines[:, i]) for i, size in enumerate(sizes))
+    best = np.array([sides[size].best_threshold for size in sizes])
+    distance = np.sum(np.abs(np.log(np.maximum(candidate_lines, 1e-300) / best)), axis=1)
+    tied = np.flatnonzero(error <= error.min() + 1e-9)
+    return tuple(float(value) for value in parameters[tied[np.argmin(distance[tied])]])
+
+
 def _small_envelope(size, seconds):
     """(intercept, slope) >= 0 of the least-excess line on or above every (size, seconds)."""
     first, second = np.triu_indices(len(size), k=1)

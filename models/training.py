@@ -5,9 +5,10 @@ training data are measured exactly as job data are. For every state (discard, ca
 uncached), op, memory layout and access size it is run `repeats` times (in an outer loop, as
 in the paper, so that a disturbance hits one repeat, not all); the op durations of one
 (state, op, memory layout, size) cell are pooled, their density gives the outlier cut-off and
-the mode, and two segmented lines are fitted over the sizes: the bound line over the cut-offs
-+ 10 % (classification; the least line on or above all of them) and the typical line through
-the modes (time estimates; least relative squares).
+the mode, and two segmented lines are fitted over the sizes: the typical line through the modes
+(time estimates; least relative squares) and the bound line (classification): the line that
+best separates the class from the next slower one on the measurements, or, for the slowest
+class, the least line over its cut-offs + 10 % (docs/cause-models.md says why).
 
 The pure parts (the grid, fitting the lines from measurements) are separate from the parts
 that run programs and change the page cache (class Trainer).
@@ -29,12 +30,14 @@ from ioassess import recorder_library_path
 from ioassess.trace import read_trace_dir
 from ioassess.traceformat import Op
 
-from .causes import CauseModel, ModelLine, SegmentedLine, fit_segmented_line, fit_upper_envelope, line_errors
+from .causes import (CauseModel, ModelLine, SegmentedLine, fit_segmented_line, fit_separating_line, fit_upper_envelope,
+                     line_errors)
 from .density import density_log10, find_clusters
 from .modelfile import save_model
 from .training_report import write_training_report
 
 STATE_CLASS = {"discard": "memcpy", "cached": "cached", "uncached": "uncached"}
+SLOWER_CLASS = {"memcpy": "cached", "cached": "uncached"}
 # The paper fits the bound line to the outlier cut-off plus 10 %, since cut-offs vary between
 # the sizes (section 6).
 BOUND_MARGIN = 1.1
@@ -142,10 +145,14 @@ def size_point(size, durations_s):
                      typical_s=10.0 ** clusters.mode_x, purged=int(np.count_nonzero(durations_s > cutoff_s)))
 
 
-def fit_cell(points, durations_by_size):
-    """Bound and typical lines of one (op, class, layout) cell and its Table-3 error metrics."""
+def fit_cell(points, durations_by_size, slower_by_size):
+    """Bound and typical lines of one (op, class, layout) cell and its Table-3 error metrics.
+    slower_by_size: the next slower class's durations in the same op and layout, or None."""
     sizes = np.array([p.size for p in points], float)
-    bound = fit_upper_envelope(sizes, np.array([p.bound_s for p in points]))
+    if slower_by_size:
+        bound = fit_separating_line(durations_by_size, slower_by_size)
+    else:
+        bound = fit_upper_envelope(sizes, np.array([p.bound_s for p in points]))
     typical = fit_segmented_line(sizes, np.array([p.typical_s for p in points]))
     all_sizes = np.concatenate([np.full(len(d), s, float) for s, d in durations_by_size.items()])
     all_durations = np.concatenate(list(durations_by_size.values()))
@@ -192,7 +199,8 @@ def fit_model(measurements, name, description, provenance):
     lines, points_by_cell = {}, {}
     for (op, cls, layout), by_size in sorted(measurements.items()):
         points = [size_point(size, durations) for size, durations in sorted(by_size.items())]
-        bound, typical, errors = fit_cell(points, by_size)
+        slower = measurements.get((op, SLOWER_CLASS.get(cls), layout))
+        bound, typical, errors = fit_cell(points, by_size, slower)
         lines[(op, cls, layout)] = ModelLine(bound=bound, typical=typical, errors=errors, note="")
         points_by_cell[(op, cls, layout)] = points
     model = CauseModel(name=name, description=description, provenance=provenance, lines=order_bounds(lines))

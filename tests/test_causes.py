@@ -4,7 +4,8 @@ import pytest
 
 from ioassess.models.causes import (CLASSES, JOINT_BYTES, LAYOUT_UNKNOWN, UNCLASSIFIED, CauseModel, ModelLine,
                                     SegmentedLine, bound_order_violations, cached_typical_seconds, classify,
-                                    fit_segmented_line, fit_upper_envelope, line_errors, memory_layout_codes,
+                                    fit_segmented_line, fit_separating_line, fit_upper_envelope, line_errors,
+                                    memory_layout_codes,
                                     time_lost_seconds)
 
 MEMCPY, CACHED, UNCACHED, SLOW = range(4)
@@ -90,6 +91,42 @@ def test_upper_envelope_over_a_step_at_the_page_size_stays_above_both_sides():
     line = fit_upper_envelope(sizes, seconds)
     assert np.all(line.predict(sizes) >= seconds * (1 - 1e-9))
     assert line.small_slope_s_per_byte == 0.0 and line.small_intercept_s == pytest.approx(56e-6)
+
+
+def _lognormal_by_size(line, sigma, seed, count=400):
+    rng = np.random.default_rng(seed)
+    return {int(size): line.predict(np.full(count, size)) * rng.lognormal(0.0, sigma, count) for size in SIZES}
+
+
+def test_separating_line_puts_each_class_on_its_side():
+    faster = _lognormal_by_size(joined(1e-6, 1e-10, 1e-10), 0.15, 1)
+    slower = _lognormal_by_size(joined(3e-6, 3e-10, 3e-10), 0.15, 2)
+    line = fit_separating_line(faster, slower)
+    for size in SIZES:
+        bound = line.predict(size)
+        assert np.mean(faster[size] <= bound) > 0.97 and np.mean(slower[size] > bound) > 0.97, size
+
+
+def test_separating_line_separates_a_class_whose_cost_per_byte_falls_with_size():
+    # per byte, the faster class gets cheaper with size (as copies do): its durations are not on
+    # one line, but the gap to the slower class leaves room for one between them
+    faster = {size: durations * min(1.0, (4096 / size) ** 0.15)
+              for size, durations in _lognormal_by_size(joined(1e-6, 1e-10, 1e-10), 0.1, 3).items()}
+    slower = _lognormal_by_size(joined(5e-6, 5e-10, 5e-10), 0.1, 4)
+    line = fit_separating_line(faster, slower)
+    right = [np.mean(faster[size] <= line.predict(size)) + np.mean(slower[size] > line.predict(size)) for size in SIZES]
+    assert min(right) > 1.95
+
+
+def test_separating_line_where_the_slower_state_is_not_slower_keeps_the_faster_class():
+    faster = _lognormal_by_size(joined(2e-6, 1e-10, 1e-10), 0.1, 5)
+    slower = _lognormal_by_size(joined(40e-6, 0.0, 1e-10), 0.1, 6)
+    for size in SIZES[SIZES > 4096]:                 # above the page size the "slower" state is as fast
+        slower[int(size)] = faster[int(size)] * 0.9
+    line = fit_separating_line(faster, slower)
+    for size in SIZES:
+        assert np.mean(faster[int(size)] <= line.predict(size)) > 0.97, size
+    assert np.mean(slower[1] > line.predict(1)) > 0.97
 
 
 def test_one_small_size_gives_a_flat_small_segment():
