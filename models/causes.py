@@ -113,16 +113,17 @@ def fit_separating_line(faster, slower):
     A single line cannot follow the best threshold of every size (from the page size up the
     best threshold per byte falls with size); where the two classes lie far apart any
     threshold between them is right, and the search spends that freedom where they lie close.
-    Where the states cannot be told apart by duration at all (whole-page writes to an uncached
-    file go to the page cache as cached ones do), only the faster class's ops count: such ops
-    are classified by behaviour, as the faster class. The small segment's candidates are the
+    Where the states cannot be told apart by duration at all, or slower has no durations of a
+    size (the caller leaves out states that are the faster one by behaviour, such as whole-page
+    writes to an uncached file, which go to the page cache as cached ones do), only the faster
+    class's ops count: such ops are classified as the faster class. The small segment's candidates are the
     lines through two sizes' best thresholds and the flat lines at each; the large segment
     then takes the best slope through the joint."""
-    sizes = np.array(sorted(set(faster) & set(slower)), dtype=np.float64)
+    sizes = np.array(sorted(faster), dtype=np.float64)
     small, large = sizes[sizes <= JOINT_BYTES], sizes[sizes > JOINT_BYTES]
     if len(small) == 0 or len(large) == 0:
         raise ValueError(f"a segmented line needs sizes of at most and of more than {JOINT_BYTES} B")
-    sides = {size: _SeparationSides(faster[size], slower[size]) for size in sizes}
+    sides = {size: _SeparationSides(faster[size], slower.get(int(size), ())) for size in sizes}
     best = np.array([sides[size].best_threshold for size in sizes])
     small_best = best[sizes <= JOINT_BYTES]
     first, second = np.triu_indices(len(small), k=1)
@@ -150,8 +151,10 @@ class _SeparationSides:
         self.faster = np.sort(np.asarray(faster, dtype=np.float64))
         self.slower = np.sort(np.asarray(slower, dtype=np.float64))
         thresholds = np.concatenate([self.faster, self.slower])
-        wrong_faster, wrong_slower = self.wrong(thresholds)
-        self.separable = np.min(wrong_faster + wrong_slower) < 0.5
+        self.separable = False
+        if len(self.slower):
+            wrong_faster, wrong_slower = self.wrong(thresholds)
+            self.separable = np.min(wrong_faster + wrong_slower) < 0.5
         error = self.error(thresholds)
         # the middle (geometric) of the thresholds that are least wrong
         least = thresholds[error <= error.min() + 1e-12]
@@ -160,7 +163,7 @@ class _SeparationSides:
     def wrong(self, thresholds):
         """Shares of the faster class above and of the slower class at or below each threshold."""
         faster_above = 1.0 - np.searchsorted(self.faster, thresholds, side="right") / len(self.faster)
-        slower_below = np.searchsorted(self.slower, thresholds, side="right") / len(self.slower)
+        slower_below = np.searchsorted(self.slower, thresholds, side="right") / max(len(self.slower), 1)
         return faster_above, slower_below
 
     def error(self, thresholds):

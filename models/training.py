@@ -30,7 +30,7 @@ from ioassess import recorder_library_path
 from ioassess.trace import read_trace_dir
 from ioassess.traceformat import Op
 
-from .causes import (CauseModel, ModelLine, SegmentedLine, fit_segmented_line, fit_separating_line, fit_upper_envelope,
+from .causes import (JOINT_BYTES, CauseModel, ModelLine, SegmentedLine, fit_segmented_line, fit_separating_line, fit_upper_envelope,
                      line_errors)
 from .density import density_log10, find_clusters
 from .modelfile import save_model
@@ -145,12 +145,21 @@ def size_point(size, durations_s):
                      typical_s=10.0 ** clusters.mode_x, purged=int(np.count_nonzero(durations_s > cutoff_s)))
 
 
-def fit_cell(points, durations_by_size, slower_by_size):
+def within_cutoff(points, durations_by_size):
+    """Each size's durations without the outliers beyond its density cut-off (the paper purges
+    them before fitting)."""
+    return {p.size: durations_by_size[p.size][durations_by_size[p.size] <= p.bound_s / BOUND_MARGIN]
+            for p in points}
+
+
+def fit_cell(points, durations_by_size, slower_points, slower_by_size):
     """Bound and typical lines of one (op, class, layout) cell and its Table-3 error metrics.
-    slower_by_size: the next slower class's durations in the same op and layout, or None."""
+    slower_points, slower_by_size: the next slower class in the same op and layout (the sizes
+    where it differs by more than behaviour), or None."""
     sizes = np.array([p.size for p in points], float)
     if slower_by_size:
-        bound = fit_separating_line(durations_by_size, slower_by_size)
+        bound = fit_separating_line(within_cutoff(points, durations_by_size),
+                                    within_cutoff(slower_points, slower_by_size))
     else:
         bound = fit_upper_envelope(sizes, np.array([p.bound_s for p in points]))
     typical = fit_segmented_line(sizes, np.array([p.typical_s for p in points]))
@@ -194,15 +203,25 @@ def _scaled(line, factor):
                          line.large_intercept_s * factor, line.large_slope_s_per_byte * factor)
 
 
+def slower_by_behaviour(op, cls, size):
+    """Whether ops of this class and size differ from the next faster class by what the kernel
+    does, not only by chance: a write of whole pages into an uncached file needs no read, it
+    goes to the page cache as a cached write does; only smaller writes must read the page."""
+    return not (op == "write" and cls == "uncached" and size >= JOINT_BYTES)
+
+
 def fit_model(measurements, name, description, provenance):
     """measurements: {(op, class, layout): {size: durations_s array}} -> (CauseModel, points)."""
-    lines, points_by_cell = {}, {}
+    points_by_cell = {cell: [size_point(size, durations) for size, durations in sorted(by_size.items())]
+                      for cell, by_size in measurements.items()}
+    lines = {}
     for (op, cls, layout), by_size in sorted(measurements.items()):
-        points = [size_point(size, durations) for size, durations in sorted(by_size.items())]
-        slower = measurements.get((op, SLOWER_CLASS.get(cls), layout))
-        bound, typical, errors = fit_cell(points, by_size, slower)
+        slower_cell = (op, SLOWER_CLASS.get(cls), layout)
+        slower = {size: durations for size, durations in measurements.get(slower_cell, {}).items()
+                  if slower_by_behaviour(op, slower_cell[1], size)}
+        slower_points = [p for p in points_by_cell.get(slower_cell, []) if p.size in slower]
+        bound, typical, errors = fit_cell(points_by_cell[(op, cls, layout)], by_size, slower_points, slower)
         lines[(op, cls, layout)] = ModelLine(bound=bound, typical=typical, errors=errors, note="")
-        points_by_cell[(op, cls, layout)] = points
     model = CauseModel(name=name, description=description, provenance=provenance, lines=order_bounds(lines))
     return model, points_by_cell
 
