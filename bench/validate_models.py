@@ -24,7 +24,7 @@ import numpy as np
 
 from ioassess.models.causes import CLASSES, classify, memory_layout_codes, time_lost_seconds
 from ioassess.models.modelfile import load_model
-from ioassess.models.training import PROFILES, STATE_CLASS, RunConfig, Trainer, train
+from ioassess.models.training import PROFILES, STATE_CLASS, RunConfig, Trainer, TrainingError, train
 
 HELD_OUT_SIZES = (2, 8, 32, 128, 512, 2048, 8192, 32768, 131072, 524288, 2 << 20, 8 << 20)
 HELD_OUT_REPEAT = 11                # seeds no training run used
@@ -123,4 +123,7 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except TrainingError as error:
+        sys.exit(f"validate: {error}")

@@ -107,8 +107,10 @@ def fit_upper_envelope(size_bytes, seconds):
 def fit_separating_line(faster, slower):
     """The segmented bound line that best separates a class from the next slower one: the
     fewest ops on the wrong side, as a share of each class at each size, summed over the
-    sizes (each size and each class weighs the same, whatever its op count). faster, slower:
-    {size: durations (s)} measured in the two states.
+    sizes with weights that are half equal per size (for the share of ops) and half the size's
+    share of the class's time (for the share of time: the report's figures are times, and the
+    time of a state lies in its large ops). faster, slower: {size: durations (s)} measured in
+    the two states.
 
     A single line cannot follow the best threshold of every size (from the page size up the
     best threshold per byte falls with size); where the two classes lie far apart any
@@ -123,7 +125,10 @@ def fit_separating_line(faster, slower):
     small, large = sizes[sizes <= JOINT_BYTES], sizes[sizes > JOINT_BYTES]
     if len(small) == 0 or len(large) == 0:
         raise ValueError(f"a segmented line needs sizes of at most and of more than {JOINT_BYTES} B")
-    sides = {size: _SeparationSides(faster[size], slower.get(int(size), ())) for size in sizes}
+    faster_weight = _size_weights(faster, sizes)
+    slower_weight = _size_weights(slower, sizes)
+    sides = {size: _SeparationSides(faster[size], slower.get(int(size), ()), faster_weight[i], slower_weight[i])
+             for i, size in enumerate(sizes)}
     best = np.array([sides[size].best_threshold for size in sizes])
     small_best = best[sizes <= JOINT_BYTES]
     first, second = np.triu_indices(len(small), k=1)
@@ -144,10 +149,19 @@ def fit_separating_line(faster, slower):
     return SegmentedLine(intercept, slope, joint_s - large_slope * JOINT_BYTES, large_slope)
 
 
-class _SeparationSides:
-    """Two classes' durations at one size: how many lie on the wrong side of a threshold."""
+def _size_weights(durations_by_size, sizes):
+    """Per size: half of 1/len(sizes), plus half the size's share of the durations' total."""
+    totals = np.array([np.sum(durations_by_size.get(int(size), ())) for size in sizes])
+    measured = totals > 0
+    weights = np.where(measured, 0.5 / max(np.count_nonzero(measured), 1), 0.0)
+    return weights + 0.5 * totals / max(np.sum(totals), 1e-300)
 
-    def __init__(self, faster, slower):
+
+class _SeparationSides:
+    """Two classes' durations at one size: their weighted shares on the wrong side of a threshold."""
+
+    def __init__(self, faster, slower, faster_weight=1.0, slower_weight=1.0):
+        self.faster_weight, self.slower_weight = faster_weight, slower_weight
         self.faster = np.sort(np.asarray(faster, dtype=np.float64))
         self.slower = np.sort(np.asarray(slower, dtype=np.float64))
         thresholds = np.concatenate([self.faster, self.slower])
@@ -168,7 +182,9 @@ class _SeparationSides:
 
     def error(self, thresholds):
         faster_above, slower_below = self.wrong(thresholds)
-        return faster_above + slower_below if self.separable else faster_above
+        if not self.separable:
+            return self.faster_weight * faster_above
+        return self.faster_weight * faster_above + self.slower_weight * slower_below
 
 
 def _least_wrong(candidate_lines, sizes, sides, parameters):
