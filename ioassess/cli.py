@@ -16,7 +16,7 @@ import sys
 
 from . import recorder_library_path
 from .models.modelfile import DEFAULT_MODEL, ModelFileError, list_models, load_model, model_path, model_summary
-from .models.training import PROFILES, TrainingError, file_system_of, train
+from .models.training import PROFILES, TrainingError, file_system_of, refit, train
 from .show import format_text, summarise
 from .trace import TraceFileError, read_trace_dir
 
@@ -92,9 +92,12 @@ def _build_parser():
         "train", help="measure the cause models of a file system (for admins)",
         description="Run the training workloads under the recorder in a directory of the file system to "
                     "model, and write the model file and its training report (MODEL.html).")
-    training.add_argument("--dir", required=True, metavar="DIR",
-                          help="a writable directory on the file system to model (quick needs 1.25 GiB free, "
-                               "full 2.25 GiB); its training files are removed at the end")
+    source = training.add_mutually_exclusive_group(required=True)
+    source.add_argument("--dir", metavar="DIR",
+                        help="a writable directory on the file system to model (quick needs 1.25 GiB free, "
+                             "full 2.25 GiB); its training files are removed at the end")
+    source.add_argument("--refit", metavar="MEASUREMENTS.npz",
+                        help="fit again from the measurements an earlier training saved beside its model")
     training.add_argument("--profile", choices=sorted(PROFILES), default="quick",
                           help="quick (minutes) or full (more sizes and layouts; about half an hour)")
     training.add_argument("-o", "--output", metavar="MODEL.json",
@@ -146,13 +149,17 @@ def _models(args):
 
 
 def _train(args):
-    output = args.output or f"{file_system_of(args.dir)[0]}-{os.uname().nodename}.json"
+    default = f"{file_system_of(args.dir)[0]}-{os.uname().nodename}.json" if args.dir else "refit.json"
+    output = args.output or default
     if not output.endswith(".json"):
         raise UsageError(f"{output}: the model file name must end in .json")
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        _, report_path = train(args.dir, args.profile, output, sys.stderr)
-    except TrainingError as error:
+        if args.refit:
+            _, report_path = refit(args.refit, output)
+        else:
+            _, report_path = train(args.dir, args.profile, output, sys.stderr)
+    except (TrainingError, ModelFileError) as error:
         _print_error(error)
         return USAGE_ERROR
     except KeyboardInterrupt:

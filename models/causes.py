@@ -104,13 +104,14 @@ def fit_upper_envelope(size_bytes, seconds):
     return SegmentedLine(intercept, slope, joint_s - large_slope * JOINT_BYTES, large_slope)
 
 
-def fit_separating_line(faster, slower):
+def fit_separating_line(faster, slower, faster_bounds):
     """The segmented bound line that best separates a class from the next slower one: the
     fewest ops on the wrong side, as a share of each class at each size, summed over the
     sizes with weights that are half equal per size (for the share of ops) and half the size's
     share of the class's time (for the share of time: the report's figures are times, and the
     time of a state lies in its large ops). faster, slower: {size: durations (s)} measured in
-    the two states.
+    the two states. faster_bounds: {size: the faster class's own bound point (cut-off + 10 %)},
+    the threshold where the slower class does not count.
 
     A single line cannot follow the best threshold of every size (from the page size up the
     best threshold per byte falls with size); where the two classes lie far apart any
@@ -118,7 +119,8 @@ def fit_separating_line(faster, slower):
     Where the states cannot be told apart by duration at all, or slower has no durations of a
     size (the caller leaves out states that are the faster one by behaviour, such as whole-page
     writes to an uncached file, which go to the page cache as cached ones do), only the faster
-    class's ops count: such ops are classified as the faster class. The small segment's candidates are the
+    class's ops count: such ops are classified as the faster class, and the line there keeps to
+    the faster class's own bound point (it does not chase the class's slowest outlier). The small segment's candidates are the
     lines through two sizes' best thresholds and the flat lines at each; the large segment
     then takes the best slope through the joint."""
     sizes = np.array(sorted(faster), dtype=np.float64)
@@ -127,7 +129,8 @@ def fit_separating_line(faster, slower):
         raise ValueError(f"a segmented line needs sizes of at most and of more than {JOINT_BYTES} B")
     faster_weight = _size_weights(faster, sizes)
     slower_weight = _size_weights(slower, sizes)
-    sides = {size: _SeparationSides(faster[size], slower.get(int(size), ()), faster_weight[i], slower_weight[i])
+    sides = {size: _SeparationSides(faster[size], slower.get(int(size), ()), faster_bounds[int(size)],
+                                    faster_weight[i], slower_weight[i])
              for i, size in enumerate(sizes)}
     best = np.array([sides[size].best_threshold for size in sizes])
     small_best = best[sizes <= JOINT_BYTES]
@@ -160,19 +163,23 @@ def _size_weights(durations_by_size, sizes):
 class _SeparationSides:
     """Two classes' durations at one size: their weighted shares on the wrong side of a threshold."""
 
-    def __init__(self, faster, slower, faster_weight=1.0, slower_weight=1.0):
+    def __init__(self, faster, slower, faster_bound, faster_weight=1.0, slower_weight=1.0):
         self.faster_weight, self.slower_weight = faster_weight, slower_weight
         self.faster = np.sort(np.asarray(faster, dtype=np.float64))
         self.slower = np.sort(np.asarray(slower, dtype=np.float64))
-        thresholds = np.concatenate([self.faster, self.slower])
+        self.faster_bound = faster_bound
         self.separable = False
         if len(self.slower):
+            thresholds = np.concatenate([self.faster, self.slower])
             wrong_faster, wrong_slower = self.wrong(thresholds)
             self.separable = np.min(wrong_faster + wrong_slower) < 0.5
-        error = self.error(thresholds)
-        # the middle (geometric) of the thresholds that are least wrong
-        least = thresholds[error <= error.min() + 1e-12]
-        self.best_threshold = float(np.sqrt(least.min() * least.max()))
+        if self.separable:
+            # the middle (geometric) of the thresholds that are least wrong
+            error = self.error(thresholds)
+            least = thresholds[error <= error.min() + 1e-12]
+            self.best_threshold = float(np.sqrt(least.min() * least.max()))
+        else:
+            self.best_threshold = float(faster_bound)
 
     def wrong(self, thresholds):
         """Shares of the faster class above and of the slower class at or below each threshold."""
@@ -183,7 +190,9 @@ class _SeparationSides:
     def error(self, thresholds):
         faster_above, slower_below = self.wrong(thresholds)
         if not self.separable:
-            return self.faster_weight * faster_above
+            # only what lies below the class's own bound point counts: no outlier chasing
+            beyond_bound = 1.0 - np.searchsorted(self.faster, self.faster_bound, side="right") / len(self.faster)
+            return self.faster_weight * np.maximum(faster_above - beyond_bound, 0.0)
         return self.faster_weight * faster_above + self.slower_weight * slower_below
 
 

@@ -15,6 +15,7 @@ that run programs and change the page cache (class Trainer).
 """
 import dataclasses
 import itertools
+import json
 import math
 import os
 import platform
@@ -23,6 +24,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import zipfile
 
 import numpy as np
 
@@ -156,7 +158,7 @@ def fit_cell(points, durations_by_size, slower_by_size):
     slow tail too: the classification of a job's ops does not purge outliers either."""
     sizes = np.array([p.size for p in points], float)
     if slower_by_size:
-        bound = fit_separating_line(durations_by_size, slower_by_size)
+        bound = fit_separating_line(durations_by_size, slower_by_size, {p.size: p.bound_s for p in points})
     else:
         bound = fit_upper_envelope(sizes, np.array([p.bound_s for p in points]))
     typical = fit_segmented_line(sizes, np.array([p.typical_s for p in points]))
@@ -172,10 +174,10 @@ def fit_cell(points, durations_by_size, slower_by_size):
 
 
 def order_bounds(lines):
-    """A slower class's bound is never below a faster one's: where a fit says otherwise the
-    two states cannot be told apart at that size, and the slower line is scaled up to meet
-    the faster one (and says so in its note)."""
-    check_sizes = np.array([1.0, 4096.0, 1 << 20, 16 << 20])
+    """A slower class's bound is never below a faster one's: where the fits say otherwise the two
+    states cannot be told apart there. The slower line then takes, part by part, the larger of
+    the two intercepts and of the two slopes (so it lies on or above both lines at every size,
+    and changes only the part that crossed), and its note says so."""
     ordered = dict(lines)
     for op, layout in itertools.product(("read", "write"), ("off0", "rnd")):
         floor = None
@@ -184,20 +186,23 @@ def order_bounds(lines):
             if line is None:
                 continue
             if floor is not None:
-                ratio = float(np.max(floor.predict(check_sizes) / line.bound.predict(check_sizes)))
-                if ratio > 1.0:
+                raised = _at_least(line.bound, floor)
+                if raised != line.bound:
                     line = dataclasses.replace(
-                        line, bound=_scaled(line.bound, ratio),
+                        line, bound=raised,
                         note=(line.note + " " if line.note else "") +
-                        f"bound scaled by {ratio:.3f} to stay above the faster class's bound")
+                        "bound raised to stay above the faster class's bound")
                     ordered[(op, cls, layout)] = line
             floor = line.bound
     return ordered
 
 
-def _scaled(line, factor):
-    return SegmentedLine(line.small_intercept_s * factor, line.small_slope_s_per_byte * factor,
-                         line.large_intercept_s * factor, line.large_slope_s_per_byte * factor)
+def _at_least(line, floor):
+    intercept = max(line.small_intercept_s, floor.small_intercept_s)
+    slope = max(line.small_slope_s_per_byte, floor.small_slope_s_per_byte)
+    large_slope = max(line.large_slope_s_per_byte, floor.large_slope_s_per_byte)
+    joint_s = intercept + slope * JOINT_BYTES
+    return SegmentedLine(intercept, slope, joint_s - large_slope * JOINT_BYTES, large_slope)
 
 
 def slower_by_behaviour(op, cls, size):
@@ -455,9 +460,42 @@ def measure_all(trainer, profile, progress):
     return measurements, runs
 
 
+def save_measurements(path, measurements, description, provenance):
+    """The raw durations (s) of every (op, class, layout, size), with the model's description
+    and provenance, so that the fit can be redone without measuring again (`--refit`)."""
+    arrays = {f"{op}|{cls}|{layout}|{size}": durations.astype(np.float32)
+              for (op, cls, layout), by_size in measurements.items() for size, durations in by_size.items()}
+    arrays["meta"] = np.array(json.dumps({"description": description, "provenance": provenance}))
+    temporary = path + ".part.npz"
+    np.savez_compressed(temporary, **arrays)
+    os.replace(temporary, path)
+
+
+def load_measurements(path):
+    """(measurements, description, provenance) from save_measurements; TrainingError if the
+    file is not one."""
+    try:
+        with np.load(path, allow_pickle=False) as saved:
+            meta = json.loads(str(saved["meta"]))
+            measurements = {}
+            for key in saved.files:
+                if key == "meta":
+                    continue
+                op, cls, layout, size = key.split("|")
+                measurements.setdefault((op, cls, layout), {})[int(size)] = saved[key].astype(np.float64)
+        return measurements, meta["description"], meta["provenance"]
+    except (OSError, ValueError, KeyError, json.JSONDecodeError, zipfile.BadZipFile) as error:
+        raise TrainingError(f"{path}: not a measurements file of ioassess train ({error})") from None
+
+
+def measurements_path(model_path):
+    return os.path.splitext(model_path)[0] + ".measurements.npz"
+
+
 def train(directory, profile_name, model_path, stream):
-    """Measure, fit and write the model file and its training report (MODEL.html beside it).
-    The training file and traces are removed at the end, also on Ctrl-C or an error."""
+    """Measure, fit and write the model file, its training report (MODEL.html) and the raw
+    measurements (MODEL.measurements.npz) beside it. The training file and traces are removed
+    at the end, also on Ctrl-C or an error."""
     profile = PROFILES[profile_name]
     check_training_dir(directory, profile)
     trainer = Trainer(directory, profile)
@@ -467,14 +505,27 @@ def train(directory, profile_name, model_path, stream):
         trainer.create_data_file()
         progress = Progress(sum(expected_seconds(profile, c) for c in training_grid(profile)), stream)
         measurements, _ = measure_all(trainer, profile, progress)
-        name = os.path.splitext(os.path.basename(model_path))[0]
         fs_type, mount = file_system_of(directory)
         description = (f"Cause models of {fs_type} at {mount} on {platform.node()}, "
                        f"measured by ioassess train ({profile.name} profile).")
-        model, _ = fit_model(measurements, name, description, provenance(directory, profile, trainer))
+        facts = provenance(directory, profile, trainer)
     finally:
         trainer.cleanup()
+    save_measurements(measurements_path(model_path), measurements, description, facts)
+    return fit_and_write(measurements, description, facts, model_path)
+
+
+def fit_and_write(measurements, description, facts, model_path):
+    """Fit the model, write it and its training report; returns (model, report path)."""
+    name = os.path.splitext(os.path.basename(model_path))[0]
+    model, _ = fit_model(measurements, name, description, facts)
     save_model(model, model_path)
     report_path = os.path.splitext(model_path)[0] + ".html"
     write_training_report(report_path, model, measurements)
     return model, report_path
+
+
+def refit(measurements_file, model_path):
+    """Fit again from saved measurements (after a change of the fitting, or to inspect)."""
+    measurements, description, facts = load_measurements(measurements_file)
+    return fit_and_write(measurements, description, facts, model_path)

@@ -1,6 +1,8 @@
 """The training report: one HTML page with the paper's Fig. 4/5-style plots (durations against
 access size with the bound and typical lines) and its Table 3 (line parameters and errors).
-Data first (report_data), then the template (templates/training.html.j2)."""
+Data first (report_data), then the template (templates/training.html.j2). Plots are embedded
+PNG, so the page's size does not grow with the number of points drawn."""
+import base64
 import io
 import os
 
@@ -14,14 +16,13 @@ LAYOUT_COLOURS = {"off0": "#1f77b4", "rnd": "#d62728"}
 ERROR_COLUMNS = ("abs_err_s", "rel_err_pct", "outlier_pct_experiment", "outlier_pct_model")
 
 
-def _svg(figure):
+def _png_data_uri(figure):
     import matplotlib.pyplot as plt
 
-    buffer = io.StringIO()
-    figure.savefig(buffer, format="svg", bbox_inches="tight")
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=96, bbox_inches="tight")
     plt.close(figure)
-    svg = buffer.getvalue()
-    return svg[svg.index("<svg"):]
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 def cell_plot(op, cls, measurements, model):
@@ -56,7 +57,7 @@ def cell_plot(op, cls, measurements, model):
     axes.set_title(f"{cls} {op}")
     axes.axvline(4096, color="grey", linewidth=0.5)
     axes.legend(fontsize="small")
-    return _svg(figure)
+    return _png_data_uri(figure)
 
 
 def table_rows(model):
@@ -79,7 +80,7 @@ def table_rows(model):
 
 
 def report_data(model, measurements):
-    plots = [{"op": op, "cls": cls, "svg": cell_plot(op, cls, measurements, model)}
+    plots = [{"op": op, "cls": cls, "png": cell_plot(op, cls, measurements, model)}
              for cls in CLASSES for op in OPS
              if any((op, cls, layout) in measurements for layout in LAYOUT_COLOURS)]
     return {"model": model, "rows": table_rows(model), "plots": plots, "max_points": MAX_POINTS_PER_SIZE,

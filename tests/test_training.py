@@ -1,0 +1,166 @@
+"""`ioassess train` (models/training.py): real workloads under the real recorder in real page-cache
+states, on a small grid, then the fit, the model file and the training report; and the
+command's refusals and clean-up, as an admin would meet them."""
+import dataclasses
+import io
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from ioassess.models.causes import bound_order_violations
+from ioassess.models.modelfile import load_model, save_model
+from ioassess.models.training import (PROFILES, Progress, Trainer, TrainingError, check_training_dir, fit_model,
+                                      measure_all, save_measurements, training_grid)
+from ioassess.models.training_report import write_training_report
+
+PROVENANCE = {"source": "tests", "host": "test-host", "kernel": "test", "date": "2026-11-21",
+              "file_system": {"type": "ext4", "mount": "/"}, "profile": "small", "generator": {}}
+SMALL = dataclasses.replace(PROFILES["quick"], name="small", sizes=(1, 4096, 65536), repeats=1, min_ops=32,
+                            max_ops=300, budget_bytes=4 << 20, file_bytes=64 << 20, mem_buffer_bytes=4 << 20)
+
+
+def test_quick_grid_runs_repeats_outermost_and_uncached_at_random_offsets():
+    grid = training_grid(PROFILES["quick"])
+    assert len(grid) == 3 * 3 * 2 * 2 * 13
+    assert [config.repeat for config in grid] == sorted(config.repeat for config in grid)
+    assert {config.file_layout for config in grid if config.state == "uncached"} == {"rnd"}
+    assert {config.size for config in grid} == {4 ** k for k in range(13)}
+
+
+@pytest.fixture(scope="module")
+def small_training(tmp_path_factory):
+    """The small grid measured for real in a scratch directory (about 10 s)."""
+    directory = tmp_path_factory.mktemp("train")
+    trainer = Trainer(str(directory), SMALL)
+    try:
+        trainer.create_data_file()
+        measurements, runs = measure_all(trainer, SMALL, Progress(1.0, io.StringIO()))
+    finally:
+        trainer.cleanup()
+    assert os.listdir(directory) == []
+    return measurements, runs
+
+
+def test_each_run_was_measured_in_its_state(small_training):
+    measurements, runs = small_training
+    assert len(runs) == len(training_grid(SMALL))
+    for config, ops, resident in runs:
+        assert ops > 0
+        if config.state == "cached":
+            assert resident >= 0.95
+        if config.state == "uncached":
+            assert resident <= 0.05
+    assert set(measurements) == {(op, cls, layout) for op in ("read", "write")
+                                 for cls in ("memcpy", "cached", "uncached") for layout in ("off0", "rnd")}
+
+
+def test_the_fitted_model_orders_the_classes_and_tells_them_apart(small_training, tmp_path):
+    measurements, _ = small_training
+    model, _ = fit_model(measurements, "small", "test model", PROVENANCE)
+    assert bound_order_violations(model.lines) == []
+    # physics of a page cache: a cached 4 KiB read is far faster than an uncached random one
+    cached = model.lines[("read", "cached", "rnd")].typical.predict(4096)
+    uncached = model.lines[("read", "uncached", "rnd")].typical.predict(4096)
+    assert uncached > 5 * cached
+    # each state's own ops mostly fall under its class's bound and over the faster class's
+    for op in ("read",):
+        for layout in ("off0", "rnd"):
+            durations = measurements[(op, "uncached", layout)][4096]
+            assert np.mean(durations > model.lines[(op, "cached", layout)].bound.predict(4096)) > 0.9
+    path = tmp_path / "small.json"
+    save_model(model, str(path))
+    assert load_model(str(path)).lines.keys() == model.lines.keys()
+
+
+def test_training_report_has_the_plots_and_the_table(small_training, tmp_path):
+    measurements, _ = small_training
+    model, _ = fit_model(measurements, "small", "test <model>", PROVENANCE)
+    path = tmp_path / "small.html"
+    write_training_report(str(path), model, measurements)
+    html = path.read_text()
+    assert html.count("data:image/png;base64,") == 6          # memcpy, cached, uncached x read, write
+    assert html.count("<tr><td>") == 24                       # 3 classes x 2 ops x 2 segments x 2 layouts
+    assert "test &lt;model&gt;" in html and "test <model>" not in html
+    assert path.stat().st_size < 1 << 20 and not (tmp_path / "small.html.part").exists()
+
+
+def ioassess(*args, **options):
+    return subprocess.run([sys.executable, "-m", "ioassess", *map(str, args)], capture_output=True, text=True,
+                          cwd="/", timeout=120, **options)
+
+
+def test_train_refuses_a_missing_directory_in_one_line():
+    result = ioassess("train", "--dir", "/nonexistent/x")
+    assert result.returncode == 2
+    assert result.stderr == "ioassess: /nonexistent/x: not a directory\n"
+
+
+def in_mount_namespace(script):
+    """Run a shell script as root in a private mount namespace (for tmpfs mounts)."""
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.fail("this test needs root and unshare(1) (util-linux) for a private tmpfs mount")
+    return subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=120)
+
+
+def test_train_refuses_a_directory_without_room_or_not_writable(tmp_path):
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    python = sys.executable
+    small = in_mount_namespace(f"mount -t tmpfs -o size=64m tmpfs {mount} && "
+                               f"cd / && {python} -m ioassess train --dir {mount}")
+    assert small.returncode == 2, small.stderr
+    assert small.stderr.startswith(f"ioassess: {mount}: needs 1.2 GiB free") and small.stderr.count("\n") == 1
+    read_only = in_mount_namespace(f"mount -t tmpfs -o size=4g,ro tmpfs {mount} && "
+                                   f"cd / && {python} -m ioassess train --dir {mount}")
+    assert read_only.returncode == 2, read_only.stderr
+    assert read_only.stderr.startswith(f"ioassess: {mount}: not writable") and read_only.stderr.count("\n") == 1
+
+
+def test_interrupted_training_removes_its_files_and_writes_no_model(tmp_path):
+    model = tmp_path / "model.json"
+    process = subprocess.Popen([sys.executable, "-m", "ioassess", "train", "--dir", str(tmp_path), "-o", str(model)],
+                               cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(tmp_path.glob("ioassess-train-*/training.dat")):
+        time.sleep(0.05)
+    time.sleep(1.0)                                            # into the data file or the first runs
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1] == "ioassess: training interrupted; its files were removed and no model was written"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_check_training_dir_accepts_a_roomy_writable_directory(tmp_path):
+    check_training_dir(str(tmp_path), SMALL)
+    with pytest.raises(TrainingError, match="not a directory"):
+        check_training_dir(str(tmp_path / "missing"), SMALL)
+
+
+def test_measurements_are_saved_and_refit_gives_the_same_model(small_training, tmp_path):
+    measurements, _ = small_training
+    saved = tmp_path / "small.measurements.npz"
+    save_measurements(str(saved), measurements, "test model", PROVENANCE)
+    result = ioassess("train", "--refit", saved, "-o", tmp_path / "refit.json")
+    assert result.returncode == 0, result.stderr
+    refitted = load_model(str(tmp_path / "refit.json"))
+    direct, _ = fit_model(measurements, "refit", "test model", PROVENANCE)
+    for key, line in direct.lines.items():
+        # the saved durations are float32: the fit is the same up to that rounding
+        assert refitted.lines[key].typical.predict(4096) == pytest.approx(line.typical.predict(4096), rel=1e-5)
+    assert (tmp_path / "refit.html").is_file()
+
+
+def test_refit_of_a_file_that_is_not_measurements_is_one_line(tmp_path):
+    bogus = tmp_path / "bogus.npz"
+    bogus.write_bytes(b"not a zip")
+    result = ioassess("train", "--refit", bogus, "-o", tmp_path / "m.json")
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"ioassess: {bogus}: not a measurements file") and result.stderr.count("\n") == 1
+    assert not (tmp_path / "m.json").exists()
