@@ -312,3 +312,10 @@ def test_models_command_checks_the_given_files(tmp_path, capsys):
     assert captured.out.splitlines() == [
         "  node1-scratch  trained by ioassess train; host node1; ext4 at /scratch; 2026-11-21T12:00:00+00:00; "
         f"profile quick; {tmp_path}/good.json"]
+
+
+def test_the_shipped_default_model_is_a_full_training_with_every_line():
+    model = load_model(DEFAULT_MODEL)
+    assert model.provenance["profile"] == "full" and model.provenance["source"] == "trained by ioassess train"
+    assert len(model.lines) == 12
+    assert all(line.typical is not None for line in model.lines.values())
