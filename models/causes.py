@@ -120,7 +120,9 @@ def fit_separating_line(faster, slower, faster_bounds):
     size (the caller leaves out states that are the faster one by behaviour, such as whole-page
     writes to an uncached file, which go to the page cache as cached ones do), only the faster
     class's ops count: such ops are classified as the faster class, and the line there keeps to
-    the faster class's own bound point (it does not chase the class's slowest outlier). The small segment's candidates are the
+    the faster class's own bound point (it does not chase the class's slowest outlier); a
+    segment without any size to separate is the paper's relative least-squares fit through the
+    bound points (an error-free search would follow the steepest of them). The small segment's candidates are the
     lines through two sizes' best thresholds and the flat lines at each; the large segment
     then takes the best slope through the joint."""
     sizes = np.array(sorted(faster), dtype=np.float64)
@@ -144,6 +146,10 @@ def fit_separating_line(faster, slower, faster_bounds):
                                     np.column_stack([intercepts, slopes]))
     joint_s = intercept + slope * JOINT_BYTES
     large_best = best[sizes > JOINT_BYTES]
+    if not any(sides[size].separable for size in large):
+        # nothing to separate from above the joint: the paper's fit through the bound points
+        large_slope = _fit_slope_through(JOINT_BYTES, joint_s, large, large_best)
+        return SegmentedLine(intercept, slope, joint_s - large_slope * JOINT_BYTES, large_slope)
     exact = np.maximum((large_best - joint_s) / (large - JOINT_BYTES), 0.0)
     grid = np.geomspace(max(exact.min(), 1e-16), max(exact.max(), 1e-15), 400)
     candidates = np.unique(np.concatenate([[0.0], exact, grid]))
