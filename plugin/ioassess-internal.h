@@ -103,7 +103,7 @@ void ioassess_writer_after_fork(void);       /* in the child: drop the parent's 
 int ioassess_writer_refill(struct ioassess_thread *t);
 void ioassess_writer_summary_add(uint8_t op, uint64_t file_id, uint64_t requested,
                                  int64_t result, uint64_t duration_ticks);
-void ioassess_writer_clock_due(struct ioassess_thread *t, uint64_t now_ticks);
+void ioassess_writer_clock_due(uint64_t now_ticks);
 void ioassess_writer_file(uint64_t file_id, const struct stat *st, uint64_t fs_magic,
                           const char *name);
 void ioassess_writer_count_lost(void);
@@ -215,7 +215,7 @@ static inline void ioassess_record(uint8_t op, uint16_t flags, uint64_t file_id,
     r->buffer = (uint64_t)(uintptr_t)buffer;
     __atomic_store_n(&r->type, IOASSESS_SLOT_OP, __ATOMIC_RELEASE);
     if (unlikely(end_ticks >= __atomic_load_n(&ioassess_next_clock_ticks, __ATOMIC_RELAXED)))
-        ioassess_writer_clock_due(t, end_ticks);
+        ioassess_writer_clock_due(end_ticks);
     ioassess_leave(t);
 }
 

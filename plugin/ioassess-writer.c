@@ -283,10 +283,34 @@ static void write_clock(struct ioassess_op_record *r)
     __atomic_store_n(&c->type, IOASSESS_SLOT_CLOCK, __ATOMIC_RELEASE);
 }
 
-void ioassess_writer_clock_due(struct ioassess_thread *t, uint64_t now_ticks)
+/* `count` contiguous slots of the shared extent (file names, scheduled clock pairs), or NULL
+ * when the file cannot grow. Caller holds the lock. */
+static struct ioassess_op_record *shared_slots(size_t count)
+{
+    if (name_next + count > name_end) {
+        unmap(name_extent, name_extent_bytes);
+        name_extent = NULL;
+        name_next = name_end = NULL;
+        uint64_t bytes = round_up(count * IOASSESS_SLOT_BYTES, page_bytes);
+        void *map = map_new_extent(bytes);
+        if (!map)
+            return NULL;
+        name_extent = map;
+        name_extent_bytes = bytes;
+        name_next = map;
+        name_end = name_next + bytes / IOASSESS_SLOT_BYTES;
+    }
+    struct ioassess_op_record *slots = name_next;
+    name_next += count;
+    return slots;
+}
+
+/* A scheduled clock pair goes to the shared extent, under the lock (a few times per run),
+ * so that it never takes one of the op slots the record cap counts. */
+void ioassess_writer_clock_due(uint64_t now_ticks)
 {
     uint64_t due = __atomic_load_n(&ioassess_next_clock_ticks, __ATOMIC_RELAXED);
-    if (t->next == t->end || now_ticks < due)
+    if (now_ticks < due)
         return;
     uint64_t interval = clock_interval_ns * 2;
     if (interval > MAX_CLOCK_INTERVAL_NS)
@@ -296,7 +320,11 @@ void ioassess_writer_clock_due(struct ioassess_thread *t, uint64_t now_ticks)
                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         return;                          /* another thread took this one */
     clock_interval_ns = interval;
-    write_clock(t->next++);
+    pthread_mutex_lock(&ioassess_lock);
+    struct ioassess_op_record *slot = shared_slots(1);
+    if (slot)
+        write_clock(slot);
+    pthread_mutex_unlock(&ioassess_lock);
 }
 
 static void register_thread(struct ioassess_thread *t)
@@ -379,22 +407,12 @@ void ioassess_writer_file(uint64_t file_id, const struct stat *st, uint64_t fs_m
 {
     size_t name_bytes = strnlen(name, IOASSESS_PATH_BYTES);
     size_t parts = (name_bytes + IOASSESS_NAME_PART_BYTES - 1) / IOASSESS_NAME_PART_BYTES;
-    if (name_next + 1 + parts > name_end) {
-        unmap(name_extent, name_extent_bytes);
-        name_extent = NULL;
-        name_next = name_end = NULL;
-        uint64_t bytes = round_up((1 + parts) * IOASSESS_SLOT_BYTES, page_bytes);
-        void *map = map_new_extent(bytes);
-        if (!map)
-            return;
-        name_extent = map;
-        name_extent_bytes = bytes;
-        name_next = map;
-        name_end = name_next + bytes / IOASSESS_SLOT_BYTES;
-    }
-    struct ioassess_file_record *f = (struct ioassess_file_record *)name_next;
+    struct ioassess_op_record *slots = shared_slots(1 + parts);
+    if (!slots)
+        return;
+    struct ioassess_file_record *f = (struct ioassess_file_record *)slots;
     for (size_t i = 0; i < parts; i++) {
-        struct ioassess_name_part *p = (struct ioassess_name_part *)(name_next + 1 + i);
+        struct ioassess_name_part *p = (struct ioassess_name_part *)(slots + 1 + i);
         size_t n = name_bytes - i * IOASSESS_NAME_PART_BYTES;
         memcpy(p->bytes, name + i * IOASSESS_NAME_PART_BYTES,
                n < IOASSESS_NAME_PART_BYTES ? n : IOASSESS_NAME_PART_BYTES);
@@ -407,7 +425,6 @@ void ioassess_writer_file(uint64_t file_id, const struct stat *st, uint64_t fs_m
     f->name_bytes = (uint32_t)name_bytes;
     f->fs_magic = fs_magic;
     __atomic_store_n(&f->type, IOASSESS_SLOT_FILE, __ATOMIC_RELEASE);
-    name_next += 1 + parts;
 }
 
 static struct ioassess_summary_entry *summary_table(void)
