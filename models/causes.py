@@ -72,14 +72,10 @@ def fit_segmented_line(size_bytes, seconds):
     fall with size, nor be negative at size 0: a negative slope or small intercept is clipped
     to 0 and the other parameter refitted. Raises ValueError without points on both sides of
     the joint or with a duration that is not positive and finite."""
-    size, seconds = _measurements(size_bytes, seconds)
-    small = size <= JOINT_BYTES
-    if not small.any() or small.all():
-        raise ValueError(f"a segmented line needs points of at most and of more than {JOINT_BYTES} B")
+    size, seconds, small = _split_at_joint(size_bytes, seconds)
     intercept, slope = _fit_small_segment(size[small], seconds[small])
     joint_s = intercept + slope * JOINT_BYTES
-    large_slope = _fit_slope_through(JOINT_BYTES, joint_s, size[~small], seconds[~small])
-    return SegmentedLine(intercept, slope, joint_s - large_slope * JOINT_BYTES, large_slope)
+    return joined_line(intercept, slope, _fit_slope_through(JOINT_BYTES, joint_s, size[~small], seconds[~small]))
 
 
 def fit_upper_envelope(size_bytes, seconds):
@@ -93,15 +89,11 @@ def fit_upper_envelope(size_bytes, seconds):
     region (a line through two points, through one point and the origin, or flat through the
     highest point), so all candidates are compared; the large segment's excess grows with its
     slope, so it takes the least slope that covers its points."""
-    size, seconds = _measurements(size_bytes, seconds)
-    small = size <= JOINT_BYTES
-    if not small.any() or small.all():
-        raise ValueError(f"a segmented line needs points of at most and of more than {JOINT_BYTES} B")
+    size, seconds, small = _split_at_joint(size_bytes, seconds)
     intercept, slope = _small_envelope(size[small], seconds[small])
     joint_s = intercept + slope * JOINT_BYTES
     rise = (seconds[~small] - joint_s) / (size[~small] - JOINT_BYTES)
-    large_slope = max(0.0, float(np.max(rise)))
-    return SegmentedLine(intercept, slope, joint_s - large_slope * JOINT_BYTES, large_slope)
+    return joined_line(intercept, slope, max(0.0, float(np.max(rise))))
 
 
 def fit_separating_line(faster, slower, faster_bounds):
@@ -148,14 +140,13 @@ def fit_separating_line(faster, slower, faster_bounds):
     large_best = best[sizes > JOINT_BYTES]
     if not any(sides[size].separable for size in large):
         # nothing to separate from above the joint: the paper's fit through the bound points
-        large_slope = _fit_slope_through(JOINT_BYTES, joint_s, large, large_best)
-        return SegmentedLine(intercept, slope, joint_s - large_slope * JOINT_BYTES, large_slope)
+        return joined_line(intercept, slope, _fit_slope_through(JOINT_BYTES, joint_s, large, large_best))
     exact = np.maximum((large_best - joint_s) / (large - JOINT_BYTES), 0.0)
     grid = np.geomspace(max(exact.min(), 1e-16), max(exact.max(), 1e-15), 400)
     candidates = np.unique(np.concatenate([[0.0], exact, grid]))
     (large_slope,) = _least_wrong(joint_s + candidates[:, None] * (large - JOINT_BYTES), large, sides,
                                   candidates[:, None])
-    return SegmentedLine(intercept, slope, joint_s - large_slope * JOINT_BYTES, large_slope)
+    return joined_line(intercept, slope, large_slope)
 
 
 def _size_weights(durations_by_size, sizes):
@@ -227,6 +218,21 @@ def _small_envelope(size, seconds):
     excess = np.sum((predicted - seconds) / seconds, axis=1)
     best = np.flatnonzero(covers)[np.argmin(excess[covers])]
     return float(intercepts[best]), float(slopes[best])
+
+
+def _split_at_joint(size_bytes, seconds):
+    """(sizes, durations, mask of sizes <= JOINT_BYTES); ValueError unless both sides have points."""
+    size, seconds = _measurements(size_bytes, seconds)
+    small = size <= JOINT_BYTES
+    if not small.any() or small.all():
+        raise ValueError(f"a segmented line needs points of at most and of more than {JOINT_BYTES} B")
+    return size, seconds, small
+
+
+def joined_line(intercept, slope, large_slope):
+    """The segmented line whose large segment meets the small one at JOINT_BYTES."""
+    joint_s = intercept + slope * JOINT_BYTES
+    return SegmentedLine(intercept, slope, joint_s - large_slope * JOINT_BYTES, large_slope)
 
 
 def _measurements(size_bytes, seconds):

@@ -32,8 +32,8 @@ from ioassess import recorder_library_path
 from ioassess.trace import read_trace_dir
 from ioassess.traceformat import Op
 
-from .causes import (JOINT_BYTES, CauseModel, ModelLine, SegmentedLine, fit_segmented_line, fit_separating_line, fit_upper_envelope,
-                     line_errors)
+from .causes import (JOINT_BYTES, CauseModel, ModelLine, fit_segmented_line, fit_separating_line, fit_upper_envelope,
+                     joined_line, line_errors)
 from .density import density_log10, find_clusters
 from .modelfile import save_model
 from .training_report import write_training_report
@@ -198,11 +198,9 @@ def order_bounds(lines):
 
 
 def _at_least(line, floor):
-    intercept = max(line.small_intercept_s, floor.small_intercept_s)
-    slope = max(line.small_slope_s_per_byte, floor.small_slope_s_per_byte)
-    large_slope = max(line.large_slope_s_per_byte, floor.large_slope_s_per_byte)
-    joint_s = intercept + slope * JOINT_BYTES
-    return SegmentedLine(intercept, slope, joint_s - large_slope * JOINT_BYTES, large_slope)
+    return joined_line(max(line.small_intercept_s, floor.small_intercept_s),
+                       max(line.small_slope_s_per_byte, floor.small_slope_s_per_byte),
+                       max(line.large_slope_s_per_byte, floor.large_slope_s_per_byte))
 
 
 def slower_by_behaviour(op, cls, size):
