@@ -1,5 +1,6 @@
-"""The `ioassess` command line: `run` a command under the recorder, `show` what traces hold,
-list the cause `models`, `train` the cause models of a file system.
+"""The `ioassess` command line: `run` a command under the recorder, `report` on a job's traces
+and Darshan logs, `show` what traces hold, list the cause `models`, `train` the cause models of
+a file system.
 
 Exit statuses and every option are documented in docs/cli.md. Known bad input (unreadable
 traces, missing directories, a missing library) ends in one `ioassess: ...` line on stderr and
@@ -17,6 +18,8 @@ import sys
 from . import recorder_library_path
 from .models.modelfile import DEFAULT_MODEL, ModelFileError, list_models, load_model, model_path, model_summary
 from .models.training import PROFILES, TrainingError, file_system_of, refit, train
+from .load import LoadError
+from .report import make_report
 from .show import format_text, summarise
 from .trace import TraceFileError, read_trace_dir
 
@@ -75,8 +78,22 @@ def _build_parser():
     run.add_argument("--trace-dir", metavar="DIR",
                      help="where the traces go (default: ./ioassess-[<job id>-]YYYYmmdd-HHMMSS-<pid>); "
                           "must not already hold traces")
+    run.add_argument("--model", metavar="NAME|PATH", default=DEFAULT_MODEL,
+                     help=f"the cause model of the report (default: {DEFAULT_MODEL})")
     run.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="the command to run")
     run.set_defaults(handler=_run)
+    report = commands.add_parser(
+        "report", help="assess a job and write its HTML report",
+        description="Assess a job from its trace directories and/or Darshan logs (all of one job) and write "
+                    "the HTML report and, with --json, the assessment as JSON.")
+    report.add_argument("inputs", nargs="+", metavar="INPUT",
+                        help="a trace directory, a trace file (.iot) or a Darshan log (.darshan)")
+    report.add_argument("--model", metavar="NAME|PATH", default=DEFAULT_MODEL,
+                        help=f"a cause model name (see `ioassess models`) or file (default: {DEFAULT_MODEL})")
+    report.add_argument("-o", "--output", metavar="REPORT.html", default="report.html",
+                        help="the HTML report to write (default: report.html)")
+    report.add_argument("--json", metavar="ASSESSMENT.json", help="also write the assessment as JSON")
+    report.set_defaults(handler=_report)
     show = commands.add_parser("show", help="summarise trace directories",
                                description="Summarise the traces in one or more directories.")
     show.add_argument("dirs", nargs="+", metavar="DIR", help="a trace directory (or a single .iot file)")
@@ -124,6 +141,16 @@ def _show(args):
     for error in traceset.errors:
         _print_error(error)
     return USAGE_ERROR if traceset.errors else 0
+
+
+def _report(args):
+    try:
+        make_report(args.inputs, args.model, args.output, args.json, sys.stderr)
+    except (LoadError, ModelFileError) as error:
+        _print_error(error)
+        return USAGE_ERROR
+    _print_error(f"wrote {args.output}" + (f" and {args.json}" if args.json else ""))
+    return 0
 
 
 def _models(args):
@@ -193,7 +220,20 @@ def _run(args):
         return failure.exit_status
     traces = sum(name.endswith(".iot") for name in os.listdir(trace_dir))
     _print_error(f"traces of {traces} processes in {trace_dir}")
+    _report_after_run(trace_dir, args.model)
     return returncode
+
+
+def _report_after_run(trace_dir, model):
+    """report.html and assessment.json beside the traces, also after a failed command; a
+    report that cannot be made is said on stderr and never changes the command's exit status."""
+    html, assessment = os.path.join(trace_dir, "report.html"), os.path.join(trace_dir, "assessment.json")
+    try:
+        make_report([trace_dir], model, html, assessment, sys.stderr)
+    except (LoadError, ModelFileError, OSError) as error:
+        _print_error(f"no report: {_describe(error)}")
+        return
+    _print_error(f"wrote {html} and {assessment}")
 
 
 def default_trace_dir(environ, now=None):

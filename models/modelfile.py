@@ -10,7 +10,8 @@ import json
 import math
 import os
 import re
-import tempfile
+
+from ioassess.files import replace_atomically
 
 from .causes import (JOINT_BYTES, LAYOUTS, LINE_CLASSES, OPS, CauseModel, ModelLine, SegmentedLine,
                      bound_order_violations)
@@ -81,24 +82,9 @@ def save_model(model, path):
     except _Invalid as problem:
         raise ModelFileError(path, problem) from None
     try:
-        _replace_atomically(path, text)
+        replace_atomically(path, text, mode=0o644)  # readable by the site's users
     except OSError as error:
         raise ModelFileError(path, f"cannot write: {error.strerror}") from None
-
-
-def _replace_atomically(path, text):
-    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".ioassess-model-",
-                                         suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())  # so that a crash after the rename cannot leave an empty file
-        os.chmod(temporary, 0o644)  # mkstemp's 0600 would hide the model from the site's users
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
 
 
 # ---- reading ----

@@ -16,7 +16,6 @@ that run programs and change the page cache (class Trainer).
 import dataclasses
 import itertools
 import json
-import math
 import os
 import platform
 import re
@@ -29,6 +28,7 @@ import zipfile
 import numpy as np
 
 from ioassess import recorder_library_path
+from ioassess.progress import Progress
 from ioassess.trace import read_trace_dir
 from ioassess.traceformat import Op
 
@@ -43,6 +43,12 @@ SLOWER_CLASS = {"memcpy": "cached", "cached": "uncached"}
 # The paper fits the bound line to the outlier cut-off plus 10 %, since cut-offs vary between
 # the sizes (section 6).
 BOUND_MARGIN = 1.1
+# Shares of the training file's pages that must be resident for the cached state, and at most
+# for the uncached one. Proactive reclaim (DAMON's pageout scheme on this VM class) evicts
+# page-cache pages that look idle within seconds, so the cached state is checked before every
+# run and the file read again when pages have gone.
+CACHED_RESIDENT = 0.99
+UNCACHED_RESIDENT = 0.01
 # Memory layouts the generator knows; all but off0 reuse no buffer address, so the classifier
 # sees them as "rnd" and they are pooled into the rnd lines.
 MODEL_LAYOUT = {"off0": "off0", "seq": "rnd", "rnd": "rnd", "stride": "rnd", "reverse": "rnd"}
@@ -304,7 +310,7 @@ class Trainer:
         """Read the whole file unless mincore says it is resident already, and check again."""
         resident = self.resident_fraction()
         for _ in range(3):
-            if resident >= 0.95:
+            if resident >= CACHED_RESIDENT:
                 return resident
             with open(self.data_file, "rb", buffering=0) as f:
                 while f.read(16 << 20):
@@ -324,7 +330,7 @@ class Trainer:
             else:
                 subprocess.run([self.workload, "--evict", self.data_file], capture_output=True, check=True)
             resident = self.resident_fraction()
-            if resident <= 0.05:
+            if resident <= UNCACHED_RESIDENT:
                 return resident
         raise TrainingError(f"{self.data_file}: {resident:.0%} of it stays in the page cache after eviction; "
                             "cannot measure the uncached state here")
@@ -380,39 +386,6 @@ def timed_ops(traceset, target, op):
     columns = {name: column[chosen] for name, column in ops.items()}
     columns["duration_s"] = columns["duration_ns"] * 1e-9
     return columns
-
-
-class Progress:
-    """A progress bar with time left on stderr (a line per 10 % when stderr is not a terminal)."""
-
-    def __init__(self, total_seconds, stream):
-        self.total = total_seconds
-        self.done = 0.0
-        self.started = time.monotonic()
-        self.stream = stream
-        self.last_tenth = -1
-
-    def advance(self, seconds, label):
-        self.done += seconds
-        fraction = min(1.0, self.done / self.total) if self.total else 1.0
-        elapsed = time.monotonic() - self.started
-        left = elapsed / fraction - elapsed if fraction > 0 else float("nan")
-        text = f"{fraction:4.0%} {label:<40.40} {_minutes(elapsed)} elapsed, {_minutes(left)} left"
-        if self.stream.isatty():
-            bar = "#" * int(30 * fraction)
-            self.stream.write(f"\r[{bar:<30}] {text}")
-            if fraction >= 1.0:
-                self.stream.write("\n")
-        elif int(fraction * 10) > self.last_tenth:
-            self.last_tenth = int(fraction * 10)
-            self.stream.write(text.rstrip() + "\n")
-        self.stream.flush()
-
-
-def _minutes(seconds):
-    if not math.isfinite(seconds):
-        return "?"
-    return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
 
 
 def provenance(directory, profile, trainer):

@@ -2,12 +2,11 @@
 access size with the bound and typical lines) and its Table 3 (line parameters and errors).
 Data first (report_data), then the template (templates/training.html.j2). Plots are embedded
 PNG, so the page's size does not grow with the number of points drawn."""
-import base64
-import io
 import os
 
-import jinja2
 import numpy as np
+
+from ioassess.html import new_figure, png_data_uri, write_page
 
 from .causes import CLASSES, OPS
 
@@ -16,23 +15,9 @@ LAYOUT_COLOURS = {"off0": "#1f77b4", "rnd": "#d62728"}
 ERROR_COLUMNS = ("abs_err_s", "rel_err_pct", "outlier_pct_experiment", "outlier_pct_model")
 
 
-def _png_data_uri(figure):
-    import matplotlib.pyplot as plt
-
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=96, bbox_inches="tight")
-    plt.close(figure)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
 def cell_plot(op, cls, measurements, model):
     """Durations against size for one op and class, both memory layouts, with their lines."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(6.4, 4.0))
+    figure, axes = new_figure(6.4, 4.0)
     rng = np.random.default_rng(0)
     for layout, colour in LAYOUT_COLOURS.items():
         by_size = measurements.get((op, cls, layout))
@@ -57,7 +42,7 @@ def cell_plot(op, cls, measurements, model):
     axes.set_title(f"{cls} {op}")
     axes.axvline(4096, color="grey", linewidth=0.5)
     axes.legend(fontsize="small")
-    return _png_data_uri(figure)
+    return png_data_uri(figure)
 
 
 def table_rows(model):
@@ -88,11 +73,5 @@ def report_data(model, measurements):
 
 
 def write_training_report(path, model, measurements):
-    environment = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
-        autoescape=True, undefined=jinja2.StrictUndefined)
-    html = environment.get_template("training.html.j2").render(**report_data(model, measurements))
-    temporary = path + ".part"
-    with open(temporary, "w") as f:
-        f.write(html)
-    os.replace(temporary, path)
+    write_page(path, os.path.join(os.path.dirname(__file__), "templates"), "training.html.j2",
+               report_data(model, measurements))

@@ -45,7 +45,10 @@ def test_run_exits_with_the_commands_status_and_says_where_the_traces_are(ioasse
     result = ioassess("run", "--trace-dir", tmp_path / "t" / "traces", "--", "sh", "-c", "echo hi; exit 3")
     assert result.returncode == 3 and result.stdout == "hi\n"
     traces = sorted((tmp_path / "t" / "traces").glob("*.iot"))
-    assert stderr_lines(result) == [f"ioassess: traces of {len(traces)} processes in {tmp_path / 't' / 'traces'}"]
+    trace_dir = tmp_path / "t" / "traces"
+    lines = stderr_lines(result)
+    assert lines[0] == f"ioassess: traces of {len(traces)} processes in {trace_dir}"
+    assert lines[-1] == f"ioassess: wrote {trace_dir / 'report.html'} and {trace_dir / 'assessment.json'}"
     assert len(traces) >= 1 and stat.S_IMODE((tmp_path / "t" / "traces").stat().st_mode) == 0o700
     assert read_trace_dir(tmp_path / "t" / "traces").processes[0].exit_status == 3
 
@@ -72,7 +75,7 @@ def test_run_defaults_to_a_directory_named_after_the_job(ioassess, tmp_path):
     assert result.returncode == 0
     (made,) = tmp_path.iterdir()
     assert re.fullmatch(r"ioassess-77\.server-x-\d{8}-\d{6}-\d+", made.name) and list(made.glob("*.iot"))
-    assert stderr_lines(result)[-1].endswith(f" in ./{made.name}")
+    assert stderr_lines(result)[0].endswith(f" in ./{made.name}")
 
 
 def test_run_defaults_to_a_dated_directory_outside_a_job(ioassess, tmp_path):

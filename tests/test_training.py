@@ -15,9 +15,11 @@ import pytest
 
 from ioassess.models.causes import bound_order_violations
 from ioassess.models.modelfile import load_model, save_model
-from ioassess.models.training import (PROFILES, Progress, Trainer, TrainingError, check_training_dir, fit_model,
-                                      measure_all, save_measurements, training_grid)
+from ioassess.models.training import (CACHED_RESIDENT, PROFILES, UNCACHED_RESIDENT, Trainer,
+                                      TrainingError, check_training_dir, fit_model, measure_all,
+                                      save_measurements, training_grid)
 from ioassess.models.training_report import write_training_report
+from ioassess.progress import Progress
 
 PROVENANCE = {"source": "tests", "host": "test-host", "kernel": "test", "date": "2026-11-21",
               "file_system": {"type": "ext4", "mount": "/"}, "profile": "small", "generator": {}}
@@ -53,9 +55,9 @@ def test_each_run_was_measured_in_its_state(small_training):
     for config, ops, resident in runs:
         assert ops > 0
         if config.state == "cached":
-            assert resident >= 0.95
+            assert resident >= CACHED_RESIDENT
         if config.state == "uncached":
-            assert resident <= 0.05
+            assert resident <= UNCACHED_RESIDENT
     assert set(measurements) == {(op, cls, layout) for op in ("read", "write")
                                  for cls in ("memcpy", "cached", "uncached") for layout in ("off0", "rnd")}
 

@@ -1,0 +1,132 @@
+"""One job's I/O, whatever it was read from (recorder traces, Darshan DXT, Darshan counters).
+
+A Job is what the assessment reads: the ops it knows one by one (columns), the I/O it knows
+only in aggregate (per-file counters), the processes, the files with their file systems, the
+job's facts, and notes on what is missing or partial. Loaders (ioassess.load) build Jobs;
+nothing downstream knows which input a number came from, except through Job.inputs and the
+tier of each table.
+
+Times are seconds since Job.start_epoch_s (the earliest start any input knows).
+"""
+import dataclasses
+import math
+
+import numpy as np
+
+LAYERS = ("posix", "mpiio", "stdio")
+DIRECTIONS = ("read", "write", "sync")
+
+# The ops known one by one (recorder traces, Darshan DXT segments). Row order: by process,
+# then start time.
+OP_COLUMNS = {
+    "process": np.int32,      # index into Job.processes
+    "file": np.int32,         # index into Job.files
+    "layer": np.uint8,        # index into LAYERS
+    "direction": np.uint8,    # index into DIRECTIONS
+    "offset": np.int64,       # file offset, -1 if unknown
+    "size": np.int64,         # bytes requested
+    "result": np.int64,       # bytes transferred, or -errno for a failed call
+    "start_s": np.float64,    # seconds since Job.start_epoch_s
+    "duration_s": np.float64,
+    "buffer": np.uint64,      # the buffer's address; 0 if unknown (Darshan has none)
+    "tid": np.uint32,         # thread id, 0 if unknown
+}
+
+# I/O known only in aggregate, one row per (process, file, layer, direction) and source: Darshan
+# counters of files without DXT segments, and the recorder's summary table (ops past its record
+# cap). Never the same ops as a row of Job.ops.
+TOTAL_COLUMNS = {
+    "process": np.int32,       # index into Job.processes; -1: every rank of a shared-file record
+    "file": np.int32,          # index into Job.files
+    "layer": np.uint8,
+    "direction": np.uint8,
+    "ops": np.int64,
+    "bytes": np.int64,
+    "seconds": np.float64,     # summed op time (Darshan *_F_READ_TIME / *_F_WRITE_TIME)
+    "max_op_seconds": np.float64,  # the slowest single op, NaN if unknown
+    "max_op_size": np.int64,   # its size, -1 if unknown
+}
+
+# How many of those aggregated ops fell into each access-size bin (sizes in (size_low, size_high],
+# the first bin includes 0). Rows refer to the same (process, file, layer, direction) as
+# Job.totals.
+SIZE_BIN_COLUMNS = {
+    "process": np.int32,
+    "file": np.int32,
+    "layer": np.uint8,
+    "direction": np.uint8,
+    "size_low": np.int64,
+    "size_high": np.int64,     # -1: no upper bound
+    "ops": np.int64,
+}
+
+# Darshan's access-size histogram bins (POSIX_SIZE_READ_0_100 ... _1G_PLUS): (low, high].
+DARSHAN_SIZE_BINS = ((0, 100), (100, 1 << 10), (1 << 10, 10 << 10), (10 << 10, 100 << 10),
+                     (100 << 10, 1 << 20), (1 << 20, 4 << 20), (4 << 20, 10 << 20),
+                     (10 << 20, 100 << 20), (100 << 20, 1 << 30), (1 << 30, -1))
+
+
+@dataclasses.dataclass
+class JobProcess:
+    rank: int                 # MPI rank, -1 if not known
+    hostname: str             # "" if not known
+    pid: int                  # 0 if not known
+    exe: str
+    start_s: float            # since Job.start_epoch_s; NaN if not known
+    end_s: float              # NaN while running, when killed, or not known
+    end_reason: str           # "exit" | "exec" | "running/killed" | "unknown"
+    exit_status: "int | None"
+    source: str               # "trace" | "darshan"
+
+
+@dataclasses.dataclass
+class JobFile:
+    name: str                 # as recorded (may be a hash when the input was obfuscated)
+    mount_point: str = ""     # "" if not known
+    fs_type: str = ""         # "ext4", "lustre", ...; "" if not known
+    stripe_size: int = -1     # Lustre, -1 if not known
+    stripe_count: int = -1
+    osts: tuple = ()          # Lustre OST ids
+
+
+@dataclasses.dataclass
+class JobInput:
+    path: str
+    kind: str                 # "trace" | "darshan"
+    tiers: tuple              # what it gave: "ops", "totals", "metadata"
+    notes: tuple = ()         # partial module, DXT truncated, unfinished log, unreadable files...
+
+
+@dataclasses.dataclass
+class Job:
+    job_id: str               # "" if not known
+    exe: str
+    cmdline: str
+    user: str                 # name or uid as text, "" if not known
+    start_epoch_s: float
+    end_epoch_s: float        # NaN if not known
+    nprocs: int               # processes the job had (Darshan's nprocs, else len(processes))
+    processes: list           # JobProcess
+    files: list               # JobFile
+    ops: dict                 # OP_COLUMNS
+    totals: dict              # TOTAL_COLUMNS
+    size_bins: dict           # SIZE_BIN_COLUMNS
+    mounts: list              # (mount point, fs type)
+    inputs: list              # JobInput
+    notes: list = dataclasses.field(default_factory=list)   # job-wide: what the report must say
+
+    @property
+    def runtime_s(self):
+        return self.end_epoch_s - self.start_epoch_s if math.isfinite(self.end_epoch_s) else math.nan
+
+
+def empty_columns(columns, n=0):
+    return {name: np.zeros(n, dtype) for name, dtype in columns.items()}
+
+
+def concatenate_columns(columns, tables):
+    """One table from several with the same columns (an empty table if there are none)."""
+    tables = list(tables)
+    if not tables:
+        return empty_columns(columns)
+    return {name: np.concatenate([np.asarray(t[name], dtype) for t in tables]) for name, dtype in columns.items()}

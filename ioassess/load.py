@@ -1,0 +1,255 @@
+"""Loading: one Job from any mix of recorder trace directories/files and Darshan logs.
+
+load_job() sorts the inputs by kind, reads the traces together (ioassess.trace) and each
+Darshan log (ioassess.darshan_log), and merges them into one Job: Darshan gives the job's facts,
+mount points and Lustre striping; the trace gives the per-op timings of the POSIX layer.
+Inputs that belong to different jobs are refused.
+"""
+import collections
+import dataclasses
+import math
+import os
+import pwd
+
+import numpy as np
+
+from . import traceformat as tf
+from .job import (LAYERS, OP_COLUMNS, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Job, JobFile, JobInput, JobProcess,
+                  concatenate_columns, empty_columns)
+from .trace import TraceFileError, read_trace_dir
+
+# statfs f_type -> file system name, for the ones an HPC job meets.
+FS_TYPES = {0xEF53: "ext4", 0x58465342: "xfs", 0x9123683E: "btrfs", 0x01021994: "tmpfs", 0x6969: "nfs",
+            0x0BD00BD0: "lustre", 0x47504653: "gpfs", 0x65735546: "fuse", 0x794C7630: "overlayfs",
+            0x73717368: "squashfs", 0x5346414F: "afs", 0xAAD7AAEA: "panfs", 0x19830326: "beegfs",
+            0x2011BAB0: "exfat", 0x1CD1: "devpts", 0x9FA0: "proc", 0x62656572: "sysfs"}
+# Two inputs are the same job if neither has a job id and their runs overlap within this slack.
+SAME_JOB_SLACK_S = 60.0
+
+
+class LoadError(Exception):
+    """An input cannot be used; str() is one line naming the file and the problem."""
+
+
+def input_kind(path):
+    """"trace" for a directory or *.iot file, "darshan" for a *.darshan file."""
+    if os.path.isdir(path) or path.endswith(".iot"):
+        return "trace"
+    if path.endswith(".darshan"):
+        return "darshan"
+    raise LoadError(f"{path}: not a trace directory, a trace file (*.iot) or a Darshan log (*.darshan)")
+
+
+def load_job(paths):
+    """One Job from the inputs (see the module doc). Raises LoadError."""
+    if not paths:
+        raise LoadError("no input given")
+    for path in paths:
+        if not os.path.lexists(path):
+            raise LoadError(f"{path}: no such file or directory")
+    by_kind = collections.defaultdict(list)
+    for path in paths:
+        by_kind[input_kind(path)].append(path)
+    jobs = []
+    if by_kind["trace"]:
+        jobs.append(job_from_traces(by_kind["trace"]))
+    for path in by_kind["darshan"]:
+        jobs.append(_read_darshan(path))
+    return merge_jobs(jobs)
+
+
+def _read_darshan(path):
+    from .darshan_log import DarshanLogError, read_darshan_log   # PyDarshan is imported only when needed
+    try:
+        return read_darshan_log(path)
+    except DarshanLogError as error:
+        raise LoadError(str(error)) from None
+
+
+def job_from_traces(paths):
+    """A Job from recorder traces: every op record, and the summary table's entries as totals."""
+    try:
+        traceset = read_trace_dir(paths)
+    except TraceFileError as error:
+        raise LoadError(str(error)) from None
+    if not traceset.processes:
+        raise LoadError(str(traceset.errors[0]) if traceset.errors else f"{paths[0]}: no trace")
+    processes = traceset.processes
+    start_ns = min(p.start_ns for p in processes)
+    file_ids = sorted(traceset.files)
+    files = [JobFile(name=traceset.files[i].name, fs_type=FS_TYPES.get(traceset.files[i].fs_magic, ""))
+             for i in file_ids]
+    ops = _trace_op_columns(traceset.ops, file_ids, start_ns)
+    totals, size_bins = _trace_summary_columns(traceset.summary, file_ids)
+    ends = [p.end_ns for p in processes]
+    last_op_end = float(np.max(ops["start_s"] + ops["duration_s"])) if len(ops["start_s"]) else 0.0
+    end_epoch_s = (max(ends) / 1e9 if None not in ends
+                   else max(start_ns / 1e9 + last_op_end, max((e for e in ends if e is not None), default=0) / 1e9))
+    notes = [str(error) for error in traceset.errors]
+    unfinished = [p for p in processes if p.end_ns is None]
+    if unfinished:
+        notes.append(f"{len(unfinished)} of {len(processes)} processes ended without finishing "
+                     "(killed, or still running): their traces end at their last recorded op")
+    if any(p.ops_lost for p in processes):
+        notes.append(f"{sum(p.ops_lost for p in processes)} ops were counted nowhere (the trace could not grow)")
+    job_ids = collections.Counter(p.job_id for p in processes if p.job_id)
+    first = min(processes, key=lambda p: (p.rank if p.rank >= 0 else math.inf, p.start_ns))
+    return Job(
+        job_id=job_ids.most_common(1)[0][0] if job_ids else "",
+        exe=first.exe, cmdline=first.cmdline, user=_owner(first.path),
+        start_epoch_s=start_ns / 1e9, end_epoch_s=end_epoch_s,
+        nprocs=len(processes),
+        processes=[_trace_process(p, start_ns) for p in processes],
+        files=files, ops=ops, totals=totals, size_bins=size_bins, mounts=[],
+        inputs=[JobInput(path=os.fspath(path), kind="trace", tiers=("ops", "totals", "metadata"),
+                         notes=tuple(notes)) for path in paths],
+        notes=list(notes))
+
+
+def _trace_process(p, start_ns):
+    return JobProcess(rank=p.rank, hostname=p.hostname, pid=p.pid, exe=p.exe,
+                      start_s=(p.start_ns - start_ns) / 1e9,
+                      end_s=(p.end_ns - start_ns) / 1e9 if p.end_ns is not None else math.nan,
+                      end_reason=p.end_reason, exit_status=p.exit_status, source="trace")
+
+
+_DIRECTION_OF_OP = np.array([tf.DIRECTIONS.index(tf.OP_DIRECTION.get(op, "sync")) for op in range(tf.Op.COUNT)],
+                            np.uint8)
+
+
+def _trace_op_columns(ops, file_ids, start_ns):
+    return {
+        "process": ops["process"].astype(np.int32, copy=False),
+        "file": np.searchsorted(np.array(file_ids, np.uint64), ops["file_id"]).astype(np.int32),
+        "layer": np.full(len(ops["op"]), LAYERS.index("posix"), np.uint8),
+        "direction": _DIRECTION_OF_OP[ops["op"]],
+        "offset": ops["offset"],
+        "size": ops["requested"].astype(np.int64),
+        "result": ops["result"],
+        "start_s": (ops["start_ns"] - start_ns) / 1e9,
+        "duration_s": ops["duration_ns"] / 1e9,
+        "buffer": ops["buffer"],
+        "tid": ops["tid"],
+    }
+
+
+def _trace_summary_columns(summary, file_ids):
+    """The summary table as totals (per process, file and direction) and size bins: bucket b
+    holds requests of [2**(b-1), 2**b) bytes, i.e. (2**(b-1) - 1, 2**b - 1]; bucket 0 is 0 bytes."""
+    if not len(summary["op"]):
+        return empty_columns(TOTAL_COLUMNS), empty_columns(SIZE_BIN_COLUMNS)
+    direction = _DIRECTION_OF_OP[summary["op"]]
+    file = np.searchsorted(np.array(file_ids, np.uint64), summary["file_id"]).astype(np.int32)
+    bucket = summary["size_bucket"].astype(np.int64)
+    size_high = np.where(bucket > 0, (np.int64(1) << bucket) - 1, 0)
+    size_low = np.where(bucket > 0, (np.int64(1) << np.maximum(bucket - 1, 0)) - 1, 0)
+    common = {"process": summary["process"], "file": file, "layer": np.zeros(len(file), np.uint8),
+              "direction": direction}
+    size_bins = dict(common, size_low=size_low, size_high=size_high, ops=summary["count"])
+    totals = dict(common, ops=summary["count"], bytes=summary["bytes_returned"],
+                  seconds=summary["duration_ns"] / 1e9, max_op_seconds=np.full(len(file), np.nan),
+                  max_op_size=np.full(len(file), -1))
+    return _sum_rows(totals, ("process", "file", "layer", "direction"), ("ops", "bytes", "seconds")), \
+        {name: np.asarray(column, SIZE_BIN_COLUMNS[name]) for name, column in size_bins.items()}
+
+
+def _sum_rows(table, keys, summed):
+    """Rows with equal keys added up (the other columns take the first row's value)."""
+    order = np.lexsort([table[k] for k in reversed(keys)])
+    sorted_table = {name: np.asarray(column)[order] for name, column in table.items()}
+    new = np.ones(len(order), bool)
+    new[1:] = np.any([sorted_table[k][1:] != sorted_table[k][:-1] for k in keys], axis=0)
+    starts = np.flatnonzero(new)
+    out = {name: column[starts] for name, column in sorted_table.items()}
+    for name in summed:
+        out[name] = np.add.reduceat(sorted_table[name], starts)
+    return {name: np.asarray(out[name], dtype) for name, dtype in TOTAL_COLUMNS.items()}
+
+
+def _owner(path):
+    try:
+        uid = os.stat(path).st_uid
+    except OSError:
+        return ""
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def same_job(a, b):
+    """Whether two Jobs describe the same job: equal job ids, or (without ids) the same
+    executable's name and overlapping runs."""
+    if a.job_id and b.job_id:
+        return a.job_id == b.job_id
+    same_exe = os.path.basename(a.exe.split()[0] if a.exe else "") == os.path.basename(b.exe.split()[0] if b.exe else "")
+    a_end = a.end_epoch_s if math.isfinite(a.end_epoch_s) else a.start_epoch_s
+    b_end = b.end_epoch_s if math.isfinite(b.end_epoch_s) else b.start_epoch_s
+    overlap = a.start_epoch_s <= b_end + SAME_JOB_SLACK_S and b.start_epoch_s <= a_end + SAME_JOB_SLACK_S
+    return same_exe and overlap
+
+
+def merge_jobs(jobs):
+    """One Job from Jobs of the same job (LoadError if they are not). The first trace Job keeps
+    its ops; a Darshan Job adds its facts (id, user, nprocs, times, mounts, file systems of the
+    files by name) and its layers the trace does not record (MPI-IO); its POSIX ops and totals
+    are dropped when a trace recorded them."""
+    base = jobs[0]
+    for other in jobs[1:]:
+        if not same_job(base, other):
+            raise LoadError(f"{other.inputs[0].path}: not the same job as {base.inputs[0].path} "
+                            f"(job id {other.job_id or 'none'} vs {base.job_id or 'none'}, "
+                            f"executable {other.exe or 'unknown'} vs {base.exe or 'unknown'})")
+        base = _merge_two(base, other)
+    return base
+
+
+def _merge_two(a, b):
+    traced = a if any(i.kind == "trace" for i in a.inputs) else b if any(i.kind == "trace" for i in b.inputs) else None
+    if traced is None:
+        raise LoadError(f"{b.inputs[0].path}: give one Darshan log per job (also got {a.inputs[0].path})")
+    darshan = b if traced is a else a
+    if any(i.kind == "trace" for i in darshan.inputs):
+        raise LoadError(f"{darshan.inputs[0].path}: give the trace directories of one job once")
+    start = min(traced.start_epoch_s, darshan.start_epoch_s)
+    files = list(traced.files)
+    by_name = {f.name: f for f in darshan.files}
+    for i, f in enumerate(files):
+        facts = by_name.get(f.name)
+        if facts is not None:
+            files[i] = JobFile(f.name, facts.mount_point, facts.fs_type or f.fs_type, facts.stripe_size,
+                               facts.stripe_count, facts.osts)
+    traced_layers = set(np.unique(traced.ops["layer"]).tolist()) | {LAYERS.index("posix")}
+    keep = ~np.isin(darshan.ops["layer"], list(traced_layers))
+    kept_ops = {name: column[keep] for name, column in _rebased(darshan.ops, darshan.start_epoch_s - start).items()}
+    processes = [dataclasses.replace(p, start_s=p.start_s + traced.start_epoch_s - start,
+                                     end_s=p.end_s + traced.start_epoch_s - start) for p in traced.processes]
+    if len(kept_ops["file"]):
+        kept_ops["file"] = _index_into(files, darshan.files, key=lambda f: f.name)[kept_ops["file"]]
+        kept_ops["process"] = _index_into(processes, darshan.processes, key=lambda p: p.rank)[kept_ops["process"]]
+    ops = concatenate_columns(OP_COLUMNS, [_rebased(traced.ops, traced.start_epoch_s - start), kept_ops])
+    order = np.lexsort((ops["start_s"], ops["process"]))
+    ops = {name: column[order] for name, column in ops.items()}
+    return Job(
+        job_id=darshan.job_id or traced.job_id, exe=darshan.exe or traced.exe,
+        cmdline=darshan.cmdline or traced.cmdline, user=darshan.user or traced.user,
+        start_epoch_s=start, end_epoch_s=max(traced.end_epoch_s, darshan.end_epoch_s),
+        nprocs=max(darshan.nprocs, traced.nprocs), processes=processes, files=files, ops=ops,
+        totals=traced.totals, size_bins=traced.size_bins, mounts=darshan.mounts or traced.mounts,
+        inputs=traced.inputs + darshan.inputs, notes=traced.notes + darshan.notes)
+
+
+def _rebased(ops, shift_s):
+    return dict(ops, start_s=ops["start_s"] + shift_s)
+
+
+def _index_into(into, items, key):
+    """Index in `into` of each of `items`, matched by key; items not there are appended."""
+    index = {key(x): i for i, x in enumerate(into)}
+    positions = np.empty(len(items), np.int32)
+    for i, item in enumerate(items):
+        if key(item) not in index:
+            index[key(item)] = len(into)
+            into.append(item)
+        positions[i] = index[key(item)]
+    return positions

@@ -1,0 +1,486 @@
+"""The assessment of a Job under a cause model: plain, JSON-serialisable data (a dict) that the
+HTML report, assessment.json and the tests all read. docs/assessment.md lists every field.
+
+Ops known one by one (recorder traces, Darshan DXT) are classified by the model and each gets
+its time lost vs cached: duration minus the cached typical duration of its size. I/O known only
+in aggregate (Darshan counters, the recorder's summary table past its record cap) gets an
+estimate: its time if cached lies between the cached typical times at the two edges of its
+access-size bins, so its time lost is an interval.
+
+Only the POSIX and STDIO layers count as I/O time (MPI-IO time contains the POSIX time under
+it); memory layout is unknown without buffer addresses and taken as rnd (models/causes.py).
+"""
+import collections
+import datetime
+import math
+
+import numpy as np
+
+from ioassess.job import DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS
+from ioassess.models.causes import CLASSES, LAYOUT_UNKNOWN, cached_typical_seconds, classify, memory_layout_codes
+
+FORMAT = "ioassess-assessment"
+FORMAT_VERSION = 1
+# Class names in the tables: the model's classes, then what no model covers.
+NOT_MODELLED = "not modelled"      # sync ops, failed calls, I/O of sizes/ops the model has no line for
+ESTIMATED = "counters (estimate)"  # I/O known only in aggregate
+ROW_CLASSES = CLASSES + (NOT_MODELLED, ESTIMATED)
+IO_LAYERS = (LAYERS.index("posix"), LAYERS.index("stdio"))
+TOP_FILES = 20
+TIMELINE_BINS = 100
+SCATTER_POINTS = 4000
+SIZE_BIN_LABELS = ("0-100 B", "100 B-1 KiB", "1-10 KiB", "10-100 KiB", "100 KiB-1 MiB", "1-4 MiB", "4-10 MiB",
+                   "10-100 MiB", "100 MiB-1 GiB", "1 GiB+")
+# Recommendation thresholds (docs/assessment.md says why).
+LOST_SHARE_WORTH_A_LOOK = 0.05      # of the runtime
+SMALL_OP_BYTES = 4096
+SMALL_OPS_SHARE = 0.5
+
+
+def assess(job, model, model_source=""):
+    """The assessment (a dict) of a Job under a CauseModel."""
+    per_op = classify_ops(job, model)
+    per_total = estimate_totals(job, model)
+    processes = process_table(job, per_op, per_total)
+    headline = headline_numbers(job, per_op, per_total, processes)
+    assessment = {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "job": job_facts(job, per_op, per_total),
+        "model": {"name": model.name, "description": model.description, "source": model_source,
+                  "provenance": model.provenance},
+        "tier": tier_of(job),
+        "headline": headline,
+        "classes": class_table(job, per_op, per_total),
+        "layers": layer_table(job),
+        "top_files": file_table(job, per_op, per_total),
+        "sizes": size_table(job, per_op, per_total),
+        "timeline": timeline(job, per_op),
+        "processes": processes,
+        "io_model": io_model_cell(job),
+        "scatter": scatter_sample(job, per_op),
+        "model_lines": model_lines(model),
+    }
+    assessment["recommendations"] = recommendations(assessment)
+    return assessment
+
+
+# ---- per op ----
+
+def classify_ops(job, model):
+    """Per op of Job.ops: class code (index into ROW_CLASSES), time if cached and time lost (s),
+    and whether it counts as I/O time (POSIX/STDIO layer)."""
+    ops = job.ops
+    n = len(ops["size"])
+    is_io = np.isin(ops["layer"], IO_LAYERS)
+    modelled = is_io & (ops["direction"] < 2) & (ops["result"] >= 0)
+    layouts = np.full(n, LAYOUT_UNKNOWN, np.int8)
+    with_address = ops["buffer"] != 0
+    if with_address.any():
+        layouts = memory_layout_codes(ops["buffer"], ops["tid"], ops["process"])
+    directions = np.where(modelled, ops["direction"], 2)
+    codes = classify(model, directions, ops["size"], ops["duration_s"], layouts).astype(np.int8)
+    cached = cached_typical_seconds(model, directions, ops["size"], layouts)
+    codes[(codes < 0) | np.isnan(cached)] = ROW_CLASSES.index(NOT_MODELLED)
+    if_cached = np.where(np.isnan(cached), ops["duration_s"], np.minimum(ops["duration_s"], cached))
+    lost = ops["duration_s"] - if_cached
+    return {"class": codes, "if_cached_s": if_cached, "lost_s": lost, "is_io": is_io,
+            "memory_layout_known": with_address}
+
+
+# ---- aggregates (estimates) ----
+
+def estimate_totals(job, model):
+    """Per row of Job.totals: time if cached and time lost as (low, high) intervals. The cached
+    typical time of each size bin's ops lies between the line at the bin's two edges; rows
+    without size bins use their mean op size (bytes / ops) for both edges."""
+    totals, bins = job.totals, job.size_bins
+    rows = len(totals["ops"])
+    cached_low, cached_high = np.zeros(rows), np.zeros(rows)
+    if rows:
+        keys = ("process", "file", "layer", "direction")
+        row_of = {tuple(int(totals[k][i]) for k in keys): i for i in range(rows)}
+        binned = np.zeros(rows, bool)
+        for j in range(len(bins["ops"])):
+            i = row_of.get(tuple(int(bins[k][j]) for k in keys))
+            if i is None or bins["direction"][j] >= 2:
+                continue
+            binned[i] = True
+            low, high = _bin_edges(bins["size_low"][j], bins["size_high"][j], totals["bytes"][i], totals["ops"][i])
+            edge_times = _cached_seconds(model, int(bins["direction"][j]), np.array([low, high]))
+            cached_low[i] += bins["ops"][j] * edge_times[0]
+            cached_high[i] += bins["ops"][j] * edge_times[1]
+        for i in np.flatnonzero(~binned & (totals["direction"] < 2) & (totals["ops"] > 0)):
+            mean_size = totals["bytes"][i] / totals["ops"][i]
+            time = totals["ops"][i] * _cached_seconds(model, int(totals["direction"][i]), np.array([mean_size]))[0]
+            cached_low[i] = cached_high[i] = time
+        unmodelled = totals["direction"] >= 2
+        cached_low[unmodelled] = cached_high[unmodelled] = totals["seconds"][unmodelled]
+    seconds = totals["seconds"]
+    if_cached_low, if_cached_high = np.minimum(cached_low, seconds), np.minimum(cached_high, seconds)
+    return {"if_cached_low_s": if_cached_low, "if_cached_high_s": if_cached_high,
+            "lost_low_s": seconds - if_cached_high, "lost_high_s": seconds - if_cached_low,
+            "is_io": np.isin(totals["layer"], IO_LAYERS)}
+
+
+def _bin_edges(size_low, size_high, row_bytes, row_ops):
+    low = max(int(size_low), 1)
+    high = int(size_high) if size_high >= 0 else max(low, int(row_bytes // max(row_ops, 1)))
+    return low, max(high, low)
+
+
+def _cached_seconds(model, direction, sizes):
+    layouts = np.full(len(sizes), LAYOUT_UNKNOWN, np.int8)
+    seconds = cached_typical_seconds(model, np.full(len(sizes), direction), sizes, layouts)
+    return np.nan_to_num(seconds, nan=0.0)
+
+
+# ---- tables ----
+
+def tier_of(job):
+    has_ops, has_totals = len(job.ops["size"]) > 0, len(job.totals["ops"]) > 0
+    return "ops" if has_ops and not has_totals else "counters" if has_totals and not has_ops else \
+        "mixed" if has_ops else "none"
+
+
+def job_facts(job, per_op, per_total):
+    io_processes = set(job.ops["process"][per_op["is_io"]].tolist()) | \
+        set(job.totals["process"][per_total["is_io"]].tolist())
+    hosts = collections.Counter(p.hostname for p in job.processes if p.hostname)
+    unfinished = [p for p in job.processes if p.source == "trace" and p.end_reason == "running/killed"]
+    return {
+        "job_id": job.job_id, "exe": job.exe, "cmdline": job.cmdline, "user": job.user,
+        "start": _iso(job.start_epoch_s), "end": _iso(job.end_epoch_s),
+        "runtime_s": _finite(job.runtime_s), "nprocs": job.nprocs,
+        "processes_recorded": len(job.processes),
+        "processes_with_io": len(io_processes - {-1}) or (job.nprocs if -1 in io_processes else 0),
+        "hosts": [{"hostname": host, "processes": count} for host, count in sorted(hosts.items())],
+        "unfinished_processes": [{"rank": p.rank, "pid": p.pid, "hostname": p.hostname} for p in unfinished],
+        "files": len(job.files),
+        "mounts": [{"mount_point": m, "fs_type": t} for m, t in job.mounts],
+        "inputs": [{"path": i.path, "kind": i.kind, "tiers": list(i.tiers), "notes": list(i.notes)}
+                   for i in job.inputs],
+        "notes": list(job.notes),
+    }
+
+
+def headline_numbers(job, per_op, per_total, processes):
+    io = per_op["is_io"]
+    seconds = job.ops["duration_s"]
+    io_s = float(seconds[io].sum() + job.totals["seconds"][per_total["is_io"]].sum())
+    lost_exact = float(per_op["lost_s"][io].sum())
+    lost_low = lost_exact + float(per_total["lost_low_s"][per_total["is_io"]].sum())
+    lost_high = lost_exact + float(per_total["lost_high_s"][per_total["is_io"]].sum())
+    runtime = job.runtime_s
+    critical = max(processes, key=lambda p: p["lost_high_s"], default=None)
+    slowest = max(processes, key=lambda p: p["io_s"], default=None)
+    return {
+        "io_s": io_s,
+        "if_cached_low_s": io_s - lost_high, "if_cached_high_s": io_s - lost_low,
+        "lost_low_s": lost_low, "lost_high_s": lost_high,
+        "estimate": bool(per_total["is_io"].any()),
+        "lost_share_of_io": _ratio((lost_low + lost_high) / 2, io_s),
+        "runtime_s": _finite(runtime),
+        "io_share_of_runtime": _ratio(io_s, runtime * max(job.nprocs, 1)) if math.isfinite(runtime) else None,
+        "lost_share_of_runtime": _ratio(critical["lost_high_s"], runtime) if critical and math.isfinite(runtime)
+        else None,
+        "critical_path": critical,
+        "most_io_process": slowest,
+    }
+
+
+def class_table(job, per_op, per_total):
+    """Rows per (class, direction): ops, bytes, seconds, time lost (low, high)."""
+    ops, io = job.ops, per_op["is_io"]
+    rows = []
+    for code, cls in enumerate(ROW_CLASSES[:-1]):
+        for d, direction in enumerate(DIRECTIONS):
+            member = io & (per_op["class"] == code) & (ops["direction"] == d)
+            if member.any():
+                lost = float(per_op["lost_s"][member].sum())
+                rows.append(_row(cls, direction, int(member.sum()), int(np.maximum(ops["result"][member], 0).sum()),
+                                 float(ops["duration_s"][member].sum()), lost, lost))
+    totals = job.totals
+    for d, direction in enumerate(DIRECTIONS):
+        member = per_total["is_io"] & (totals["direction"] == d)
+        if member.any():
+            rows.append(_row(ESTIMATED, direction, int(totals["ops"][member].sum()), int(totals["bytes"][member].sum()),
+                             float(totals["seconds"][member].sum()), float(per_total["lost_low_s"][member].sum()),
+                             float(per_total["lost_high_s"][member].sum())))
+    return rows
+
+
+def _row(cls, direction, count, nbytes, seconds, lost_low, lost_high):
+    return {"class": cls, "direction": direction, "ops": count, "bytes": nbytes, "seconds": seconds,
+            "lost_low_s": lost_low, "lost_high_s": lost_high}
+
+
+def layer_table(job):
+    """Ops, bytes and seconds per layer and direction (MPI-IO time contains POSIX time)."""
+    rows = []
+    for layer_code, layer in enumerate(LAYERS):
+        for d, direction in enumerate(DIRECTIONS):
+            ops = (job.ops["layer"] == layer_code) & (job.ops["direction"] == d)
+            tot = (job.totals["layer"] == layer_code) & (job.totals["direction"] == d)
+            if ops.any() or tot.any():
+                rows.append({"layer": layer, "direction": direction,
+                             "ops": int(ops.sum() + job.totals["ops"][tot].sum()),
+                             "bytes": int(np.maximum(job.ops["result"][ops], 0).sum() + job.totals["bytes"][tot].sum()),
+                             "seconds": float(job.ops["duration_s"][ops].sum() + job.totals["seconds"][tot].sum())})
+    return rows
+
+
+def file_table(job, per_op, per_total, top=TOP_FILES):
+    """The files that lost most time, with their access pattern."""
+    nfiles = len(job.files)
+    if not nfiles:
+        return []
+    ops, io = job.ops, per_op["is_io"]
+    f, tf_ = ops["file"][io], job.totals["file"][per_total["is_io"]]
+    tio = per_total["is_io"]
+
+    def per_file(values_ops, values_totals):
+        return np.bincount(f, values_ops, nfiles) + np.bincount(tf_, values_totals, nfiles)
+
+    seconds = per_file(ops["duration_s"][io], job.totals["seconds"][tio])
+    lost_low = per_file(per_op["lost_s"][io], per_total["lost_low_s"][tio])
+    lost_high = per_file(per_op["lost_s"][io], per_total["lost_high_s"][tio])
+    count = per_file(np.ones(io.sum()), job.totals["ops"][tio].astype(float))
+    nbytes = per_file(np.maximum(ops["result"][io], 0).astype(float), job.totals["bytes"][tio].astype(float))
+    sequential = _sequential(ops, io, nfiles)
+    order = np.lexsort((-seconds, -lost_high))
+    rows = []
+    for i in order[:top]:
+        if count[i] == 0:
+            break
+        member = io & (ops["file"] == i)
+        procs = set(ops["process"][member].tolist()) | set(job.totals["process"][tio & (job.totals["file"] == i)].tolist())
+        file = job.files[i]
+        rows.append({
+            "name": file.name, "fs_type": file.fs_type, "mount_point": file.mount_point,
+            "stripe_count": file.stripe_count, "stripe_size": file.stripe_size,
+            "ops": int(count[i]), "bytes": int(nbytes[i]), "seconds": float(seconds[i]),
+            "lost_low_s": float(lost_low[i]), "lost_high_s": float(lost_high[i]),
+            "processes": len(procs - {-1}) if -1 not in procs else job.nprocs,
+            "pattern": _pattern(ops, member, sequential),
+            "classes": {cls: int(np.count_nonzero(per_op["class"][member] == code))
+                        for code, cls in enumerate(ROW_CLASSES[:-1]) if np.any(per_op["class"][member] == code)},
+        })
+    return rows
+
+
+def _sequential(ops, io, nfiles):
+    """Per op: whether it starts where the same process's previous op on the same file ended."""
+    order = np.lexsort((ops["start_s"], ops["file"], ops["process"]))
+    start, size = ops["offset"][order], np.maximum(ops["result"][order], 0)
+    same = np.zeros(len(order), bool)
+    same[1:] = (ops["file"][order][1:] == ops["file"][order][:-1]) & \
+        (ops["process"][order][1:] == ops["process"][order][:-1])
+    follows = np.zeros(len(order), bool)
+    follows[1:] = same[1:] & (start[1:] == start[:-1] + size[:-1]) & (start[1:] >= 0)
+    sequential = np.zeros(len(order), bool)
+    sequential[order] = follows
+    return sequential
+
+
+def _pattern(ops, member, sequential):
+    n = int(member.sum())
+    if not n:
+        return {"ops_with_offsets": 0}
+    sizes = ops["size"][member]
+    reads = ops["direction"][member] == 0
+    return {"ops_with_offsets": n, "sequential_share": float(sequential[member].mean()),
+            "read_share": float(reads.mean()), "median_size": float(np.median(sizes)),
+            "small_share": float(np.mean(sizes < SMALL_OP_BYTES))}
+
+
+def size_table(job, per_op, per_total):
+    """Per Darshan access-size bin: read/write ops, seconds, time lost (both tiers alike)."""
+    edges = np.array([high for _, high in DARSHAN_SIZE_BINS[:-1]])
+    ops, io = job.ops, per_op["is_io"] & (job.ops["direction"] < 2)
+    which = np.searchsorted(edges, ops["size"][io], side="left")
+    rows = []
+    for b, label in enumerate(SIZE_BIN_LABELS):
+        member = which == b
+        d = ops["direction"][io][member]
+        rows.append({"bin": label, "size_low": DARSHAN_SIZE_BINS[b][0], "size_high": DARSHAN_SIZE_BINS[b][1],
+                     "read_ops": int(np.count_nonzero(d == 0)), "write_ops": int(np.count_nonzero(d == 1)),
+                     "seconds": float(ops["duration_s"][io][member].sum()),
+                     "lost_s": float(per_op["lost_s"][io][member].sum()),
+                     "classes": {cls: int(np.count_nonzero(per_op["class"][io][member] == code))
+                                 for code, cls in enumerate(ROW_CLASSES[:-1])}})
+    bins = job.size_bins
+    if len(bins["ops"]):
+        for row in rows:
+            inside = (bins["size_low"] >= row["size_low"]) & (
+                (bins["size_high"] <= row["size_high"]) if row["size_high"] >= 0 else True)
+            inside &= np.isin(bins["layer"], IO_LAYERS)
+            row["read_ops_counted"] = int(bins["ops"][inside & (bins["direction"] == 0)].sum())
+            row["write_ops_counted"] = int(bins["ops"][inside & (bins["direction"] == 1)].sum())
+    return [row for row in rows if row["read_ops"] + row["write_ops"] + row.get("read_ops_counted", 0) +
+            row.get("write_ops_counted", 0)]
+
+
+def timeline(job, per_op, bins=TIMELINE_BINS):
+    """Seconds of I/O per time bin and class (each op counted in the bin it starts in)."""
+    io = per_op["is_io"]
+    start = job.ops["start_s"][io]
+    if not len(start):
+        return {"bin_s": None, "start_s": [], "seconds": {}}
+    span = max(float(np.max(start + job.ops["duration_s"][io])), 1e-9)
+    width = span / bins
+    which = np.minimum((start / width).astype(np.int64), bins - 1)
+    seconds = {cls: np.bincount(which[per_op["class"][io] == code],
+                                job.ops["duration_s"][io][per_op["class"][io] == code], bins).tolist()
+               for code, cls in enumerate(ROW_CLASSES[:-1]) if np.any(per_op["class"][io] == code)}
+    return {"bin_s": width, "start_s": (np.arange(bins) * width).tolist(), "seconds": seconds}
+
+
+def process_table(job, per_op, per_total):
+    """Per process with I/O: I/O time and time lost, most lost first."""
+    n = len(job.processes)
+    io, tio = per_op["is_io"], per_total["is_io"] & (job.totals["process"] >= 0)
+    p, tp = job.ops["process"][io], job.totals["process"][tio]
+    io_s = np.bincount(p, job.ops["duration_s"][io], n) + np.bincount(tp, job.totals["seconds"][tio], n)
+    lost = np.bincount(p, per_op["lost_s"][io], n)
+    lost_low = lost + np.bincount(tp, per_total["lost_low_s"][tio], n)
+    lost_high = lost + np.bincount(tp, per_total["lost_high_s"][tio], n)
+    count = np.bincount(p, minlength=n) + np.bincount(tp, job.totals["ops"][tio], n)
+    rows = [{"rank": proc.rank, "pid": proc.pid, "hostname": proc.hostname, "ops": int(count[i]),
+             "io_s": float(io_s[i]), "lost_low_s": float(lost_low[i]), "lost_high_s": float(lost_high[i]),
+             "end_reason": proc.end_reason}
+            for i, proc in enumerate(job.processes) if count[i]]
+    rows.sort(key=lambda r: (-r["lost_high_s"], -r["io_s"]))
+    return rows
+
+
+def io_model_cell(job):
+    """Sisneros' I/O-model cell: processes doing I/O (P) and processes per file (k), weighted by
+    bytes, and its name."""
+    ops = job.ops
+    io = np.isin(ops["layer"], IO_LAYERS) & (ops["direction"] < 2)
+    pairs = collections.defaultdict(float)
+    for proc, file, nbytes in _pair_bytes(ops["process"][io], ops["file"][io], np.maximum(ops["result"][io], 0)):
+        pairs[(proc, file)] += nbytes
+    tio = np.isin(job.totals["layer"], IO_LAYERS) & (job.totals["direction"] < 2)
+    for proc, file, nbytes in zip(job.totals["process"][tio].tolist(), job.totals["file"][tio].tolist(),
+                                  job.totals["bytes"][tio].tolist()):
+        pairs[(proc, file)] += nbytes
+    if not pairs:
+        return {"processes_doing_io": 0, "name": "no I/O"}
+    shared_all = {file for (proc, file) in pairs if proc == -1}
+    processes = {proc for proc, _ in pairs if proc >= 0}
+    p_count = job.nprocs if shared_all else len(processes)
+    per_file = collections.defaultdict(set)
+    bytes_per_file = collections.defaultdict(float)
+    for (proc, file), nbytes in pairs.items():
+        per_file[file].add(proc)
+        bytes_per_file[file] += nbytes
+    k = {file: (job.nprocs if file in shared_all else len(procs)) for file, procs in per_file.items()}
+    total = sum(bytes_per_file.values())
+    k_weighted = sum(k[f] * b for f, b in bytes_per_file.items()) / total if total else float(np.mean(list(k.values())))
+    return {"processes_doing_io": int(p_count), "processes_per_file": round(k_weighted, 3),
+            "files": len(per_file), "name": _io_model_name(p_count, k_weighted)}
+
+
+def _pair_bytes(process, file, nbytes):
+    key = process.astype(np.int64) * (1 << 31) + file.astype(np.int64)
+    unique, inverse = np.unique(key, return_inverse=True)
+    summed = np.bincount(inverse, nbytes.astype(float))
+    return zip((unique >> 31).tolist(), (unique & ((1 << 31) - 1)).tolist(), summed.tolist())
+
+
+def _io_model_name(p, k):
+    if p <= 1:
+        return "serial"
+    if k <= 1.05:
+        return "file per process"
+    if k >= 0.95 * p:
+        return "shared file"
+    return "subset"
+
+
+def scatter_sample(job, per_op, points=SCATTER_POINTS):
+    """Up to `points` (size, duration, class) of I/O ops: every class kept in proportion, each
+    with at least a share, chosen evenly so that the same job always gives the same sample."""
+    io = np.flatnonzero(per_op["is_io"] & (job.ops["direction"] < 2))
+    if len(io) > points:
+        io = io[np.linspace(0, len(io) - 1, points).astype(np.int64)]
+    return {"ops_total": int(np.count_nonzero(per_op["is_io"] & (job.ops["direction"] < 2))),
+            "size": job.ops["size"][io].tolist(), "duration_s": job.ops["duration_s"][io].tolist(),
+            "class": [ROW_CLASSES[c] for c in per_op["class"][io].tolist()],
+            "direction": [DIRECTIONS[d] for d in job.ops["direction"][io].tolist()]}
+
+
+def model_lines(model, sizes=tuple(2 ** np.arange(0, 25))):
+    """The model's lines at powers of two, for the plots: {op: {class/layout: {bound, typical}}}."""
+    size = np.array(sizes, float)
+    lines = {}
+    for (op, cls, layout), line in sorted(model.lines.items()):
+        lines.setdefault(op, {})[f"{cls} {layout}"] = {
+            "bound_s": line.bound.predict(size).tolist(),
+            "typical_s": line.typical.predict(size).tolist() if line.typical is not None else None}
+    return {"size": size.tolist(), "lines": lines}
+
+
+# ---- recommendations ----
+
+def recommendations(a):
+    """Findings with the numbers that triggered them; each {"title", "text", "numbers"}."""
+    found = []
+    head = a["headline"]
+    lost_mid = (head["lost_low_s"] + head["lost_high_s"]) / 2
+    share = head["lost_share_of_runtime"]
+    by_class = collections.defaultdict(lambda: {"ops": 0, "seconds": 0.0, "lost": 0.0})
+    for row in a["classes"]:
+        entry = by_class[row["class"]]
+        entry["ops"] += row["ops"]
+        entry["seconds"] += row["seconds"]
+        entry["lost"] += row["lost_high_s"]
+    if share is not None and share < LOST_SHARE_WORTH_A_LOOK:
+        found.append({"title": "I/O time lost is small",
+                      "text": "Compared with cached I/O the job lost little time: tuning its I/O would gain little.",
+                      "numbers": {"lost_s": lost_mid, "lost_share_of_runtime": share}})
+    uncached = by_class["uncached"]
+    if uncached["lost"] > 0 and lost_mid > 0 and uncached["lost"] >= 0.5 * lost_mid:
+        found.append({"title": "Most lost time is uncached I/O",
+                      "text": "Ops went to the storage device instead of the page cache. Larger, sequential "
+                              "requests, reading data once, or a staging copy in fast storage reduce this.",
+                      "numbers": {"uncached_ops": uncached["ops"], "uncached_s": uncached["seconds"],
+                                  "lost_s": uncached["lost"]}})
+    slow = by_class["slow"]
+    if slow["ops"]:
+        found.append({"title": "Some ops were slower than uncached I/O",
+                      "text": "These ops took longer than the model's slowest explained duration: contention "
+                              "on the file system or the node, or a cause the model does not know.",
+                      "numbers": {"slow_ops": slow["ops"], "slow_s": slow["seconds"], "lost_s": slow["lost"]}})
+    small = sum(r["read_ops"] + r["write_ops"] for r in a["sizes"] if 0 <= r["size_high"] <= SMALL_OP_BYTES // 4)
+    total = sum(r["read_ops"] + r["write_ops"] for r in a["sizes"])
+    if total and small / total >= SMALL_OPS_SHARE:
+        found.append({"title": "Many small requests",
+                      "text": "Most requests moved at most 1 KiB: each pays a system call and, on a parallel "
+                              "file system, a round trip. Buffering them into larger requests usually helps.",
+                      "numbers": {"small_ops": small, "ops": total, "share": small / total}})
+    if a["tier"] == "counters":
+        found.append({"title": "Estimates from counters only",
+                      "text": "This log has no per-op timings: lost time is an interval estimated from the "
+                              "access-size histogram. Run the job under ioassess (or with Darshan's DXT "
+                              "enabled, DXT_ENABLE_IO_TRACE=1) for a per-op assessment.",
+                      "numbers": {"lost_low_s": head["lost_low_s"], "lost_high_s": head["lost_high_s"]}})
+    return found
+
+
+# ---- helpers ----
+
+def _iso(epoch_s):
+    if not math.isfinite(epoch_s) or epoch_s <= 0:
+        return None
+    return datetime.datetime.fromtimestamp(epoch_s, datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _finite(value):
+    return float(value) if value is not None and math.isfinite(value) else None
+
+
+def _ratio(numerator, denominator):
+    return float(numerator / denominator) if denominator and math.isfinite(denominator) and denominator > 0 else None
