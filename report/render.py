@@ -1,13 +1,15 @@
-"""The HTML report of an assessment: plots drawn from the assessment's data, then the template
-(templates/report.html.j2). One self-contained page: plots are embedded PNG, styles inline, no
-script and no external resource; its size does not grow with the number of ops (the
+"""The HTML report of an assessment: plots drawn from the assessment's data (svg.py), then the
+template (templates/report.html.j2). One self-contained page: plots are inline SVG, styles
+inline, no script and no external resource; its size does not grow with the number of ops (the
 assessment carries a bounded sample and binned series)."""
 import os
 
+import markupsafe
 import numpy as np
 
-from ioassess.html import new_figure, png_data_uri, write_page
+from ioassess.html import write_page
 
+from . import svg
 from .assess import ROW_CLASSES
 
 CLASS_COLOURS = {"memcpy": "#2ca02c", "cached": "#1f77b4", "uncached": "#ff7f0e", "slow": "#d62728",
@@ -17,34 +19,26 @@ TEMPLATE_DIR = os.path.join(os.path.dirname(__file__), "templates")
 
 def scatter_plot(assessment, direction):
     """Durations against access size of the sampled ops of one direction, coloured by class,
-    with the model's bound (solid) and cached typical (dashed) lines."""
+    with the model's bound lines (solid) and the cached typical line (dashed), rnd layout."""
     sample = assessment["scatter"]
     chosen = np.array([d == direction for d in sample["direction"]], bool)
     if not chosen.any():
         return None
-    size = np.maximum(np.array(sample["size"], float)[chosen], 1)
+    size = np.array(sample["size"], float)[chosen]
     duration = np.array(sample["duration_s"], float)[chosen]
     classes = np.array(sample["class"])[chosen]
-    figure, axes = new_figure(6.4, 4.0)
-    for cls in ROW_CLASSES:
-        member = classes == cls
-        if member.any():
-            axes.scatter(size[member], np.maximum(duration[member], 1e-9), s=4, alpha=0.5,
-                         color=CLASS_COLOURS[cls], linewidths=0, label=f"{cls} ({int(member.sum())})")
-    lines = assessment["model_lines"]
-    for name, line in lines["lines"].get(direction, {}).items():
-        cls = name.split()[0]
-        if "rnd" in name:
-            axes.plot(lines["size"], line["bound_s"], color=CLASS_COLOURS[cls], linewidth=1)
+    groups = [(f"{cls} ({int(np.sum(classes == cls))})", CLASS_COLOURS[cls], size[classes == cls],
+               duration[classes == cls]) for cls in ROW_CLASSES if np.any(classes == cls)]
+    model = assessment["model_lines"]
+    lines = []
+    for name, line in model["lines"].get(direction, {}).items():
+        cls, layout = name.split()
+        if layout == "rnd":
+            lines.append((f"{cls} bound", CLASS_COLOURS[cls], False, model["size"], line["bound_s"]))
             if cls == "cached" and line["typical_s"]:
-                axes.plot(lines["size"], line["typical_s"], color=CLASS_COLOURS[cls], linewidth=1, linestyle="--")
-    axes.set_xscale("log", base=2)
-    axes.set_yscale("log")
-    axes.set_xlabel("access size (bytes)")
-    axes.set_ylabel("duration (s)")
-    axes.set_title(f"{direction}s")
-    axes.legend(fontsize="small", markerscale=3)
-    return png_data_uri(figure)
+                lines.append(("if cached", CLASS_COLOURS[cls], True, model["size"], line["typical_s"]))
+    return markupsafe.Markup(svg.scatter_plot(f"{direction}s", groups, lines,
+                                              f"durations of {direction}s against access size, by class"))
 
 
 def timeline_plot(assessment):
@@ -52,17 +46,10 @@ def timeline_plot(assessment):
     series = assessment["timeline"]
     if not series["seconds"]:
         return None
-    figure, axes = new_figure(9.0, 3.0)
-    start = np.array(series["start_s"])
-    bottom = np.zeros(len(start))
-    for cls, seconds in series["seconds"].items():
-        axes.bar(start, seconds, width=series["bin_s"], bottom=bottom, align="edge", color=CLASS_COLOURS[cls],
-                 label=cls)
-        bottom += np.array(seconds)
-    axes.set_xlabel("time since job start (s)")
-    axes.set_ylabel("I/O seconds per bin")
-    axes.legend(fontsize="small")
-    return png_data_uri(figure)
+    return markupsafe.Markup(svg.stacked_bars(
+        "I/O time by class", series["start_s"], series["bin_s"],
+        [(cls, CLASS_COLOURS[cls], values) for cls, values in series["seconds"].items()],
+        "I/O time per interval by class"))
 
 
 def page_data(assessment):

@@ -1,0 +1,165 @@
+"""The report's plots as inline SVG text: log-log scatter plots with lines, and stacked bars.
+
+Drawn here rather than with matplotlib because a report must come out in well under a second
+(importing matplotlib alone takes half of one) and the page's size must not grow with the data:
+points are drawn as one path per class of small squares, a few bytes each, from a bounded
+sample. Every text placed in a plot is escaped.
+"""
+import math
+from xml.sax.saxutils import escape
+
+import numpy as np
+
+MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 64, 150, 28, 44
+FONT = 'font-family="sans-serif" font-size="11"'
+
+
+class _Axes:
+    """Maps data to pixels: log10 (or linear) on each axis."""
+
+    def __init__(self, width, height, x_range, y_range, x_log, y_log):
+        self.width, self.height = width, height
+        self.x_log, self.y_log = x_log, y_log
+        self.x0, self.x1 = (math.log10(v) if x_log else v for v in x_range)
+        self.y0, self.y1 = (math.log10(v) if y_log else v for v in y_range)
+        self.plot_width = width - MARGIN_LEFT - MARGIN_RIGHT
+        self.plot_height = height - MARGIN_TOP - MARGIN_BOTTOM
+
+    def x(self, values):
+        values = np.log10(values) if self.x_log else np.asarray(values, float)
+        return MARGIN_LEFT + (values - self.x0) / (self.x1 - self.x0) * self.plot_width
+
+    def y(self, values):
+        values = np.log10(values) if self.y_log else np.asarray(values, float)
+        return MARGIN_TOP + self.plot_height - (values - self.y0) / (self.y1 - self.y0) * self.plot_height
+
+
+def _frame(axes, title, x_label, y_label, x_ticks, y_ticks):
+    parts = [f'<rect x="{MARGIN_LEFT}" y="{MARGIN_TOP}" width="{axes.plot_width}" height="{axes.plot_height}" '
+             'fill="none" stroke="#444"/>',
+             f'<text x="{MARGIN_LEFT + axes.plot_width / 2:.0f}" y="16" text-anchor="middle" {FONT} '
+             f'font-weight="bold">{escape(title)}</text>',
+             f'<text x="{MARGIN_LEFT + axes.plot_width / 2:.0f}" y="{axes.height - 6}" text-anchor="middle" '
+             f'{FONT}>{escape(x_label)}</text>',
+             f'<text transform="translate(14 {MARGIN_TOP + axes.plot_height / 2:.0f}) rotate(-90)" '
+             f'text-anchor="middle" {FONT}>{escape(y_label)}</text>']
+    bottom = MARGIN_TOP + axes.plot_height
+    for value, label in x_ticks:
+        x = float(axes.x([value])[0])
+        parts.append(f'<line x1="{x:.1f}" y1="{bottom}" x2="{x:.1f}" y2="{bottom + 4}" stroke="#444"/>'
+                     f'<text x="{x:.1f}" y="{bottom + 16}" text-anchor="middle" {FONT}>{escape(label)}</text>')
+    for value, label in y_ticks:
+        y = float(axes.y([value])[0])
+        parts.append(f'<line x1="{MARGIN_LEFT - 4}" y1="{y:.1f}" x2="{MARGIN_LEFT}" y2="{y:.1f}" stroke="#444"/>'
+                     f'<line x1="{MARGIN_LEFT}" y1="{y:.1f}" x2="{MARGIN_LEFT + axes.plot_width}" y2="{y:.1f}" '
+                     'stroke="#eee"/>'
+                     f'<text x="{MARGIN_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end" {FONT}>{escape(label)}</text>')
+    return parts
+
+
+def _legend(axes, entries):
+    """entries: (label, colour, kind) with kind "point", "line" or "dashed"."""
+    parts = []
+    x = MARGIN_LEFT + axes.plot_width + 12
+    for i, (label, colour, kind) in enumerate(entries):
+        y = MARGIN_TOP + 8 + 16 * i
+        if kind == "point":
+            parts.append(f'<rect x="{x}" y="{y - 4}" width="8" height="8" fill="{colour}"/>')
+        else:
+            dash = ' stroke-dasharray="4 3"' if kind == "dashed" else ""
+            parts.append(f'<line x1="{x - 2}" y1="{y}" x2="{x + 12}" y2="{y}" stroke="{colour}" stroke-width="1.5"{dash}/>')
+        parts.append(f'<text x="{x + 18}" y="{y + 4}" {FONT}>{escape(label)}</text>')
+    return parts
+
+
+def _svg(width, height, parts, description):
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" role="img"><title>{escape(description)}</title>'
+            + "".join(parts) + "</svg>")
+
+
+def _decades(low, high):
+    return [10.0 ** e for e in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)]
+
+
+def seconds_label(value):
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if value >= scale * 0.999:
+            return f"{value / scale:g} {unit}"
+    return f"{value:g} s"
+
+
+def bytes_label(value):
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if value >= scale:
+            return f"{value / scale:g} {unit}"
+    return f"{value:g} B"
+
+
+def scatter_plot(title, groups, lines, description, width=640, height=400):
+    """Durations (s) against sizes (bytes), both log scales. groups: (label, colour, sizes,
+    seconds) drawn as points; lines: (label, colour, dashed, sizes, seconds)."""
+    sizes = np.concatenate([np.asarray(g[2], float) for g in groups] + [np.zeros(0)])
+    seconds = np.concatenate([np.asarray(g[3], float) for g in groups] + [np.zeros(0)])
+    sizes, seconds = np.maximum(sizes, 1), np.maximum(seconds, 1e-9)
+    x_range = (1.0, max(2.0 * float(sizes.max(initial=1)), 1 << 12))
+    y_low = 10 ** math.floor(math.log10(float(seconds.min(initial=1e-6))))
+    y_high = 10 ** math.ceil(math.log10(float(seconds.max(initial=1e-3)) * 1.01))
+    axes = _Axes(width, height, x_range, (y_low, y_high), True, True)
+    step = max(1, math.ceil(math.log2(x_range[1]) / 8))
+    x_ticks = [(2.0 ** e, bytes_label(2 ** e)) for e in range(0, int(math.log2(x_range[1])) + 1, step)]
+    y_ticks = [(v, seconds_label(v)) for v in _decades(y_low, y_high)]
+    parts = _frame(axes, title, "access size", "duration", x_ticks, y_ticks)
+    parts.append(f'<clipPath id="c{id(axes)}"><rect x="{MARGIN_LEFT}" y="{MARGIN_TOP}" width="{axes.plot_width}" '
+                 f'height="{axes.plot_height}"/></clipPath><g clip-path="url(#c{id(axes)})">')
+    for label, colour, line_sizes, line_seconds, dashed in ((l[0], l[1], l[3], l[4], l[2]) for l in lines):
+        keep = np.asarray(line_sizes, float) <= x_range[1]
+        xs, ys = axes.x(np.asarray(line_sizes, float)[keep]), axes.y(np.maximum(np.asarray(line_seconds)[keep], 1e-12))
+        path = "M" + "L".join(f"{x:.1f} {y:.1f}" for x, y in zip(xs, ys))
+        dash = ' stroke-dasharray="4 3"' if dashed else ""
+        parts.append(f'<path d="{path}" fill="none" stroke="{colour}" stroke-width="1.5"{dash}/>')
+    for label, colour, group_sizes, group_seconds in groups:
+        xs = axes.x(np.maximum(np.asarray(group_sizes, float), 1))
+        ys = axes.y(np.maximum(np.asarray(group_seconds, float), 1e-9))
+        squares = "".join(f"M{x:.0f} {y:.0f}h3v3h-3z" for x, y in zip(xs - 1.5, ys - 1.5))
+        parts.append(f'<path d="{squares}" fill="{colour}" fill-opacity="0.6"/>')
+    parts.append("</g>")
+    entries = [(label, colour, "point") for label, colour, _, _ in groups] + \
+        [(label, colour, "dashed" if dashed else "line") for label, colour, dashed, _, _ in lines]
+    parts += _legend(axes, entries)
+    return _svg(width, height, parts, description)
+
+
+def stacked_bars(title, starts, width_s, series, description, width=900, height=260):
+    """Seconds per time bin, one stacked bar per bin; series: (label, colour, values)."""
+    totals = np.sum([np.asarray(values, float) for _, _, values in series], axis=0) if series else np.zeros(1)
+    top = float(totals.max(initial=0)) or 1.0
+    end = float(starts[-1] + width_s) if len(starts) else 1.0
+    axes = _Axes(width, height, (0.0, end), (0.0, top * 1.05), False, False)
+    x_ticks = [(v, f"{v:g} s") for v in _nice_ticks(end)]
+    y_ticks = [(v, seconds_label(v) if v > 0 else "0") for v in _nice_ticks(top * 1.05)]
+    parts = _frame(axes, title, "time since job start", "I/O time per interval", x_ticks, y_ticks)
+    bottom = np.zeros(len(starts))
+    bar_width = max(float(axes.x([width_s])[0] - axes.x([0.0])[0]), 0.5)
+    for label, colour, values in series:
+        values = np.asarray(values, float)
+        y_top, y_bottom = axes.y(bottom + values), axes.y(bottom)
+        xs = axes.x(np.asarray(starts, float))
+        bars = "".join(f"M{x:.1f} {yb:.1f}V{yt:.1f}h{bar_width:.1f}V{yb:.1f}z"
+                       for x, yt, yb, v in zip(xs, y_top, y_bottom, values) if v > 0)
+        parts.append(f'<path d="{bars}" fill="{colour}"/>')
+        bottom += values
+    parts += _legend(axes, [(label, colour, "point") for label, colour, _ in series])
+    return _svg(width, height, parts, description)
+
+
+def _nice_ticks(high, count=5):
+    """About `count` round tick values from 0 to high."""
+    if high <= 0:
+        return [0.0]
+    step = 10 ** math.floor(math.log10(high / count))
+    for factor in (1, 2, 5, 10):
+        if high / (step * factor) <= count:
+            step *= factor
+            break
+    return [i * step for i in range(int(high / step) + 1)]
