@@ -13,6 +13,8 @@ Shared fixtures for tests that run real programs under the real recorder:
                    variables, plus env (an LD_PRELOAD given there is kept in front of the
                    recorder). Returns the subprocess.CompletedProcess with text stdout and stderr
                    captured; never raises on a non-zero exit status.
+    ioassess       ioassess(*args, cwd=None, env=None) runs the installed command line as a user
+                   does (python -m ioassess from a directory without a source tree).
 """
 import os
 import pathlib
@@ -24,17 +26,18 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:] = [entry for entry in sys.path if pathlib.Path(entry or ".").resolve() != REPO]
 
-import ioassess  # noqa: E402  (after the path fix above)
+import ioassess as installed_package  # noqa: E402  (after the path fix above)
 
 RUN_TIMEOUT_S = 300
-if pathlib.Path(ioassess.__file__).resolve().is_relative_to(REPO):
-    raise RuntimeError(f"the tests must import the installed ioassess, not {ioassess.__file__}: "
+JOB_ID_VARIABLES = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID")
+if pathlib.Path(installed_package.__file__).resolve().is_relative_to(REPO):
+    raise RuntimeError(f"the tests must import the installed ioassess, not {installed_package.__file__}: "
                        "run `make test` (or `pip install .` first)")
 
 
 @pytest.fixture(scope="session")
 def recorder_lib():
-    installed = ioassess.recorder_library_path()
+    installed = installed_package.recorder_library_path()
     if not os.path.isfile(installed):
         pytest.fail(f"{installed} is missing: install the package with `pip install .` (make test does)")
     return installed
@@ -51,4 +54,18 @@ def run_recorded(recorder_lib):
         full_env["IOASSESS_TRACE_DIR"] = os.path.abspath(trace_dir)
         return subprocess.run([str(arg) for arg in cmd], env=full_env, capture_output=True, text=True,
                               timeout=RUN_TIMEOUT_S)
+    return run
+
+
+@pytest.fixture
+def ioassess(recorder_lib):
+    """ioassess(*args, cwd=None, env=None) runs the installed CLI as a user does (python -m ioassess
+    from a directory without a source tree), with no batch-system or recorder variables from
+    outside."""
+    def run(*args, cwd=None, env=None, **popen_options):
+        base = {k: v for k, v in os.environ.items()
+                if k not in JOB_ID_VARIABLES and k != "LD_PRELOAD" and not k.startswith("IOASSESS_")}
+        full_env = {**base, **(env or {})}
+        return subprocess.run([sys.executable, "-m", "ioassess", *map(str, args)], cwd=cwd or "/", env=full_env,
+                              capture_output=True, text=True, timeout=300, **popen_options)
     return run

@@ -3,30 +3,12 @@ import json
 import os
 import re
 import stat
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from ioassess import read_trace_dir, totals
 from ioassess import traceformat as tf
-
-JOB_ID_VARIABLES = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID")
-
-
-@pytest.fixture
-def ioassess(recorder_lib):
-    """ioassess(*args, cwd=None, env=None) runs the installed CLI as a user does (python -m ioassess
-    from a directory without a source tree), with no batch-system or recorder variables from
-    outside."""
-    def run(*args, cwd=None, env=None, **popen_options):
-        base = {k: v for k, v in os.environ.items()
-                if k not in JOB_ID_VARIABLES and k != "LD_PRELOAD" and not k.startswith("IOASSESS_")}
-        full_env = {**base, **(env or {})}
-        return subprocess.run([sys.executable, "-m", "ioassess", *map(str, args)], cwd=cwd or "/", env=full_env,
-                              capture_output=True, text=True, timeout=300, **popen_options)
-    return run
 
 
 def stderr_lines(result):

@@ -1,0 +1,172 @@
+"""The report, end to end: real workloads under `ioassess run`, then `ioassess report` as users
+run it; the assessment is read back from its JSON."""
+import json
+import os
+import signal
+import subprocess
+
+import pytest
+
+from ioassess.models.training import workload_program_path
+
+FILE_BYTES = 512 << 20   # 8192 slots of READ_BYTES: few reads find a page an earlier read brought in
+READ_BYTES = 64 << 10
+READS = 1000
+
+
+def read_json(path):
+    def refuse(constant):
+        raise AssertionError(f"{path}: {constant} is not JSON")
+    with open(path) as f:
+        return json.load(f, parse_constant=refuse)
+
+
+def random_reads(ioassess, data_file, trace_dir):
+    """READS random 64 KiB preads of data_file under `ioassess run`; its assessment."""
+    result = ioassess("run", "--trace-dir", trace_dir, "--", workload_program_path(), "--file", data_file,
+                      "--op", "read", "--size", READ_BYTES, "--file-layout", "rnd", "--repeats", READS,
+                      "--mem-buffer", "1m", "--seed", 7)
+    assert result.returncode == 0, result.stderr
+    return read_json(trace_dir / "assessment.json")
+
+
+def evict(path):
+    """Drop the file from the page cache and check that it is gone."""
+    if os.geteuid() == 0:
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+    else:
+        subprocess.run([workload_program_path(), "--evict", path], check=True, capture_output=True)
+    out = subprocess.run([workload_program_path(), "--resident", path], check=True, capture_output=True,
+                         text=True).stdout
+    assert float(out.split()[0].split("=")[1]) < 0.01, out
+
+
+def class_shares(assessment, direction):
+    rows = [r for r in assessment["classes"] if r["direction"] == direction]
+    ops = sum(r["ops"] for r in rows)
+    return {r["class"]: r["ops"] / ops for r in rows}
+
+
+@pytest.fixture(scope="module")
+def data_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("data") / "data.bin"
+    block = os.urandom(16 << 20)
+    with open(path, "wb") as f:
+        for _ in range(FILE_BYTES // len(block)):
+            f.write(block)
+    return path
+
+
+def test_cached_reads_lose_nothing_and_uncached_reads_lose_time(ioassess, data_file, tmp_path):
+    with open(data_file, "rb") as f:
+        while f.read(16 << 20):
+            pass
+    cached = random_reads(ioassess, data_file, tmp_path / "cached")
+    evict(str(data_file))
+    uncached = random_reads(ioassess, data_file, tmp_path / "uncached")
+
+    assert class_shares(cached, "read").get("cached", 0) >= 0.9, cached["classes"]
+    assert class_shares(uncached, "read").get("uncached", 0) >= 0.8, uncached["classes"]
+    head_cached, head_uncached = cached["headline"], uncached["headline"]
+    # near zero: a single op delayed by a few ms (the VM's scheduling) may weigh as much as all
+    # the other cached reads together, so the bound is relative to the uncached run
+    assert head_uncached["lost_low_s"] >= 0.5 * head_uncached["io_s"], head_uncached
+    assert head_cached["lost_high_s"] <= 0.1 * head_uncached["lost_low_s"], (head_cached, head_uncached)
+    assert not head_cached["estimate"] and cached["tier"] == "ops"
+    (top,) = [f for f in uncached["top_files"] if f["name"] == str(data_file)]
+    assert top["ops"] == READS and top["bytes"] == READS * READ_BYTES
+    assert top["pattern"]["read_share"] == 1.0 and top["pattern"]["sequential_share"] < 0.1
+    assert uncached["recommendations"][0]["title"] == "Most lost time is uncached I/O"
+    html = (tmp_path / "uncached" / "report.html").read_text()
+    assert str(data_file) in html and "uncached" in html
+
+
+def test_report_command_writes_html_and_json(ioassess, tmp_path):
+    trace_dir = tmp_path / "traces"
+    assert ioassess("run", "--trace-dir", trace_dir, "--", "sh", "-c", "cat /etc/passwd >/dev/null").returncode == 0
+    result = ioassess("report", trace_dir, "-o", tmp_path / "r.html", "--json", tmp_path / "a.json",
+                      "--model", "mistral-lustre-2015")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines()[-1] == f"ioassess: wrote {tmp_path / 'r.html'} and {tmp_path / 'a.json'}"
+    assessment = read_json(tmp_path / "a.json")
+    assert assessment["format"] == "ioassess-assessment" and assessment["model"]["name"] == "mistral-lustre-2015"
+    assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".part")]
+
+
+def test_run_writes_the_report_also_when_the_command_fails(ioassess, tmp_path):
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", "sh", "-c", "cat /etc/hostname; exit 5")
+    assert result.returncode == 5
+    assessment = read_json(tmp_path / "t" / "assessment.json")
+    assert assessment["job"]["processes_recorded"] >= 2
+    assert (tmp_path / "t" / "report.html").stat().st_size > 0
+
+
+def bad_input(directory, kind):
+    """A path that is not a usable input, of the given kind."""
+    path = directory / {"missing": "missing", "empty directory": "empty", "not a trace": "x.iot",
+                        "unknown kind": "notes.txt"}[kind]
+    if kind == "empty directory":
+        path.mkdir()
+    elif kind != "missing":
+        path.write_text("not a trace at all, just some text")
+    return path
+
+
+@pytest.mark.parametrize("kind, problem", [
+    ("missing", "no such file or directory"),
+    ("empty directory", "no trace files (*.iot) in this directory"),
+    ("not a trace", "bad magic"),
+    ("unknown kind", "not a trace directory"),
+])
+def test_bad_input_gets_one_line_naming_it_and_exit_2(ioassess, tmp_path, kind, problem):
+    path = bad_input(tmp_path, kind)
+    (tmp_path / "report.html").write_text("an earlier report")
+    result = ioassess("report", path, "-o", tmp_path / "report.html")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"ioassess: {path}") and problem in line
+    assert (tmp_path / "report.html").read_text() == "an earlier report"
+
+
+def test_unknown_model_gets_one_line_and_exit_2(ioassess, tmp_path):
+    trace_dir = tmp_path / "traces"
+    ioassess("run", "--trace-dir", trace_dir, "--", "true")
+    result = ioassess("report", trace_dir, "--model", "no-such-model", "-o", tmp_path / "r.html")
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1
+    assert "no-such-model.json: no such model file (available models:" in result.stderr
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_ops_past_the_record_cap_are_estimated_as_an_interval(ioassess, tmp_path):
+    data = tmp_path / "data"
+    data.write_bytes(os.urandom(4 << 20))
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", "dd", f"if={data}", "of=/dev/null", "bs=4k",
+                      env={"IOASSESS_MAX_RECORDS": "100"})
+    assert result.returncode == 0
+    assessment = read_json(tmp_path / "t" / "assessment.json")
+    assert assessment["tier"] == "mixed" and assessment["headline"]["estimate"]
+    estimated = [r for r in assessment["classes"] if r["class"] == "counters (estimate)"]
+    per_op = [r for r in assessment["classes"] if r["class"] != "counters (estimate)"]
+    # dd's reads: 1024 blocks of 4 KiB and one at the end of the file (writes to /dev/null are
+    # not recorded); the first 100 ops are kept one by one
+    assert sum(r["ops"] for r in per_op) == 100
+    assert sum(r["ops"] for r in estimated) == 1025 - 100 + sum(r["ops"] for r in per_op if r["direction"] != "read")
+    for row in estimated:
+        assert 0 <= row["lost_low_s"] <= row["lost_high_s"] <= row["seconds"] + 1e-12
+    head = assessment["headline"]
+    assert head["lost_low_s"] <= head["lost_high_s"] and head["if_cached_low_s"] <= head["if_cached_high_s"]
+
+
+def test_a_process_killed_midway_is_named_in_the_report(ioassess, tmp_path):
+    script = "dd if=/dev/zero of=/dev/null bs=1 count=100 2>/dev/null; kill -KILL $$"
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", "sh", "-c", script)
+    assert result.returncode == 128 + signal.SIGKILL
+    assessment = read_json(tmp_path / "t" / "assessment.json")
+    (killed,) = assessment["job"]["unfinished_processes"]
+    assert killed["pid"] > 0
+    html = (tmp_path / "t" / "report.html").read_text()
+    assert "1 process ended without finishing" in html and f"pid {killed['pid']}" in html
+
