@@ -2,8 +2,8 @@
 # each installs what it needs.
 PYTHON ?= python3
 PIP = $(PYTHON) -m pip --disable-pip-version-check
-# Debian packages the tests and the demo use (command:package).
-DEBIAN_TOOLS = sqlite3:sqlite3 git:git gzip:gzip tar:tar sha256sum:coreutils dd:coreutils
+# Debian packages the tests and the demo use (command:package); chromium opens the HTML report.
+DEBIAN_TOOLS = sqlite3:sqlite3 git:git gzip:gzip tar:tar sha256sum:coreutils dd:coreutils chromium:chromium
 
 .PHONY: all build install deps demo test bench validate clean
 
@@ -19,6 +19,7 @@ deps:
 	  echo "installing Debian packages:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 	@$(PYTHON) -c 'import pytest' 2>/dev/null || $(PIP) install --quiet 'pytest>=7'
+	@$(PYTHON) -c 'import websocket' 2>/dev/null || $(PIP) install --quiet websocket-client
 
 install:
 	$(PIP) install --quiet .

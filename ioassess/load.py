@@ -80,6 +80,7 @@ def job_from_traces(paths):
     files = [JobFile(name=traceset.files[i].name, fs_type=FS_TYPES.get(traceset.files[i].fs_magic, ""))
              for i in file_ids]
     ops = _trace_op_columns(traceset.ops, file_ids, start_ns)
+    traceset.ops.clear()   # its columns may be views into the op records: let them go now
     totals, size_bins = _trace_summary_columns(traceset.summary, file_ids)
     ends = [p.end_ns for p in processes]
     last_op_end = float(np.max(ops["start_s"] + ops["duration_s"])) if len(ops["start_s"]) else 0.0
@@ -118,18 +119,20 @@ _DIRECTION_OF_OP = np.array([tf.DIRECTIONS.index(tf.OP_DIRECTION.get(op, "sync")
 
 
 def _trace_op_columns(ops, file_ids, start_ns):
+    """Job columns from TraceSet columns, contiguous (the trace's may be strided views)."""
+    contiguous = np.ascontiguousarray
     return {
         "process": ops["process"].astype(np.int32, copy=False),
         "file": np.searchsorted(np.array(file_ids, np.uint64), ops["file_id"]).astype(np.int32),
         "layer": np.full(len(ops["op"]), LAYERS.index("posix"), np.uint8),
         "direction": _DIRECTION_OF_OP[ops["op"]],
-        "offset": ops["offset"],
-        "size": ops["requested"].astype(np.int64),
-        "result": ops["result"],
+        "offset": contiguous(ops["offset"]),
+        "size": contiguous(ops["requested"]).view(np.int64),
+        "result": contiguous(ops["result"]),
         "start_s": (ops["start_ns"] - start_ns) / 1e9,
         "duration_s": ops["duration_ns"] / 1e9,
-        "buffer": ops["buffer"],
-        "tid": ops["tid"],
+        "buffer": contiguous(ops["buffer"]),
+        "tid": contiguous(ops["tid"]),
     }
 
 

@@ -212,52 +212,96 @@ def _read_traces(paths):
     return _assemble(good, errors)
 
 
+# Slots read at a time: memory holds the op records and one chunk, never the whole file.
+READ_CHUNK_SLOTS = 1 << 20
+# Slot types other than ops: few, kept as raw rows with their slot numbers.
+_RARE_TYPES = (tf.SlotType.FILE, tf.SlotType.NAME_PART, tf.SlotType.CLOCK)
+
+
 def _parse_trace_file(path):
-    data = _read_bytes(path)
-    header = _parse_header(path, data)
-    region = data[tf.HEADER_BYTES:]
-    types = region[::tf.SLOT_BYTES].copy()
-    table = np.empty(0, tf.SUMMARY_ENTRY_DTYPE)
-    if header["summary_offset"]:
-        first = (int(header["summary_offset"]) - tf.HEADER_BYTES) // tf.SLOT_BYTES
-        n_summary_slots = int(header["summary_entries"]) * tf.SUMMARY_ENTRY_DTYPE.itemsize // tf.SLOT_BYTES
-        table = region[first * tf.SLOT_BYTES:(first + n_summary_slots) * tf.SLOT_BYTES].view(tf.SUMMARY_ENTRY_DTYPE)
-        types[first:first + n_summary_slots] = tf.SlotType.EMPTY
-    in_use = np.flatnonzero(table["state"] == tf.SummaryState.IN_USE)
-    summary = table[in_use]
-    unknown = np.flatnonzero(types > max(tf.SlotType))
-    if len(unknown):
-        raise TraceFileError(path, f"corrupt: slot {unknown[0]} has unknown type {types[unknown[0]]}")
-    op_slots = np.flatnonzero(types == tf.SlotType.OP)
-    ops = region.view(tf.OP_RECORD_DTYPE)[op_slots]
-    _check_op_kinds(path, ops["op"], op_slots, "slot")
-    _check_op_kinds(path, summary["op"], in_use, "summary entry")
-    clocks = region.view(tf.CLOCK_RECORD_DTYPE)[types == tf.SlotType.CLOCK]
+    with _open_regular(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        header = _parse_header(path, _read_exactly(path, f, min(size, tf.HEADER_BYTES)), size)
+        summary_slots, summary = _read_summary(path, f, header)
+        ops, types, rare_slots, rare_rows = _read_slots(path, f, (size - tf.HEADER_BYTES) // tf.SLOT_BYTES,
+                                                        summary_slots)
+    _check_op_kinds(path, summary["op"], np.arange(len(summary)), "summary entry")
+    clocks = rare_rows[types[rare_slots] == tf.SlotType.CLOCK].view(tf.CLOCK_RECORD_DTYPE).ravel()
     starts = [(header["start_ticks"], header["start_monotonic_ns"])]
     ends = [(header["end_ticks"], header["end_monotonic_ns"])] if _has_ended(header) else []
     clock_pairs = np.concatenate([np.array(starts, np.uint64).reshape(-1, 2),
                                   np.stack([clocks["ticks"], clocks["monotonic_ns"]], axis=1),
                                   np.array(ends, np.uint64).reshape(-1, 2)])
-    return _ParsedTrace(path, header, ops, _parse_files(path, region, types), clock_pairs, summary)
+    return _ParsedTrace(path, header, ops, _parse_files(path, types, rare_slots, rare_rows), clock_pairs, summary)
 
 
-def _read_bytes(path):
+def _read_slots(path, f, n_slots, summary_slots):
+    """The op records (in slot order), the type of every slot, and the rare slots' numbers and
+    raw 64-byte rows; read chunk by chunk. Slots of the summary table count as EMPTY."""
+    ops = np.empty(n_slots, tf.OP_RECORD_DTYPE)   # pages beyond the ops found are never touched
+    types = np.empty(n_slots, np.uint8)
+    n_ops, rare_slots, rare_rows = 0, [], []
+    for first in range(0, n_slots, READ_CHUNK_SLOTS):
+        count = min(READ_CHUNK_SLOTS, n_slots - first)
+        chunk = _read_exactly(path, f, count * tf.SLOT_BYTES).reshape(count, tf.SLOT_BYTES)
+        chunk_types = types[first:first + count]
+        chunk_types[:] = chunk[:, 0]
+        in_summary = slice(max(summary_slots.start - first, 0), max(min(summary_slots.stop - first, count), 0))
+        chunk_types[in_summary] = tf.SlotType.EMPTY
+        unknown = np.flatnonzero(chunk_types > max(tf.SlotType))
+        if len(unknown):
+            raise TraceFileError(path, f"corrupt: slot {first + unknown[0]} has unknown type "
+                                       f"{chunk_types[unknown[0]]}")
+        op_rows = np.flatnonzero(chunk_types == tf.SlotType.OP)
+        records = chunk[op_rows].view(tf.OP_RECORD_DTYPE).ravel()
+        _check_op_kinds(path, records["op"], first + op_rows, "slot")
+        ops[n_ops:n_ops + len(records)] = records
+        n_ops += len(records)
+        rare = np.flatnonzero(np.isin(chunk_types, _RARE_TYPES))
+        rare_slots.append(first + rare)
+        rare_rows.append(chunk[rare])
+    return (ops[:n_ops], types, np.concatenate(rare_slots or [np.zeros(0, np.int64)]),
+            np.concatenate(rare_rows or [np.zeros((0, tf.SLOT_BYTES), np.uint8)]))
+
+
+def _read_summary(path, f, header):
+    """The slots the summary table occupies (a range) and its entries in use."""
+    offset, entries = int(header["summary_offset"]), int(header["summary_entries"])
+    if not offset:
+        return range(0), np.empty(0, tf.SUMMARY_ENTRY_DTYPE)
+    nbytes = entries * tf.SUMMARY_ENTRY_DTYPE.itemsize
+    f.seek(offset)
+    table = _read_exactly(path, f, nbytes).view(tf.SUMMARY_ENTRY_DTYPE)
+    f.seek(tf.HEADER_BYTES)
+    first = (offset - tf.HEADER_BYTES) // tf.SLOT_BYTES
+    return range(first, first + nbytes // tf.SLOT_BYTES), table[table["state"] == tf.SummaryState.IN_USE]
+
+
+def _open_regular(path):
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             raise TraceFileError(path, "not a regular file")
-        with open(path, "rb") as f:
-            return np.fromfile(f, dtype=np.uint8)
+        return open(path, "rb")
     except OSError as error:
         raise TraceFileError(path, f"cannot read: {error.strerror}") from None
 
 
-def _parse_header(path, data):
-    size = len(data)
+def _read_exactly(path, f, nbytes):
+    try:
+        data = f.read(nbytes)
+    except OSError as error:
+        raise TraceFileError(path, f"cannot read: {error.strerror}") from None
+    if len(data) != nbytes:
+        raise TraceFileError(path, "truncated while being read (the file shrank)")
+    return np.frombuffer(data, np.uint8)
+
+
+def _parse_header(path, data, size):
     if size >= len(tf.MAGIC) and data[:len(tf.MAGIC)].tobytes() != tf.MAGIC:
         raise TraceFileError(path, "not an ioassess trace (bad magic)")
     if size < tf.HEADER_BYTES:
         raise TraceFileError(path, f"truncated: {size} bytes, the header alone needs {tf.HEADER_BYTES}")
-    header = data[:tf.HEADER_DTYPE.itemsize].view(tf.HEADER_DTYPE)[0]
+    header = data[:tf.HEADER_DTYPE.itemsize].copy().view(tf.HEADER_DTYPE)[0]
     # The byte order mark first: with the wrong byte order every other number is wrong too.
     if header["byte_order_mark"] != tf.BYTE_ORDER_MARK:
         raise TraceFileError(path, f"byte order mark is 0x{header['byte_order_mark']:08x}, not "
@@ -300,13 +344,14 @@ def _check_op_kinds(path, op_codes, positions, what):
         raise TraceFileError(path, f"corrupt: {what} {positions[bad[0]]} has unknown op kind {op_codes[bad[0]]}")
 
 
-def _parse_files(path, region, types):
-    """file_id -> FileInfo of the FILE slots, each with the name from its NAME_PART slots."""
-    records = region.view(tf.FILE_RECORD_DTYPE)
-    parts = region.view(tf.NAME_PART_DTYPE)["bytes"]
+def _parse_files(path, types, rare_slots, rare_rows):
+    """file_id -> FileInfo of the FILE slots, each with the name from its NAME_PART slots (rare
+    rows are in slot order, so a FILE row's name parts are the rows after it)."""
+    records = rare_rows.view(tf.FILE_RECORD_DTYPE).ravel()
+    parts = rare_rows.view(tf.NAME_PART_DTYPE).ravel()["bytes"]
     files = {}
-    for slot in np.flatnonzero(types == tf.SlotType.FILE):
-        record = records[slot]
+    for row in np.flatnonzero(types[rare_slots] == tf.SlotType.FILE):
+        slot, record = int(rare_slots[row]), records[row]
         name_bytes = int(record["name_bytes"])
         n_parts = -(-name_bytes // tf.NAME_PART_BYTES)
         if slot + n_parts >= len(types):
@@ -315,7 +360,7 @@ def _parse_files(path, region, types):
             raise TraceFileError(path, f"corrupt: FILE slot {slot} is not followed by its {n_parts} NAME_PART slots")
         file_id = int(record["file_id"])
         if file_id not in files:
-            name = parts[slot + 1:slot + 1 + n_parts].tobytes()[:name_bytes]
+            name = parts[row + 1:row + 1 + n_parts].tobytes()[:name_bytes]
             files[file_id] = FileInfo(file_id, name.decode("utf-8", "backslashreplace"), int(record["mode"]),
                                       int(record["device"]), int(record["inode"]), int(record["fs_magic"]))
     return files
@@ -379,8 +424,9 @@ def _assemble(good, errors):
         for file_id, info in trace.files.items():
             files.setdefault(file_id, info)
     ops = _concatenate(op_tables)
-    order = np.lexsort((ops["start_ns"], ops["process"]))
-    ops = {name: column[order] for name, column in ops.items()}
+    if not _sorted_by_process_and_start(ops):   # several threads' extents interleave
+        order = np.lexsort((ops["start_ns"], ops["process"]))
+        ops = {name: column[order] for name, column in ops.items()}
     summary = _concatenate(summary_tables)
     for file_id in np.unique(np.concatenate([ops["file_id"], summary["file_id"]])).tolist():
         if file_id not in files:
@@ -390,7 +436,17 @@ def _assemble(good, errors):
 
 
 def _concatenate(tables):
+    """One table of the tables' rows; a single non-empty table is returned as it is (a trace's
+    columns can be views into its op records: no copy of millions of rows)."""
+    non_empty = [table for table in tables if len(next(iter(table.values())))]
+    if len(non_empty) == 1:
+        return non_empty[0]
     return {name: np.concatenate([table[name] for table in tables]) for name in tables[0]}
+
+
+def _sorted_by_process_and_start(ops):
+    process, start = ops["process"], ops["start_ns"]
+    return bool(np.all((process[1:] > process[:-1]) | ((process[1:] == process[:-1]) & (start[1:] >= start[:-1]))))
 
 
 def _op_columns(process, records, start_ticks, start_ns, ns_per_tick):

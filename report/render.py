@@ -2,6 +2,7 @@
 template (templates/report.html.j2). One self-contained page: plots are inline SVG, styles
 inline, no script and no external resource; its size does not grow with the number of ops (the
 assessment carries a bounded sample and binned series)."""
+import math
 import os
 
 import markupsafe
@@ -52,20 +53,38 @@ def timeline_plot(assessment):
         "I/O time per interval by class"))
 
 
+def provenance_rows(provenance):
+    """(field, text) rows of a model's provenance; nested objects as `key: value` pairs."""
+    def text(value):
+        if isinstance(value, dict):
+            return "; ".join(f"{key}: {text(item)}" for key, item in value.items())
+        if isinstance(value, (list, tuple)):
+            return ", ".join(text(item) for item in value)
+        return str(value)
+    return [(key, text(value)) for key, value in provenance.items()]
+
+
 def page_data(assessment):
-    return {"a": assessment,
+    return {"a": assessment, "provenance": provenance_rows(assessment["model"]["provenance"]),
             "plots": {"scatter": [p for p in (scatter_plot(assessment, d) for d in ("read", "write")) if p],
                       "timeline": timeline_plot(assessment)}}
 
 
 def seconds_text(value):
-    """1.23 s, 45.6 ms, 7.8 µs; "–" for None."""
+    """Three significant digits in the unit that fits: 1.23 h, 45.6 min, 7.80 s, 12.0 ms, 3.40 µs."""
     if value is None:
         return "–"
-    magnitude = abs(value)
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if magnitude >= scale or unit == "µs":
-            return f"{value / scale:.3g} {unit}"
+    rounded = abs(float(f"{value:.3g}"))   # so that 999.96 ms is 1.00 s, not 1000 ms
+    for unit, scale in (("h", 3600.0), ("min", 60.0), ("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if rounded >= scale * (1 - 1e-9) or unit == "ns":
+            return f"{_three_digits(value / scale)} {unit}"
+
+
+def _three_digits(number):
+    if number == 0:
+        return "0"
+    decimals = max(0, 2 - math.floor(math.log10(abs(float(f"{number:.3g}")))))
+    return f"{number:.{decimals}f}"
 
 
 def bytes_text(value):

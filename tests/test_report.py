@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from ioassess.models.training import workload_program_path
+from ioassess.report.render import seconds_text
 
 FILE_BYTES = 512 << 20   # 8192 slots of READ_BYTES: few reads find a page an earlier read brought in
 READ_BYTES = 64 << 10
@@ -170,3 +171,11 @@ def test_a_process_killed_midway_is_named_in_the_report(ioassess, tmp_path):
     html = (tmp_path / "t" / "report.html").read_text()
     assert "1 process ended without finishing" in html and f"pid {killed['pid']}" in html
 
+
+
+@pytest.mark.parametrize("seconds, text", [
+    (86400, "24.0 h"), (3600, "1.00 h"), (59.99, "1.00 min"), (100.4, "1.67 min"), (12.3456, "12.3 s"),
+    (0.9996, "1.00 s"), (0.0999, "99.9 ms"), (0.0009996, "1.00 ms"), (0.00161, "1.61 ms"), (1.5e-7, "150 ns"),
+    (0, "0 ns"), (None, "–")])
+def test_durations_read_as_three_digits_in_the_unit_that_fits(seconds, text):
+    assert seconds_text(seconds) == text
