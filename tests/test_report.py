@@ -179,3 +179,18 @@ def test_a_process_killed_midway_is_named_in_the_report(ioassess, tmp_path):
     (0, "0 ns"), (None, "–")])
 def test_durations_read_as_three_digits_in_the_unit_that_fits(seconds, text):
     assert seconds_text(seconds) == text
+
+
+def test_a_trace_of_ten_million_ops_gives_a_report_under_3_mb(ioassess, tmp_path):
+    data = tmp_path / "data"
+    data.write_bytes(os.urandom(1 << 20))
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", workload_program_path(), "--file", data,
+                      "--size", 1, "--file-layout", "rnd", "--repeats", 10_000_000, "--mem-buffer", "1m",
+                      env={"IOASSESS_MAX_RECORDS": str(20_000_000)})
+    assert result.returncode == 0, result.stderr
+    assessment = read_json(tmp_path / "t" / "assessment.json")
+    assert assessment["scatter"]["ops_total"] >= 10_000_000 and assessment["tier"] == "ops"
+    size = (tmp_path / "t" / "report.html").stat().st_size
+    assert 10_000 < size < 3 << 20
+    html = (tmp_path / "t" / "report.html").read_text()
+    assert f"{len(assessment['scatter']['size'])} of {assessment['scatter']['ops_total']} ops drawn" in html
