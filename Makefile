@@ -31,16 +31,19 @@ demo: deps install
 	rm -rf $(DEMO_DIR) && mkdir -p $(DEMO_DIR)/work
 	cd $(DEMO_DIR) && $(PYTHON) -m ioassess run --trace-dir traces -- sh ../demo/workload.sh work
 	cd $(DEMO_DIR) && $(PYTHON) -m ioassess show traces
+	@echo "the report: $(DEMO_DIR)/traces/report.html"
 
 test: deps install
 	$(MAKE) -C tests/progs
 	$(PYTHON) -m pytest -q tests
 
 bench: deps install
+	@$(PYTHON) -c 'import drishti' 2>/dev/null || $(PIP) install --quiet 'drishti-io==0.8'
 	$(MAKE) -C bench
 	$(PYTHON) bench/overhead.py
 	$(PYTHON) bench/models_density.py
 	$(PYTHON) bench/models_classify.py
+	$(PYTHON) bench/report.py
 
 # Trains the quick profile and checks it on held-out workloads (minutes; docs/cause-models.md).
 validate: deps install
