@@ -444,8 +444,10 @@ def recommendations(a):
     uncached = by_class["uncached"]
     if uncached["lost"] > 0 and lost_mid > 0 and uncached["lost"] >= 0.5 * lost_mid:
         found.append({"title": "Most lost time is uncached I/O",
-                      "text": "Ops went to the storage device instead of the page cache. Larger, sequential "
-                              "requests, reading data once, or a staging copy in fast storage reduce this.",
+                      "text": "Reads went to the storage device instead of the page cache; writes waited for "
+                              "the device (partial pages of uncached files are read first) or for new page-cache "
+                              "memory. Larger, aligned, sequential requests, reading data once, or a staging "
+                              "copy in fast storage reduce this.",
                       "numbers": {"uncached_ops": uncached["ops"], "uncached_s": uncached["seconds"],
                                   "lost_s": uncached["lost"]}})
     slow = by_class["slow"]
