@@ -43,6 +43,7 @@ _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _RELATIVE_TOLERANCE = 1e-12
 _MAX_ITERATIONS = 100
 _MAX_HALVINGS = 60
+_QUADRATIC_REGION = 1e-6  # Cauchy: a Newton step this small (relative to the scale) is taken as is
 _MAX_SHAPE = 1e8  # a Weibull or Gamma shape beyond this is a spike: no fit
 _CAUCHY_START_POINTS = 5000  # the Cauchy fit starts from a fit to about this many values
 
@@ -266,12 +267,17 @@ def _cauchy_maximise(values, upper, start):
     log_likelihood = _truncated_cauchy_log_likelihood(values, upper, location, scale)
     for _ in range(_MAX_ITERATIONS):
         gradient, hessian = _cauchy_derivatives(values, upper, location, scale)
-        if hessian[0, 0] < 0 and np.linalg.det(hessian) > 0:
+        newton = hessian[0, 0] < 0 and np.linalg.det(hessian) > 0
+        if newton:
             step = -scale * np.linalg.solve(hessian, gradient)
         else:
             step = scale * gradient / np.maximum(np.abs(np.diag(hessian)), 1e-300)
         if np.all(np.abs(step) <= _RELATIVE_TOLERANCE * scale):
             return _fitted((location + step[0], scale + step[1]), (scale + step[1],))
+        if newton and np.all(np.abs(step) <= _QUADRATIC_REGION * scale):
+            # so close that the likelihood gain is below its rounding: Newton converges here
+            location, scale = location + step[0], scale + step[1]
+            continue
         for _ in range(_MAX_HALVINGS):
             if scale + step[1] > 0:
                 new_log_likelihood = _truncated_cauchy_log_likelihood(values, upper, location + step[0], scale + step[1])
