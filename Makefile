@@ -20,6 +20,7 @@ deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 	@$(PYTHON) -c 'import pytest' 2>/dev/null || $(PIP) install --quiet 'pytest>=7'
 	@$(PYTHON) -c 'import websocket' 2>/dev/null || $(PIP) install --quiet websocket-client
+	@$(PYTHON) -c 'import powerlaw' 2>/dev/null || $(PIP) install --quiet powerlaw
 
 install:
 	$(PIP) install --quiet .
@@ -44,6 +45,7 @@ bench: deps install
 	$(PYTHON) bench/models_density.py
 	$(PYTHON) bench/models_classify.py
 	$(PYTHON) bench/report.py
+	$(PYTHON) bench/tails.py
 
 # Trains the quick profile and checks it on held-out workloads (minutes; docs/cause-models.md).
 validate: deps install

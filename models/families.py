@@ -280,7 +280,8 @@ def _cauchy_maximise(values, upper, start):
             continue
         for _ in range(_MAX_HALVINGS):
             if scale + step[1] > 0:
-                new_log_likelihood = _truncated_cauchy_log_likelihood(values, upper, location + step[0], scale + step[1])
+                new_log_likelihood = _truncated_cauchy_log_likelihood(values, upper, location + step[0],
+                                                                      scale + step[1])
                 if new_log_likelihood >= log_likelihood:
                     break
             step = 0.5 * step
@@ -318,7 +319,8 @@ def _cauchy_derivatives(values, upper, location, scale):
         first = density / mass  # d ln F / du
         second = -2.0 * u * density / (1.0 + u * u) / mass - first * first
         gradient += count * np.array([first, first * u])
-        hessian -= count * np.array([[second, second * u + first], [second * u + first, second * u * u + 2.0 * first * u]])
+        mixed = second * u + first
+        hessian -= count * np.array([[second, mixed], [mixed, second * u * u + 2.0 * first * u]])
     return gradient, hessian
 
 

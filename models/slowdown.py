@@ -65,9 +65,9 @@ class Slowdown:
         return sum(self.excluded.values())
 
     def as_dict(self):
+        starts = self.origin_seconds + self.interval_seconds * np.arange(self.interval_count)
         return {"origin_seconds": finite_or_none(self.origin_seconds), "interval_seconds": self.interval_seconds,
-                "interval_count": self.interval_count,
-                "interval_starts_seconds": finite_list(self.origin_seconds + self.interval_seconds * np.arange(self.interval_count)),
+                "interval_count": self.interval_count, "interval_starts_seconds": finite_list(starts),
                 "quantiles": dict(zip(QUANTILE_NAMES, QUANTILES)),
                 "kinds": {kind.kind: kind.as_dict() for kind in self.kinds},
                 "count": self.count, "excluded_count": self.excluded_count, "excluded": dict(self.excluded)}
@@ -116,7 +116,7 @@ def slowdown_by_interval(start_seconds, observed_seconds, expected_seconds, kind
 
 def automatic_interval_seconds(span_seconds):
     """span / TARGET_INTERVALS rounded to the nearest (in log) of 1, 2, 5 times a power of
-    ten, and at least MIN_INTERVAL_SECONDS: 32 to 79 intervals over longer spans."""
+    ten, and at least MIN_INTERVAL_SECONDS: 32 to 80 intervals over longer spans."""
     raw = span_seconds / TARGET_INTERVALS
     if not raw > MIN_INTERVAL_SECONDS:
         return MIN_INTERVAL_SECONDS

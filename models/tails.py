@@ -248,8 +248,8 @@ class TailAnalysis:
 
 def analyse_durations(seconds, server_counts=DEFAULT_SERVER_COUNTS):
     """The tail analysis of durations in seconds (any shape; NaN, negative values and values
-    above MAX_DURATION_SECONDS, infinite included, are left out and counted). server_counts: the n of the order statistics, positive integers
-    (ValueError otherwise)."""
+    above MAX_DURATION_SECONDS, infinite included, are left out and counted). server_counts:
+    the n of the order statistics, positive integers (ValueError otherwise)."""
     counts = _server_counts(server_counts)
     durations, excluded = _valid_sorted(seconds)
     if durations.size < MIN_POINTS:
@@ -286,11 +286,13 @@ def _split_analysis(durations, pivot, counts, common):
     best = _least_bic(candidates)
     if best.params is None:
         return None
-    log_likelihood = head_count * math.log(head_weight) + NORMAL.log_likelihood(head_values, head) + best.log_likelihood
+    log_likelihood = (head_count * math.log(head_weight) + NORMAL.log_likelihood(head_values, head)
+                      + best.log_likelihood)
     free_parameters = NORMAL.free_parameters + best.family.free_parameters + 2
     normal = NORMAL.fit(durations)
     normal_log_likelihood = -math.inf if normal is None else NORMAL.log_likelihood(durations, normal)
-    if free_parameters * math.log(size) - 2 * log_likelihood >= NORMAL.free_parameters * math.log(size) - 2 * normal_log_likelihood:
+    if (free_parameters * math.log(size) - 2 * log_likelihood
+            >= NORMAL.free_parameters * math.log(size) - 2 * normal_log_likelihood):
         return None
     model = best.model(head, head_weight)
     head_fits = tuple(_head_fit(family, head_values, pivot) for family in HEAD_FAMILIES)
@@ -319,14 +321,18 @@ def _head_weight(head, pivot, head_share):
 @dataclass(frozen=True, eq=False)
 class _TailCandidate:
     """A tail family fitted to the tail group of a split (params None: not converged), with the
-    mixture's log density at each tail value, and each value's probability of being in the
-    tail (its responsibility)."""
+    mixture's log density at each tail value and its tail part (the tail's weight times its
+    density), and so each value's probability of being in the tail (its responsibility)."""
 
     family: object
     sample: TailSample
     params: "tuple | None" = None
     log_density: "np.ndarray | None" = None
-    responsibility: "np.ndarray | None" = None
+    tail_log_density: "np.ndarray | None" = None
+
+    @cached_property
+    def responsibility(self):
+        return np.exp(self.tail_log_density - self.log_density)
 
     @cached_property
     def log_likelihood(self):
@@ -364,8 +370,8 @@ def _tail_candidates(sample, head, head_weight, refine):
 def _mixture_fit(family, sample, head_log_density, log_tail_weight, refine):
     def evaluate(params):
         tail_log_density = log_tail_weight + family.logpdf(sample.values, params)
-        log_density = np.logaddexp(head_log_density, tail_log_density)
-        return _TailCandidate(family, sample, params, log_density, np.exp(tail_log_density - log_density))
+        return _TailCandidate(family, sample, params, np.logaddexp(head_log_density, tail_log_density),
+                              tail_log_density)
 
     params = family.fit(sample)
     if params is None:
@@ -395,14 +401,12 @@ def _least_bic_name(fits):
 def _head_fit(family, values, upper):
     """family fitted to the sorted values as truncated to x <= upper, and evaluated so."""
     params = family.fit(values, upper)
-    if params is None:
-        return FamilyFit(family.name, False)
-    log_mass = math.log(float(family.cdf(upper, params)))
-    log_likelihood = family.log_likelihood(values, params) - values.size * log_mass
+    mass = 0.0 if params is None else float(family.cdf(upper, params))
+    log_likelihood = family.log_likelihood(values, params) - values.size * math.log(mass) if mass > 0 else -math.inf
     if not math.isfinite(log_likelihood):
         return FamilyFit(family.name, False)
     return FamilyFit(family.name, True, dict(zip(family.parameter_names, params)),
-                     ks_distance(family.cdf(values, params) / math.exp(log_mass)), log_likelihood,
+                     ks_distance(family.cdf(values, params) / mass), log_likelihood,
                      family.free_parameters * math.log(values.size) - 2 * log_likelihood)
 
 

@@ -180,7 +180,7 @@ def test_order_statistics_agree_with_monte_carlo(family):
     assert reported.server_counts[:9] == (1, 2, 4, 8, 16, 32, 64, 128, 256)
     assert reported.expected_max_seconds[:9] == pytest.approx(computed[np.array(reported.server_counts[:9]) - 1],
                                                               rel=1e-12)
-    assert reported.ratio_to_median == pytest.approx(np.array(reported.expected_max_seconds) / reported.median_seconds)
+    assert reported.ratio_to_median == pytest.approx(np.divide(reported.expected_max_seconds, reported.median_seconds))
     assert reported.median_seconds == pytest.approx(float(model.ppf(0.5)))
 
 
@@ -222,7 +222,8 @@ def test_family_functions_match_scipy(family, params, reference):
     assert family.ppf(probabilities[1:], params) == pytest.approx(reference.ppf(probabilities[1:]), rel=1e-9)
 
 
-SCIPY_FITS = [(LOG_NORMAL, stats.lognorm), (EXPONENTIAL, stats.expon), (WEIBULL, stats.weibull_min), (GAMMA, stats.gamma)]
+SCIPY_FITS = [(LOG_NORMAL, stats.lognorm), (EXPONENTIAL, stats.expon), (WEIBULL, stats.weibull_min),
+              (GAMMA, stats.gamma)]
 
 
 @pytest.mark.parametrize("family, scipy_family", SCIPY_FITS, ids=[f[0].name for f in SCIPY_FITS])
@@ -306,9 +307,9 @@ def test_tail_share_of_time_and_model_consistency():
     above = durations[durations > analysis.pivot_seconds]
     assert analysis.tail_count == above.size
     assert analysis.tail_time_share == pytest.approx(above.sum() / durations.sum(), rel=0.01)
+    empirical = np.arange(1, durations.size + 1) / durations.size
     assert analysis.model_ks_distance == pytest.approx(
-        float(np.max(np.abs(analysis.model().cdf(np.sort(durations)) - np.arange(1, durations.size + 1) / durations.size))),
-        abs=1 / durations.size)
+        float(np.max(np.abs(analysis.model().cdf(np.sort(durations)) - empirical))), abs=1 / durations.size)
     assert analysis.head_family == "normal"
     assert [fit.family for fit in analysis.tail_fits] == [family.name for family in TAIL_FAMILIES]
     assert all(fit.converged and 0 < fit.ks_distance < 1 for fit in analysis.tail_fits)
