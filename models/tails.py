@@ -11,10 +11,11 @@ The model (HeadTailModel) is a mixture: a Normal head with weight w and a tail f
 below the pivot) is the head's Normal truncated at the pivot, so the Normal is fitted to it as
 such, and w = (head share) / Phi((pivot - mean) / sd): the Normal's few durations above the pivot
 are part of the model, and the tail fits weigh each tail duration by the probability that it
-belongs to the tail (EM with the head fixed). The pivot minimises the Kolmogorov-Smirnov distance
-between the durations and the model with the best tail family (least BIC). It is searched over
-tail counts on a logarithmic grid, then refined twice between the best count's neighbours, on
-the sorted durations (thinned to every m-th order statistic beyond SEARCH_POINTS, with the tail
+belongs to the tail (EM with the head fixed). The pivot minimises the Kolmogorov-Smirnov
+distances of the head and the tail group to the model with the best tail family (least BIC),
+each scaled by the square root of the group's size (split_distance). It is searched over tail
+counts on a logarithmic grid, then refined twice between the best count's neighbours, on the
+sorted durations (thinned to every m-th order statistic beyond SEARCH_POINTS, with the tail
 families fitted without EM); the final fits use all durations.
 """
 import math
@@ -413,8 +414,8 @@ def _head_fit(family, values, upper):
 # ---- the pivot ----
 
 def find_pivot(durations):
-    """The pivot (a duration; the head group is at or below it) whose model has the least KS
-    distance to the sorted, valid durations, or None when no split can be fitted. Grid:
+    """The pivot (a duration; the head group is at or below it) whose split has the least
+    split_distance to the sorted, valid durations, or None when no split can be fitted. Grid:
     GRID_POINTS tail counts from MIN_GROUP_POINTS to MAX_TAIL_FRACTION of the (thinned)
     durations, evenly spaced in log; then REFINE_ROUNDS times REFINE_POINTS counts between the
     best count's neighbours."""
@@ -430,7 +431,7 @@ def find_pivot(durations):
 
 
 class _PivotSearch:
-    """The KS distance of the model of each split of sorted values, by tail count. Head means
+    """The split_distance of the model of each split of sorted values. Head means
     and variances come from prefix sums (of the values minus their median, so that the variance
     does not cancel away); each split is evaluated once."""
 
@@ -448,7 +449,7 @@ class _PivotSearch:
         return int(np.searchsorted(self.values, self.values[head_count - 1], side="right"))
 
     def best(self, tail_counts):
-        """The tail count among tail_counts whose split has the least KS distance."""
+        """The tail count among tail_counts whose split has the least distance."""
         return min(tail_counts, key=lambda tail_count: self.distance(self.head_count(tail_count)))
 
     def pivot(self, tail_count):
