@@ -18,6 +18,7 @@ import numpy as np
 
 from ioassess.job import DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS
 from ioassess.models.causes import CLASSES, LAYOUT_UNKNOWN, cached_typical_seconds, classify, memory_layout_codes
+from ioassess.models.slowdown import slowdown_by_interval
 
 FORMAT = "ioassess-assessment"
 FORMAT_VERSION = 1
@@ -29,6 +30,11 @@ IO_LAYERS = (LAYERS.index("posix"), LAYERS.index("stdio"))
 TOP_FILES = 20
 TIMELINE_BINS = 100
 SCATTER_POINTS = 4000
+# The tail analysis takes an even sample of this many ops at most (its cost grows with n; the
+# fits of a million points are already as exact as the data allow).
+TAIL_SAMPLE_OPS = 1_000_000
+# Fewer modelled ops than this make no tail worth fitting.
+TAIL_MIN_OPS = 100
 SIZE_BIN_LABELS = ("0-100 B", "100 B-1 KiB", "1-10 KiB", "10-100 KiB", "100 KiB-1 MiB", "1-4 MiB", "4-10 MiB",
                    "10-100 MiB", "100 MiB-1 GiB", "1 GiB+")
 # Recommendation thresholds (docs/assessment.md says why).
@@ -56,6 +62,8 @@ def assess(job, model, model_source=""):
         "top_files": file_table(job, per_op, per_total),
         "sizes": size_table(job, per_op, per_total),
         "timeline": timeline(job, per_op),
+        "slowdown": slowdown_timeline(job, per_op),
+        "tails": tail_statistics(job, per_op),
         "processes": processes,
         "io_model": io_model_cell(job),
         "scatter": scatter_sample(job, per_op),
@@ -84,7 +92,7 @@ def classify_ops(job, model):
     codes[(codes < 0) | np.isnan(cached)] = ROW_CLASSES.index(NOT_MODELLED)
     if_cached = np.where(np.isnan(cached), ops["duration_s"], np.minimum(ops["duration_s"], cached))
     lost = ops["duration_s"] - if_cached
-    return {"class": codes, "if_cached_s": if_cached, "lost_s": lost, "is_io": is_io,
+    return {"class": codes, "cached_typical_s": cached, "if_cached_s": if_cached, "lost_s": lost, "is_io": is_io,
             "memory_layout_known": with_address}
 
 
@@ -334,6 +342,40 @@ def timeline(job, per_op, bins=TIMELINE_BINS):
                                 job.ops["duration_s"][io][per_op["class"][io] == code], bins).tolist()
                for code, cls in enumerate(ROW_CLASSES[:-1]) if np.any(per_op["class"][io] == code)}
     return {"bin_s": width, "start_s": (np.arange(bins) * width).tolist(), "seconds": seconds}
+
+
+def _modelled(job, per_op):
+    """Indices of the ops the model covers (I/O reads and writes with a cached typical time)."""
+    return np.flatnonzero(per_op["is_io"] & (per_op["class"] != ROW_CLASSES.index(NOT_MODELLED)) &
+                          (per_op["cached_typical_s"] > 0))
+
+
+def slowdown_timeline(job, per_op):
+    """Per time interval (about 50 over the job, at least 1 s) and op kind: median, p90, p99 of
+    each op's duration over its cached typical duration (Kunkel & Betke's slowdown)."""
+    ops = _modelled(job, per_op)
+    kinds = np.array(DIRECTIONS)[job.ops["direction"][ops]]
+    return slowdown_by_interval(job.ops["start_s"][ops], job.ops["duration_s"][ops],
+                                per_op["cached_typical_s"][ops], kinds).as_dict()
+
+
+def tail_statistics(job, per_op):
+    """Per op kind: the tail analysis (models/tails.py) of the slowdowns (duration over the
+    cached typical duration of the op's size), which puts ops of all sizes on one scale."""
+    from ioassess.models.tails import analyse_durations   # scipy, imported only when there are ops to fit
+
+    ops = _modelled(job, per_op)
+    result = {}
+    for d, direction in enumerate(DIRECTIONS[:2]):
+        chosen = ops[job.ops["direction"][ops] == d]
+        if len(chosen) < TAIL_MIN_OPS:
+            continue
+        sample = chosen if len(chosen) <= TAIL_SAMPLE_OPS else \
+            chosen[np.linspace(0, len(chosen) - 1, TAIL_SAMPLE_OPS).astype(np.int64)]
+        slowdowns = job.ops["duration_s"][sample] / per_op["cached_typical_s"][sample]
+        result[direction] = {"ops": int(len(chosen)), "sampled": int(len(sample)),
+                             **analyse_durations(slowdowns).as_dict()}
+    return result
 
 
 def process_table(job, per_op, per_total):

@@ -53,6 +53,40 @@ def timeline_plot(assessment):
         "I/O time per interval by class"))
 
 
+KIND_COLOURS = {"read": "#1f77b4", "write": "#d62728"}
+
+
+def slowdown_plot(assessment):
+    """Median (solid) and p99 (dashed) slowdown per interval and op kind."""
+    slowdown = assessment["slowdown"]
+    if not slowdown["interval_count"] or not slowdown["kinds"]:
+        return None
+    starts = slowdown["interval_starts_seconds"]
+    series = []
+    for kind, values in slowdown["kinds"].items():
+        colour = KIND_COLOURS.get(kind, "#7f7f7f")
+        series.append((f"{kind} median", colour, False, starts, values["median"]))
+        series.append((f"{kind} p99", colour, True, starts, values["p99"]))
+    plot = svg.line_plot("slowdown: duration / cached typical duration", "time since job start (s)",
+                         "slowdown", series, "slowdown per interval by op kind")
+    return markupsafe.Markup(plot) if plot else None
+
+
+def order_statistics_plot(assessment):
+    """E[max of n] over the median, per op kind: how the tail stretches a request striped
+    over n servers."""
+    series = []
+    for kind, tail in assessment["tails"].items():
+        order = tail.get("order_statistics")
+        if order:
+            series.append((kind, KIND_COLOURS.get(kind, "#7f7f7f"), False, order["server_counts"],
+                           order["ratio_to_median"]))
+    plot = svg.line_plot("expected maximum of n ops over their median", "n (servers or stripes)",
+                         "E[max] / median", series, "expected maximum over median against n", log_x=True) \
+        if series else None
+    return markupsafe.Markup(plot) if plot else None
+
+
 def provenance_rows(provenance):
     """(field, text) rows of a model's provenance; nested objects as `key: value` pairs."""
     def text(value):
@@ -67,7 +101,8 @@ def provenance_rows(provenance):
 def page_data(assessment):
     return {"a": assessment, "provenance": provenance_rows(assessment["model"]["provenance"]),
             "plots": {"scatter": [p for p in (scatter_plot(assessment, d) for d in ("read", "write")) if p],
-                      "timeline": timeline_plot(assessment)}}
+                      "timeline": timeline_plot(assessment), "slowdown": slowdown_plot(assessment),
+                      "order_statistics": order_statistics_plot(assessment)}}
 
 
 def seconds_text(value):

@@ -163,3 +163,41 @@ def _nice_ticks(high, count=5):
             step *= factor
             break
     return [i * step for i in range(int(high / step) + 1)]
+
+
+def line_plot(title, x_label, y_label, series, description, log_x=False, width=900, height=280):
+    """Lines over a linear (or log2) x axis and a log10 y axis; series: (label, colour, dashed,
+    xs, ys), a None in ys breaks the line."""
+    xs_all = np.array([x for s in series for x in s[3]], float)
+    ys_all = np.array([y for s in series for y in s[4] if y is not None and y > 0], float)
+    if not len(xs_all) or not len(ys_all):
+        return None
+    x_low, x_high = float(xs_all.min()), float(xs_all.max())
+    if not log_x:
+        x_low = min(x_low, 0.0)   # a time axis starts at the job's start
+    if x_high <= x_low:
+        x_high = x_low * 2 if log_x else x_low + 1
+    y_low = 10 ** math.floor(math.log10(ys_all.min()))
+    y_high = 10 ** math.ceil(math.log10(ys_all.max() * 1.01))
+    axes = _Axes(width, height, (x_low, x_high), (y_low, y_high), log_x, True)
+    if log_x:
+        x_ticks = [(2.0 ** e, f"{2 ** e:g}") for e in range(int(math.log2(x_low)), int(math.log2(x_high)) + 1)]
+    else:
+        x_ticks = [(v, f"{v:g}") for v in _nice_ticks(x_high) if v >= x_low]
+    y_ticks = [(v, f"{v:g}") for v in _decades(y_low, y_high)]
+    parts = _frame(axes, title, x_label, y_label, x_ticks, y_ticks)
+    for label, colour, dashed, xs, ys in series:
+        points, path = [], []
+        for x, y in zip(xs, ys):
+            if y is None or y <= 0:
+                if points:
+                    path.append("M" + "L".join(points))
+                points = []
+                continue
+            points.append(f"{float(axes.x([x])[0]):.1f} {float(axes.y([y])[0]):.1f}")
+        if points:
+            path.append("M" + "L".join(points))
+        dash = ' stroke-dasharray="4 3"' if dashed else ""
+        parts.append(f'<path d="{"".join(path)}" fill="none" stroke="{colour}" stroke-width="1.5"{dash}/>')
+    parts += _legend(axes, [(label, colour, "dashed" if dashed else "line") for label, colour, dashed, _, _ in series])
+    return _svg(width, height, parts, description)
