@@ -362,14 +362,13 @@ def slowdown_timeline(job, per_op):
 def tail_statistics(job, per_op):
     """Per op kind: the tail analysis (models/tails.py) of the slowdowns (duration over the
     cached typical duration of the op's size), which puts ops of all sizes on one scale."""
-    from ioassess.models.tails import analyse_durations   # scipy, imported only when there are ops to fit
-
     ops = _modelled(job, per_op)
     result = {}
     for d, direction in enumerate(DIRECTIONS[:2]):
         chosen = ops[job.ops["direction"][ops] == d]
         if len(chosen) < TAIL_MIN_OPS:
             continue
+        from ioassess.models.tails import analyse_durations   # scipy: imported only when there is a tail to fit
         sample = chosen if len(chosen) <= TAIL_SAMPLE_OPS else \
             chosen[np.linspace(0, len(chosen) - 1, TAIL_SAMPLE_OPS).astype(np.int64)]
         slowdowns = job.ops["duration_s"][sample] / per_op["cached_typical_s"][sample]

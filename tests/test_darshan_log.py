@@ -1,0 +1,639 @@
+"""Reading Darshan logs into a Job: on every log PyDarshan ships, checked against what PyDarshan
+itself reads from them; on copies of those logs rewritten by darshan-util's own log writer with
+one thing changed (module flagged partial, no end time, DXT segments dropped as a full DXT
+buffer drops them, high-resolution times, bytes that are not UTF-8); and on damaged files."""
+import collections
+import contextlib
+import gzip
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+darshan = pytest.importorskip("darshan")
+import darshan.backend.cffi_backend as pydarshan_backend  # noqa: E402
+from darshan.log_utils import get_log_path  # noqa: E402
+
+from ioassess.darshan_log import DarshanLogError, read_darshan_log  # noqa: E402
+from ioassess.job import (DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, OP_COLUMNS, SIZE_BIN_COLUMNS,  # noqa: E402
+                          TOTAL_COLUMNS)
+
+PACKAGE_DIR = os.path.dirname(darshan.__file__)
+SHIPPED_LOGS = sorted(p for d in ("tests/input", "examples/example_logs")
+                      for p in (os.path.join(PACKAGE_DIR, d, n) for n in os.listdir(os.path.join(PACKAGE_DIR, d)))
+                      if p.endswith(".darshan"))
+DXT_LOGS = ("dxt.darshan", "ior_hdf5_example.darshan", "sample-dxt-simple.darshan")
+COUNTER_LOGS = ("sample-badost.darshan", "sample-goodost.darshan", "sample.darshan", "noposixopens.darshan",
+                "shane_macsio_id29959_5-22-32552-7035573431850780836_1590156158.darshan")
+LAYER_OF_MODULE = {"POSIX": "posix", "MPI-IO": "mpiio", "STDIO": "stdio"}
+READ, WRITE = DIRECTIONS.index("read"), DIRECTIONS.index("write")
+
+
+def shipped(name):
+    return get_log_path(name)
+
+
+@pytest.fixture
+def reference():
+    """reference(path): PyDarshan's own reading of a log, its report with every module read.
+    The reports are closed at the end of the test: a report left to the garbage collector can
+    deadlock the process (its __del__ calls into cffi, whose lock the collection may be holding)."""
+    with contextlib.ExitStack() as reports:
+        yield lambda path: reports.enter_context(darshan.DarshanReport(path, read_all=True))
+
+
+def counter_sums(report, module):
+    """PyDarshan's {(direction, counter kind): sum over records} of a module."""
+    names, fnames = pydarshan_backend.counter_names(module), pydarshan_backend.fcounter_names(module)
+    counters = np.array([r["counters"] for r in report.records[module]._records])
+    fcounters = np.array([r["fcounters"] for r in report.records[module]._records])
+    prefix = module.replace("-", "")
+
+    def column(name):
+        return counters[:, names.index(name)] if name in names else fcounters[:, fnames.index(name)]
+
+    sums = {}
+    for direction, verb, past in ((READ, "READ", "READ"), (WRITE, "WRITE", "WRITTEN")):
+        if module == "MPI-IO":
+            ops = sum(column(f"MPIIO_{kind}_{verb}S") for kind in ("INDEP", "COLL", "SPLIT", "NB"))
+            histogram = [f"MPIIO_SIZE_{verb}_AGG_" in n for n in names]
+        else:
+            ops = column(f"{prefix}_{verb}S")
+            histogram = [n.startswith(f"{prefix}_SIZE_{verb}_") for n in names]
+        sums[direction, "ops"] = int(ops.sum())
+        sums[direction, "bytes"] = int(column(f"{prefix}_BYTES_{past}").sum())
+        sums[direction, "seconds"] = float(np.maximum(column(f"{prefix}_F_{verb}_TIME"), 0).sum())
+        sums[direction, "histogram"] = int(counters[:, histogram].sum())
+    return sums
+
+
+def table_sum(table, column, layer, direction):
+    chosen = (table["layer"] == LAYERS.index(layer)) & (table["direction"] == direction)
+    return table[column][chosen].sum()
+
+
+# --- every shipped log -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", SHIPPED_LOGS, ids=os.path.basename)
+def test_every_shipped_log_gives_a_well_formed_job(path):
+    job = read_darshan_log(path)
+    for table, columns in ((job.ops, OP_COLUMNS), (job.totals, TOTAL_COLUMNS), (job.size_bins, SIZE_BIN_COLUMNS)):
+        assert set(table) == set(columns)
+        assert {name: table[name].dtype for name in columns} == {name: np.dtype(t) for name, t in columns.items()}
+        assert len({len(column) for column in table.values()}) == 1
+    ops = job.ops
+    assert np.all((0 <= ops["process"]) & (ops["process"] < len(job.processes)))
+    assert np.all((0 <= ops["file"]) & (ops["file"] < len(job.files)))
+    assert np.all(np.lexsort((ops["start_s"], ops["process"])) == np.arange(len(ops["size"])))
+    assert np.all(ops["result"] == ops["size"]) and np.all(ops["duration_s"] >= 0)
+    assert np.all(ops["buffer"] == 0) and np.all(ops["tid"] == 0)
+    for table in (job.totals, job.size_bins):
+        assert np.all((-1 <= table["process"]) & (table["process"] < len(job.processes)))
+        assert np.all((0 <= table["file"]) & (table["file"] < len(job.files)))
+    assert np.all(job.totals["ops"] > 0) and np.all(job.totals["seconds"] >= 0)
+    used = np.union1d(ops["file"], job.totals["file"])
+    assert np.array_equal(used, np.arange(len(job.files))), "every file is used by a row"
+    assert [f.name for f in job.files] == sorted(f.name for f in job.files)
+    assert [p.rank for p in job.processes] == sorted({p.rank for p in job.processes})
+    assert all(p.source == "darshan" and p.pid == 0 and math.isnan(p.start_s) for p in job.processes)
+    [darshan_input] = job.inputs
+    assert darshan_input.path == path and darshan_input.kind == "darshan"
+    assert "metadata" in darshan_input.tiers
+    assert ("ops" in darshan_input.tiers) == bool(len(ops["size"]))
+    assert ("totals" in darshan_input.tiers) == bool(len(job.totals["ops"]))
+
+
+@pytest.mark.parametrize("path", SHIPPED_LOGS, ids=os.path.basename)
+def test_job_facts_are_what_pydarshan_reads(path, reference):
+    job = read_darshan_log(path)
+    report = reference(path)
+    facts = report.metadata
+    record = facts["job"]
+    assert job.job_id == str(record["jobid"])
+    assert job.nprocs == record["nprocs"]
+    assert job.start_epoch_s == record["start_time_sec"] + record["start_time_nsec"] * 1e-9
+    assert job.runtime_s == pytest.approx(record["run_time"])
+    assert job.cmdline == facts["exe"].strip()
+    assert job.exe == facts["exe"].split(" ")[0]
+    assert job.user == f"uid {record['uid']}"
+    assert sorted(job.mounts) == sorted(report.mounts)
+    negative_stdio_time = os.path.basename(path) in ("sample.darshan", "example.darshan")
+    assert len(job.inputs[0].notes) == (1 if negative_stdio_time else 0)
+
+
+@pytest.mark.parametrize("name", DXT_LOGS)
+def test_dxt_segments_become_the_ops(name, reference):
+    path = shipped(name)
+    job = read_darshan_log(path)
+    report = reference(path)
+    expected = []
+    for module, layer in (("DXT_POSIX", "posix"), ("DXT_MPIIO", "mpiio")):
+        for record in report.records[module]._records if module in report.records else []:
+            for direction, key in ((READ, "read_segments"), (WRITE, "write_segments")):
+                for s in record[key]:
+                    expected.append((layer, report.name_records[record["id"]], record["rank"], direction, s["offset"],
+                                     s["length"], s["start_time"], s["end_time"] - s["start_time"]))
+    ops = job.ops
+    got = [(LAYERS[layer], job.files[file].name, job.processes[process].rank, direction, offset, size, start,
+            duration)
+           for layer, file, process, direction, offset, size, start, duration in
+           zip(ops["layer"].tolist(), ops["file"].tolist(), ops["process"].tolist(), ops["direction"].tolist(),
+               ops["offset"].tolist(), ops["size"].tolist(), ops["start_s"].tolist(), ops["duration_s"].tolist())]
+    assert len(got) == len(expected) > 0
+    assert sorted(got) == sorted(expected)
+    hostnames = {r["rank"]: r["hostname"] for m in ("DXT_POSIX", "DXT_MPIIO") if m in report.records
+                 for r in report.records[m]._records}
+    assert {p.rank: p.hostname for p in job.processes} == hostnames
+
+
+@pytest.mark.parametrize("name", DXT_LOGS)
+def test_complete_dxt_accounts_for_every_counted_byte(name, reference):
+    """DXT is complete in the shipped DXT logs: its ops add up to the POSIX and MPI-IO counters,
+    so those layers give no totals (no double counting); STDIO, never traced, does."""
+    path = shipped(name)
+    job = read_darshan_log(path)
+    report = reference(path)
+    assert not any("truncated" in note for note in job.inputs[0].notes)
+    for module, layer in (("POSIX", "posix"), ("MPI-IO", "mpiio")):
+        if module not in report.records:
+            continue
+        sums = counter_sums(report, module)
+        for direction in (READ, WRITE):
+            assert table_sum(job.ops, "size", layer, direction) == sums[direction, "bytes"]
+            assert np.count_nonzero((job.ops["layer"] == LAYERS.index(layer)) & (job.ops["direction"] == direction)) \
+                == sums[direction, "ops"]
+            assert table_sum(job.ops, "duration_s", layer, direction) == pytest.approx(sums[direction, "seconds"],
+                                                                                        rel=1e-4, abs=1e-9)
+        assert not np.any(job.totals["layer"] == LAYERS.index(layer))
+    if "STDIO" in report.records:
+        sums = counter_sums(report, "STDIO")
+        for direction in (READ, WRITE):
+            assert table_sum(job.totals, "bytes", "stdio", direction) == sums[direction, "bytes"]
+
+
+@pytest.mark.parametrize("name", COUNTER_LOGS)
+def test_counters_only_logs_give_totals_and_size_bins_that_match_the_counters(name, reference):
+    path = shipped(name)
+    job = read_darshan_log(path)
+    report = reference(path)
+    assert len(job.ops["size"]) == 0 and job.inputs[0].tiers == ("totals", "metadata")
+    for module, layer in LAYER_OF_MODULE.items():
+        if module not in report.records:
+            assert not np.any(job.totals["layer"] == LAYERS.index(layer))
+            continue
+        sums = counter_sums(report, module)
+        for direction in (READ, WRITE):
+            assert table_sum(job.totals, "ops", layer, direction) == sums[direction, "ops"]
+            assert table_sum(job.totals, "bytes", layer, direction) == sums[direction, "bytes"]
+            assert table_sum(job.totals, "seconds", layer, direction) == pytest.approx(sums[direction, "seconds"])
+            binned = table_sum(job.size_bins, "ops", layer, direction)
+            assert binned == (0 if layer == "stdio" else sums[direction, "histogram"])
+
+
+def test_size_bins_are_darshans_histogram_bins_of_their_totals_rows():
+    job = read_darshan_log(shipped("sample-badost.darshan"))
+    bins, totals = job.size_bins, job.totals
+    assert set(zip(bins["size_low"].tolist(), bins["size_high"].tolist())) <= set(DARSHAN_SIZE_BINS)
+    def keys(table):
+        return list(zip(*(table[name].tolist() for name in ("process", "file", "layer", "direction"))))
+
+    binned = {}
+    for key, ops in zip(keys(bins), bins["ops"].tolist()):
+        binned[key] = binned.get(key, 0) + ops
+    stdio = LAYERS.index("stdio")
+    assert binned == {key: ops for key, ops in zip(keys(totals), totals["ops"].tolist()) if key[2] != stdio}
+    # IOR wrote 4 MiB transfers: every POSIX write falls in (1 MiB, 4 MiB], the bin's upper edge included
+    posix = totals["layer"] == LAYERS.index("posix")
+    assert np.all(totals["bytes"][posix] == totals["ops"][posix] * (4 << 20))
+    posix = bins["layer"] == LAYERS.index("posix")
+    assert set(zip(bins["size_low"][posix].tolist(), bins["size_high"][posix].tolist())) == {(1 << 20, 4 << 20)}
+
+
+def test_slowest_op_comes_from_posix_counters_and_is_unknown_for_stdio():
+    job = read_darshan_log(shipped("sample-goodost.darshan"))
+    totals = job.totals
+    posix = totals["layer"] == LAYERS.index("posix")
+    assert np.all(totals["max_op_seconds"][posix] > 0) and np.all(totals["max_op_size"][posix] == 8 << 20)
+    stdio = totals["layer"] == LAYERS.index("stdio")
+    assert np.all(np.isnan(totals["max_op_seconds"][stdio])) and np.all(totals["max_op_size"][stdio] == -1)
+
+
+@pytest.mark.parametrize("name", ("sample-goodost.darshan", "sample-badost.darshan", "sample.darshan"))
+def test_lustre_striping_and_mounts(name, reference):
+    path = shipped(name)
+    job = read_darshan_log(path)
+    report = reference(path)
+    striping = {report.name_records[r["id"]]: r["components"][0] for r in report.records["LUSTRE"]._records}
+    lustre_files = [f for f in job.files if f.name in striping]
+    assert lustre_files
+    for f in lustre_files:
+        component = striping[f.name]
+        assert (f.stripe_size, f.stripe_count) == (component["counters"][0], component["counters"][1])
+        assert f.osts == tuple(component["ost_ids"].tolist())
+        assert f.fs_type == "lustre" and f.name.startswith(f.mount_point + "/")
+    for f in job.files:
+        if f.name not in striping:
+            assert (f.stripe_size, f.stripe_count, f.osts) == (-1, -1, ())
+
+
+def test_goodost_and_badost_striping_facts():
+    good = read_darshan_log(shipped("sample-goodost.darshan"))
+    data = [f for f in good.files if f.stripe_count > 0]
+    assert len(data) == 48 and all(f.stripe_size == 1 << 20 and f.stripe_count == 1 and len(f.osts) == 1
+                                   for f in data)
+    files_per_ost = collections.Counter(f.osts for f in data)
+    assert len(files_per_ost) == 24 and set(files_per_ost.values()) == {2}, "48 files spread evenly over 24 OSTs"
+    bad = read_darshan_log(shipped("sample-badost.darshan"))
+    data = [f for f in bad.files if f.stripe_count > 0]
+    assert len(data) == 2048 and {f.stripe_count for f in data} == {1}
+    shared = read_darshan_log(shipped("sample.darshan"))
+    [striped] = [f for f in shared.files if f.stripe_count > 0]
+    assert striped.stripe_count == 24 and sorted(striped.osts) == list(range(24))
+
+
+def test_mount_points_match_whole_path_components_longest_first():
+    job = read_darshan_log(shipped("sample-goodost.darshan"))
+    for f in job.files:
+        candidates = [m for m, _ in job.mounts if f.name == m or f.name.startswith(m.rstrip("/") + "/")]
+        assert f.mount_point == (max(candidates, key=len) if candidates else "")
+        assert f.fs_type == dict(job.mounts).get(f.mount_point, "")
+
+
+def test_processes_are_the_ranks_with_io_and_shared_records_are_process_minus_one():
+    job = read_darshan_log(shipped("ior_hdf5_example.darshan"))
+    assert [(p.rank, p.hostname) for p in job.processes] == [(r, "nid00097") for r in range(4)]
+    badost = read_darshan_log(shipped("sample-badost.darshan"))
+    assert [p.rank for p in badost.processes] == list(range(2048))
+    assert all(p.hostname == "" for p in badost.processes)
+    shared = read_darshan_log(shipped("noposix.darshan"))
+    assert shared.processes == [] and np.all(shared.totals["process"] == -1)
+    assert shared.nprocs == 512
+
+
+def test_negative_counter_values_are_taken_as_zero_and_noted():
+    """sample.darshan (Darshan 3.1.3) has STDIO_F_WRITE_TIME = -2662.7 s on <STDERR>."""
+    job = read_darshan_log(shipped("sample.darshan"))
+    [note] = job.inputs[0].notes
+    assert note == ("Negative operation counts, byte counts or times (a bug of some older Darshan versions, or "
+                    "damaged data) in 1 STDIO record are taken as 0.")
+    assert np.all(job.totals["seconds"] >= 0)
+
+
+# --- copies of shipped logs, rewritten by darshan-util's log writer ---------------------------
+
+WRITER_DECLARATIONS = """
+struct darshan_job {
+    int64_t uid; int64_t start_time_sec; int64_t start_time_nsec; int64_t end_time_sec; int64_t end_time_nsec;
+    int64_t nprocs; int64_t jobid; char metadata[1024];
+};
+struct darshan_mnt_info { char mnt_type[3015]; char mnt_path[3015]; };
+struct darshan_mod_info { char *name; int len; int ver; int idx; int partial_flag; };
+void *darshan_log_open(const char *name);
+void *darshan_log_create(const char *name, int comp_type, int partial_flag);
+void darshan_log_close(void *fd);
+int darshan_log_get_job(void *fd, struct darshan_job *job);
+int darshan_log_get_job_runtime(void *fd, struct darshan_job job, double *runtime);
+int darshan_log_put_job(void *fd, struct darshan_job *job);
+int darshan_log_get_exe(void *fd, char *buf);
+int darshan_log_put_exe(void *fd, char *buf);
+int darshan_log_get_mounts(void *fd, struct darshan_mnt_info **mounts, int *count);
+int darshan_log_put_mounts(void *fd, struct darshan_mnt_info *mounts, int count);
+int darshan_log_get_namehash(void *fd, void **hash);
+int darshan_log_put_namehash(void *fd, void *hash);
+void darshan_log_get_modules(void *fd, struct darshan_mod_info **modules, int *count);
+int darshan_log_get_mod(void *fd, int module, void *buf, int size);
+int darshan_log_put_mod(void *fd, int module, void *buf, int size, int ver);
+"""
+DXT_HEADER = np.dtype([("id", "<u8"), ("rank", "<i8"), ("shared_record", "<i8"), ("hostname", "S64"),
+                       ("write_count", "<i8"), ("read_count", "<i8")])
+DXT_SEGMENT = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"), ("end", "<f8")])
+
+
+@pytest.fixture(scope="module")
+def darshan_util():
+    cffi = pytest.importorskip("cffi")
+    ffi = cffi.FFI()
+    ffi.cdef(WRITER_DECLARATIONS)
+    libraries = [os.path.join(PACKAGE_DIR, os.pardir, "darshan.libs", n)
+                 for n in os.listdir(os.path.join(PACKAGE_DIR, os.pardir, "darshan.libs"))
+                 if n.startswith("libdarshan-util")]
+    return ffi, ffi.dlopen(libraries[0])
+
+
+@pytest.fixture
+def rewrite(darshan_util, tmp_path):
+    """rewrite(name, job=..., exe=..., mounts=..., partial=(modules), modules={module: edit(bytes)})
+    -> path of a copy of a shipped log written by darshan-util (in its current format, 3.41) with
+    the job record fields, command line, mount table, partial flags or module data changed. The
+    copy keeps the job's runtime: the shipped logs' older formats count whole seconds plus one."""
+    ffi, lib = darshan_util
+
+    def rewrite(name, job=None, exe=None, mounts=None, partial=(), modules=None):
+        source = lib.darshan_log_open(shipped(name).encode())
+        record = ffi.new("struct darshan_job *")
+        assert lib.darshan_log_get_job(source, record) == 0
+        runtime = ffi.new("double *")
+        lib.darshan_log_get_job_runtime(source, record[0], runtime)
+        record.end_time_sec = record.start_time_sec + int(runtime[0])
+        exe_buffer = ffi.new("char[]", 4096)
+        lib.darshan_log_get_exe(source, exe_buffer)
+        mount_table, n_mounts = ffi.new("struct darshan_mnt_info **"), ffi.new("int *")
+        assert lib.darshan_log_get_mounts(source, mount_table, n_mounts) == 0
+        names = ffi.new("void **")
+        assert lib.darshan_log_get_namehash(source, names) == 0
+        infos, n_infos = ffi.new("struct darshan_mod_info **"), ffi.new("int *")
+        lib.darshan_log_get_modules(source, infos, n_infos)
+        module_data = {}
+        buffer = ffi.new("char[]", 1 << 24)
+        for info in infos[0][0:n_infos[0]]:
+            size = lib.darshan_log_get_mod(source, info.idx, buffer, len(buffer))
+            assert 0 <= size < len(buffer)
+            module_data[ffi.string(info.name).decode()] = (info.idx, info.ver, ffi.buffer(buffer, size)[:])
+        for field, value in (job or {}).items():
+            setattr(record, field, value)
+        if exe is not None:
+            exe_buffer = ffi.new("char[]", exe)
+        if mounts is not None:
+            new_table = ffi.new("struct darshan_mnt_info[]", len(mounts))
+            for entry, (path, fs_type) in zip(new_table, mounts):
+                entry.mnt_path, entry.mnt_type = path, fs_type
+            mount_table[0], n_mounts[0] = new_table, len(mounts)
+        out = str(tmp_path / f"rewritten-{name}")
+        flags = sum(1 << module_data[m][0] for m in partial)
+        target = lib.darshan_log_create(out.encode(), 0, flags)
+        assert lib.darshan_log_put_job(target, record) == 0
+        assert lib.darshan_log_put_exe(target, exe_buffer) == 0
+        assert lib.darshan_log_put_mounts(target, mount_table[0], n_mounts[0]) == 0
+        assert lib.darshan_log_put_namehash(target, names[0]) == 0
+        for module, (index, version, data) in sorted(module_data.items(), key=lambda item: item[1][0]):
+            data = (modules or {}).get(module, lambda raw: raw)(data)
+            assert lib.darshan_log_put_mod(target, index, ffi.from_buffer(bytearray(data)), len(data), version) == 0
+        lib.darshan_log_close(target)
+        lib.darshan_log_close(source)
+        return out
+
+    return rewrite
+
+
+def dxt_records(raw):
+    """A DXT module's raw data as [(header, segments)], segments the writes then the reads."""
+    records, position = [], 0
+    while position < len(raw):
+        header = np.frombuffer(raw, DXT_HEADER, 1, position).copy()
+        position += DXT_HEADER.itemsize
+        n = int(header["write_count"][0] + header["read_count"][0])
+        records.append((header, np.frombuffer(raw, DXT_SEGMENT, n, position).copy()))
+        position += n * DXT_SEGMENT.itemsize
+    return records
+
+
+def drop_last_writes(rank, n_dropped, dropped):
+    """A DXT module edit that drops the last n writes of the first record of `rank` with more
+    than n writes, the way DXT drops segments once its buffer is full; the dropped segments go
+    to `dropped`."""
+    def edit(raw):
+        out, done = [], False
+        for header, segments in dxt_records(raw):
+            if header["rank"][0] == rank and header["write_count"][0] > n_dropped and not done:
+                writes = int(header["write_count"][0])
+                dropped.extend(segments[writes - n_dropped:writes])
+                segments = np.concatenate([segments[:writes - n_dropped], segments[writes:]])
+                header["write_count"] -= n_dropped
+                done = True
+            out += [header.tobytes(), segments.tobytes()]
+        return b"".join(out)
+    return edit
+
+
+def test_a_rewritten_copy_reads_as_the_original(rewrite):
+    original = read_darshan_log(shipped("ior_hdf5_example.darshan"))
+    copy = read_darshan_log(rewrite("ior_hdf5_example.darshan"))
+    for table in ("ops", "totals", "size_bins"):
+        for name, column in getattr(original, table).items():
+            assert np.array_equal(getattr(copy, table)[name], column, equal_nan=column.dtype.kind == "f")
+    assert copy.files == original.files and copy.processes == original.processes
+    assert copy.inputs[0].notes == ()
+
+
+def test_partial_module_is_read_and_noted(rewrite):
+    job = read_darshan_log(rewrite("sample-goodost.darshan", partial=("POSIX",)))
+    assert len(job.totals["ops"]) == len(read_darshan_log(shipped("sample-goodost.darshan")).totals["ops"])
+    [note] = job.inputs[0].notes
+    assert "POSIX module ran out of memory" in note and "partial" in note
+
+
+def test_unfinished_job_has_no_end_and_a_note(rewrite):
+    job = read_darshan_log(rewrite("sample-goodost.darshan", job={"end_time_sec": 0, "end_time_nsec": 0}))
+    assert math.isnan(job.end_epoch_s) and math.isnan(job.runtime_s)
+    [note] = job.inputs[0].notes
+    assert note.startswith("The log has no end time")
+    assert len(job.totals["ops"]) > 0
+
+
+def test_high_resolution_start_and_end_times(rewrite):
+    job = read_darshan_log(rewrite("ior_hdf5_example.darshan",
+                                   job={"start_time_nsec": 250_000_000, "end_time_sec": 1594155461,
+                                        "end_time_nsec": 750_000_000}))
+    assert job.start_epoch_s == pytest.approx(1594155460.25, abs=1e-6)
+    assert job.end_epoch_s == pytest.approx(1594155461.75, abs=1e-6)
+
+
+def test_truncated_dxt_keeps_its_ops_and_counts_the_rest_from_the_counters(rewrite):
+    """ior_hdf5_example's POSIX counters are one shared record (rank -1) over 4 ranks' DXT."""
+    original = read_darshan_log(shipped("ior_hdf5_example.darshan"))
+    dropped = []
+    job = read_darshan_log(rewrite("ior_hdf5_example.darshan",
+                                   modules={"DXT_POSIX": drop_last_writes(rank=3, n_dropped=2, dropped=dropped)}))
+    dropped = np.array(dropped, DXT_SEGMENT)
+    assert len(job.ops["size"]) == len(original.ops["size"]) - 2
+    posix_write_rows = (job.totals["layer"] == LAYERS.index("posix")) & (job.totals["direction"] == WRITE)
+    assert np.count_nonzero(posix_write_rows) == 1
+    row = np.flatnonzero(posix_write_rows)[0]
+    assert job.totals["process"][row] == -1
+    assert job.files[job.totals["file"][row]].name == "/global/cscratch1/sd/ssnyder/test123.h5"
+    assert job.totals["ops"][row] == 2 and job.totals["bytes"][row] == dropped["length"].sum()
+    assert job.totals["seconds"][row] == pytest.approx((dropped["end"] - dropped["start"]).sum(), abs=1e-9)
+    bins = (job.size_bins["layer"] == LAYERS.index("posix")) & (job.size_bins["direction"] == WRITE)
+    assert job.size_bins["ops"][bins].sum() == 2
+    [note] = job.inputs[0].notes
+    assert note.startswith("The DXT_POSIX trace is truncated")
+    assert "lacks 2 of the 23 operations the POSIX counters count in 1 file, " in note
+    assert note.endswith("test123.h5 (all ranks: 2 missing); those operations are assessed from the counters.")
+    assert not np.any(job.totals["layer"] == LAYERS.index("mpiio")), "DXT_MPIIO is still complete"
+
+
+def test_truncated_dxt_of_a_per_rank_record(rewrite):
+    """dxt.darshan's POSIX counters are per rank (one process): the remainder is rank 0's."""
+    original = read_darshan_log(shipped("dxt.darshan"))
+    dropped = []
+    job = read_darshan_log(rewrite("dxt.darshan", modules={"DXT_POSIX": drop_last_writes(0, 3, dropped)}))
+    dropped = np.array(dropped, DXT_SEGMENT)
+    assert len(job.ops["size"]) == len(original.ops["size"]) - 3
+    posix = job.totals["layer"] == LAYERS.index("posix")
+    assert job.totals["ops"][posix].tolist() == [3] and job.totals["process"][posix].tolist() == [0]
+    assert job.totals["bytes"][posix].tolist() == [dropped["length"].sum()]
+    [note] = job.inputs[0].notes
+    assert "lacks 3 of the " in note and "(rank 0: 3 missing)" in note
+
+
+def test_bytes_that_are_not_utf8_are_kept_escaped(rewrite):
+    job = read_darshan_log(rewrite("sample-goodost.darshan", exe=b"/opt/caf\xe9/ior -w",
+                                   mounts=[(b"/scratch\xff", b"lustre"), (b"/", b"rootfs")]))
+    assert job.exe == "/opt/caf\\xe9/ior" and job.cmdline == "/opt/caf\\xe9/ior -w"
+    assert ("/scratch\\xff", "lustre") in job.mounts
+
+
+@pytest.mark.parametrize("cut_bytes", (500, 40_000))
+def test_file_cut_inside_its_dxt_data_falls_back_to_the_counters(tmp_path, cut_bytes):
+    """dxt.darshan cut inside its last region, DXT_POSIX: darshan-util reads none of a module
+    whose compressed region is cut short (not even the records before the cut), so the POSIX I/O
+    comes from the POSIX counters, complete, and a note says why there are no ops."""
+    data = open(shipped("dxt.darshan"), "rb").read()
+    cut = tmp_path / "dxt-cut.darshan"
+    cut.write_bytes(data[:len(data) - cut_bytes])
+    whole = read_darshan_log(shipped("dxt.darshan"))
+    job = read_darshan_log(str(cut))
+    assert job.inputs[0].notes == ("The DXT_POSIX module's data is damaged (darshan-util: failed to read module "
+                                   "DXT_POSIX data from darshan log file): none of its records can be used.",)
+    assert len(job.ops["size"]) == 0
+    for direction in (READ, WRITE):
+        assert table_sum(job.totals, "bytes", "posix", direction) == table_sum(whole.ops, "size", "posix", direction)
+        assert table_sum(job.totals, "ops", "posix", direction) == np.count_nonzero(
+            (whole.ops["layer"] == LAYERS.index("posix")) & (whole.ops["direction"] == direction))
+
+
+# --- what is not a (readable) Darshan log ----------------------------------------------------
+
+def test_missing_file(tmp_path):
+    path = str(tmp_path / "nothing.darshan")
+    with pytest.raises(DarshanLogError, match="no such file or directory") as error:
+        read_darshan_log(path)
+    assert str(error.value) == f"{path}: no such file or directory"
+
+
+def test_directory(tmp_path):
+    with pytest.raises(DarshanLogError, match=f"^{tmp_path}: not a regular file$"):
+        read_darshan_log(str(tmp_path))
+
+
+def test_unreadable_file(tmp_path):
+    """The file is mode 0 and read by an unprivileged process (root reads anything): a forked
+    child that has dropped to uid/gid 65534 when run as root."""
+    path = tmp_path / "secret.darshan"
+    path.write_bytes(open(shipped("sample.darshan"), "rb").read())
+    path.chmod(0)
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:
+        message = "the child failed"
+        try:
+            if os.geteuid() == 0:
+                os.setgid(65534)
+                os.setuid(65534)
+            read_darshan_log(str(path))
+            message = "read"
+        except BaseException as error:   # the child must never return into pytest
+            message = str(error)
+        finally:
+            os.write(writer, message.encode())
+            os._exit(0)
+    os.close(writer)
+    message = os.read(reader, 4096).decode()
+    os.close(reader)
+    os.waitpid(child, 0)
+    assert message == f"{path}: cannot read: Permission denied"
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b"", "empty file, not a Darshan log"),
+    (b"# darshan log version: 3.41\nnot really\n", "not a Darshan log (no Darshan log header)"),
+    (gzip.compress(b"darshan 2 log"), "a gzip file (a Darshan 2 log?): only Darshan 3 logs can be read"),
+    (b"3.41\0\0\0\0", "truncated: 8 bytes, less than a Darshan log header"),
+])
+def test_not_a_darshan_log(tmp_path, content, problem):
+    path = tmp_path / "bad.darshan"
+    path.write_bytes(content)
+    with pytest.raises(DarshanLogError) as error:
+        read_darshan_log(str(path))
+    assert str(error.value) == f"{path}: {problem}"
+
+
+def test_newer_log_format_names_the_versions(tmp_path):
+    data = bytearray(open(shipped("sample.darshan"), "rb").read())
+    data[:4] = b"3.99"
+    path = tmp_path / "future.darshan"
+    path.write_bytes(bytes(data))
+    with pytest.raises(DarshanLogError, match=r"format version 3\.99 is not one darshan-util 3\.5\.\d+ can read"):
+        read_darshan_log(str(path))
+
+
+@pytest.mark.parametrize("cut, problem", [
+    (200, "truncated or corrupt: darshan-util cannot read its header"),
+    (600, "truncated or corrupt: its job record cannot be read"),
+    (3000, "truncated or corrupt: none of its I/O records can be read"),
+])
+def test_truncated_log(tmp_path, capfd, cut, problem):
+    path = tmp_path / "cut.darshan"
+    path.write_bytes(open(shipped("sample-goodost.darshan"), "rb").read()[:cut])
+    with pytest.raises(DarshanLogError) as error:
+        read_darshan_log(str(path))
+    assert str(error.value).startswith(f"{path}: {problem}") and "\n" not in str(error.value)
+    assert capfd.readouterr().err == "", "darshan-util's complaints are quoted, not printed"
+
+
+def test_darshan_util_aborting_on_a_damaged_log_costs_only_the_reading_child(tmp_path, capfd):
+    """One byte changed near the end of noposix.darshan's compressed file-name table: it still
+    inflates, but to a table whose last name has no end, and darshan-util's name reader fails
+    an assertion (assert(buf_len == 0)) and aborts its process."""
+    data = bytearray(open(shipped("noposix.darshan"), "rb").read())
+    data[9634] = 0x55
+    path = tmp_path / "names-damaged.darshan"
+    path.write_bytes(bytes(data))
+    with pytest.raises(DarshanLogError) as error:
+        read_darshan_log(str(path))
+    assert str(error.value) == (f"{path}: damaged: darshan-util crashed reading it (SIGABRT) (darshan-util: "
+                                f"assertion `buf_len == 0' failed in darshan_log_get_filtered_namehash)")
+    assert capfd.readouterr().err == ""
+
+
+def test_damaged_logs_never_crash_the_process(tmp_path):
+    """darshan-util aborts the process on some damaged logs when used as PyDarshan uses it;
+    every truncation and every garbled region of these logs must give a Job or a one-line
+    DarshanLogError, in a process that survives to say so."""
+    script = textwrap.dedent("""
+        import random, sys
+        from ioassess.darshan_log import DarshanLogError, read_darshan_log
+        outcomes = {"job": 0, "error": 0}
+        for source in sys.argv[2:]:
+            data = open(source, "rb").read()
+            rng = random.Random(source)
+            cuts = sorted({0, 1, 15, 16, 100, 360, 500, 800} | {rng.randrange(len(data)) for _ in range(25)})
+            copies = [data[:cut] for cut in cuts]
+            for _ in range(25):
+                garbled = bytearray(data)
+                where = rng.randrange(len(data))
+                garbled[where:where + rng.choice((1, 8, 64))] = bytes(rng.randrange(256) for _ in range(64))
+                copies.append(bytes(garbled))
+            for copy in copies:
+                with open(sys.argv[1], "wb") as f:
+                    f.write(copy)
+                try:
+                    read_darshan_log(sys.argv[1])
+                    outcomes["job"] += 1
+                except DarshanLogError as error:
+                    assert str(error).startswith(sys.argv[1] + ": ") and "\\n" not in str(error), str(error)
+                    outcomes["error"] += 1
+        print(outcomes["job"], outcomes["error"])
+    """)
+    sources = [shipped(n) for n in ("dxt.darshan", "ior_hdf5_example.darshan", "sample-goodost.darshan",
+                                    "noposix.darshan")]
+    result = subprocess.run([sys.executable, "-c", script, str(tmp_path / "damaged.darshan"), *sources],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stderr == ""
+    jobs, errors = map(int, result.stdout.split())
+    assert jobs > 0 and errors > 0
