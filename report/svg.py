@@ -6,7 +6,7 @@ points are drawn as one path per class of small squares, a few bytes each, from 
 sample. Every text placed in a plot is escaped.
 """
 import math
-from xml.sax.saxutils import escape
+from html import escape
 
 import numpy as np
 
