@@ -30,7 +30,7 @@ import warnings
 import numpy as np
 
 from .job import (DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, OP_COLUMNS, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Job, JobFile,
-                  JobInput, JobProcess, empty_columns)
+                  JobInput, JobProcess, empty_columns, mount_of)
 
 DARSHAN_UTIL_VERSION_PREFIX = "3.5."  # the struct layouts declared below are darshan-util 3.5's
 DARSHAN_MAGIC = 6567223  # DARSHAN_MAGIC_NR, the second 8 bytes of every Darshan 3 log
@@ -849,18 +849,10 @@ def _files(contents, *record_id_columns):
     order = sorted(range(len(names)), key=names.__getitem__)
     files = []
     for i in order:
-        mount_point, fs_type = _mount_of(names[i], contents.mounts)
+        mount_point, fs_type = mount_of(names[i], contents.mounts)
         stripe_size, stripe_count, osts = contents.lustre.get(int(record_ids[i]), (-1, -1, ()))
         files.append(JobFile(names[i], mount_point, fs_type, stripe_size, stripe_count, osts))
     return files, record_ids[np.array(order, np.int64)]
-
-
-def _mount_of(name, mounts):
-    """The longest mount point that is a whole-component prefix of name, and its fs type."""
-    for mount_point, fs_type in mounts:
-        if name == mount_point or name.startswith(mount_point.rstrip("/") + "/"):
-            return mount_point, fs_type
-    return "", ""
 
 
 def _position(values, ordered):

@@ -120,6 +120,15 @@ class Job:
         return self.end_epoch_s - self.start_epoch_s if math.isfinite(self.end_epoch_s) else math.nan
 
 
+def mount_of(name, mounts):
+    """(mount point, fs type) of a file: the first of mounts (longest mount point first) that
+    is a whole-component prefix of its name; ("", "") if none is."""
+    for mount_point, fs_type in mounts:
+        if name == mount_point or name.startswith(mount_point.rstrip("/") + "/"):
+            return mount_point, fs_type
+    return "", ""
+
+
 def empty_columns(columns, n=0):
     return {name: np.zeros(n, dtype) for name, dtype in columns.items()}
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import traceformat as tf
 from .job import (LAYERS, OP_COLUMNS, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Job, JobFile, JobInput, JobProcess,
-                  concatenate_columns, empty_columns)
+                  concatenate_columns, empty_columns, mount_of)
 from .trace import TraceFileError, read_trace_dir
 
 # statfs f_type -> file system name, for the ones an HPC job meets.
@@ -222,6 +222,9 @@ def _merge_two(a, b):
         if facts is not None:
             files[i] = JobFile(f.name, facts.mount_point, facts.fs_type or f.fs_type, facts.stripe_size,
                                facts.stripe_count, facts.osts)
+        else:
+            mount_point, fs_type = mount_of(f.name, darshan.mounts)
+            files[i] = dataclasses.replace(f, mount_point=mount_point, fs_type=f.fs_type or fs_type)
     traced_layers = set(np.unique(traced.ops["layer"]).tolist()) | {LAYERS.index("posix")}
     keep = ~np.isin(darshan.ops["layer"], list(traced_layers))
     kept_ops = {name: column[keep] for name, column in _rebased(darshan.ops, darshan.start_epoch_s - start).items()}

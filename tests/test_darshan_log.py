@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ import darshan.backend.cffi_backend as pydarshan_backend  # noqa: E402
 from darshan.log_utils import get_log_path  # noqa: E402
 
 from ioassess.darshan_log import DarshanLogError, read_darshan_log  # noqa: E402
+from ioassess.load import load_job  # noqa: E402
 from ioassess.job import (DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, OP_COLUMNS, SIZE_BIN_COLUMNS,  # noqa: E402
                           TOTAL_COLUMNS)
 
@@ -315,7 +317,7 @@ DXT_SEGMENT = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"), 
 
 @pytest.fixture(scope="module")
 def darshan_util():
-    cffi = pytest.importorskip("cffi")
+    import cffi   # PyDarshan depends on it
     ffi = cffi.FFI()
     ffi.cdef(WRITER_DECLARATIONS)
     libraries = [os.path.join(PACKAGE_DIR, os.pardir, "darshan.libs", n)
@@ -637,3 +639,26 @@ def test_damaged_logs_never_crash_the_process(tmp_path):
     assert result.stderr == ""
     jobs, errors = map(int, result.stdout.split())
     assert jobs > 0 and errors > 0
+
+
+def test_a_trace_and_the_darshan_log_of_the_same_job_make_one_job(rewrite, ioassess, tmp_path):
+    """Darshan gives the job's facts and mount table, the trace the POSIX ops; MPI-IO ops, which
+    the recorder does not see, come from Darshan's DXT."""
+    trace_dir = tmp_path / "t"
+    result = ioassess("run", "--trace-dir", trace_dir, "--", "sh", "-c", f"cat /etc/hostname > {tmp_path}/out",
+                      env={"SLURM_JOB_ID": "4242"})
+    assert result.returncode == 0, result.stderr
+    now = int(time.time())
+    log = rewrite("sample-dxt-simple.darshan", job={"jobid": 4242, "uid": 1234, "start_time_sec": now - 5,
+                                                    "end_time_sec": now + 5},
+                  mounts=[(b"/tmp", b"tmpfs"), (b"/", b"ext4")])
+    traced = load_job([str(trace_dir)])
+    job = load_job([str(trace_dir), log])
+    assert (job.job_id, job.user) == ("4242", "uid 1234")
+    assert job.mounts == [("/tmp", "tmpfs"), ("/", "ext4")] and [i.kind for i in job.inputs] == ["trace", "darshan"]
+    (out,) = [f for f in job.files if f.name == f"{tmp_path}/out"]
+    assert (out.mount_point, out.fs_type) == ("/tmp", traced.files[[f.name for f in traced.files].index(out.name)].fs_type)
+    posix, mpiio = LAYERS.index("posix"), LAYERS.index("mpiio")
+    assert np.count_nonzero(job.ops["layer"] == posix) == len(traced.ops["size"])
+    assert np.count_nonzero(job.ops["layer"] == mpiio) == 1
+    assert job.start_epoch_s <= traced.start_epoch_s and job.end_epoch_s >= traced.end_epoch_s

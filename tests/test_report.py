@@ -194,3 +194,51 @@ def test_a_trace_of_ten_million_ops_gives_a_report_under_3_mb(ioassess, tmp_path
     assert 10_000 < size < 3 << 20
     html = (tmp_path / "t" / "report.html").read_text()
     assert f"{len(assessment['scatter']['size'])} of {assessment['scatter']['ops_total']} ops drawn" in html
+
+
+def shipped_darshan_logs():
+    """Every distinct log PyDarshan ships (tests/input and examples/example_logs)."""
+    import glob
+
+    import darshan
+
+    root = os.path.dirname(darshan.__file__)
+    by_name = {}
+    for path in sorted(glob.glob(f"{root}/tests/input/*.darshan") + glob.glob(f"{root}/examples/example_logs/*.darshan")):
+        by_name.setdefault(os.path.basename(path), path)
+    return sorted(by_name.values())
+
+
+DXT_LOGS = {"dxt.darshan", "ior_hdf5_example.darshan", "sample-dxt-simple.darshan"}
+
+
+@pytest.mark.parametrize("log", shipped_darshan_logs(), ids=os.path.basename)
+def test_every_shipped_darshan_log_gets_a_report(ioassess, tmp_path, log):
+    result = ioassess("report", log, "-o", tmp_path / "r.html", "--json", tmp_path / "a.json")
+    assert "Traceback" not in result.stderr
+    if result.returncode == 2:
+        (line,) = result.stderr.splitlines()
+        assert line.startswith(f"ioassess: {log}: ")
+        return
+    assert result.returncode == 0, result.stderr
+    assessment = read_json(tmp_path / "a.json")
+    html = (tmp_path / "r.html").read_text()
+    assert assessment["job"]["inputs"][0]["kind"] == "darshan"
+    if os.path.basename(log) in DXT_LOGS:
+        assert assessment["tier"] in ("ops", "mixed") and assessment["scatter"]["ops_total"] > 0
+        assert "ops drawn" in html
+    else:
+        assert assessment["tier"] in ("counters", "none")
+        assert not assessment["scatter"]["ops_total"] and "No per-op timings in the inputs." in html
+        if assessment["tier"] == "counters":
+            assert assessment["headline"]["estimate"]
+            assert any(r["title"] == "Estimates from counters only" for r in assessment["recommendations"])
+
+
+def test_a_trace_and_a_darshan_log_of_other_jobs_are_refused(ioassess, tmp_path):
+    ioassess("run", "--trace-dir", tmp_path / "t", "--", "cat", "/etc/hostname", env={"SLURM_JOB_ID": "42"})
+    log = next(p for p in shipped_darshan_logs() if os.path.basename(p) == "dxt.darshan")
+    result = ioassess("report", tmp_path / "t", log, "-o", tmp_path / "r.html")
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"ioassess: {log}: not the same job as {tmp_path / 't'}") and "job id 1537455 vs 42" in line
