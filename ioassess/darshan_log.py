@@ -319,17 +319,11 @@ def _read_contents(ffi, lib, path, said):
             raise DarshanLogError(path, f"truncated or corrupt: its job record cannot be read{_quoted(said())}")
         problems = []
         cmdline = _read_cmdline(ffi, lib, handle)
-        mark = len(said())
-        mounts, damaged = _read_mounts(ffi, lib, handle)
-        if damaged:
-            problems.append(f"The log's mount table is damaged{_quoted(said()[mark:])}: the file systems of "
-                            f"some files are unknown.")
+        mounts = _read_table(lambda: _read_mounts(ffi, lib, handle), said, problems,
+                             "mount table", "the file systems of some files are unknown")
         modules = _read_modules(ffi, lib, handle)
-        mark = len(said())
-        names, damaged = _read_names(ffi, lib, handle)
-        if damaged:
-            problems.append(f"The log's table of file names is damaged{_quoted(said()[mark:])}: files without "
-                            f"a name are shown by record id.")
+        names = _read_table(lambda: _read_names(ffi, lib, handle), said, problems,
+                            "table of file names", "files without a name are shown by record id")
         counters, lustre, dxt = {}, {}, {}
         failed = []
         for module, info in modules.items():
@@ -370,6 +364,16 @@ def _read_cmdline(ffi, lib, handle):
     buffer = ffi.new("char[]", EXE_BUFFER_BYTES)
     lib.darshan_log_get_exe(handle, buffer)
     return ffi.string(buffer).decode("utf-8", "backslashreplace").strip()
+
+
+def _read_table(read, said, problems, what, consequence):
+    """What read() returns of a table; when it says the table is damaged, a sentence about it
+    (with what darshan-util printed meanwhile) goes into problems."""
+    mark = len(said())
+    table, damaged = read()
+    if damaged:
+        problems.append(f"The log's {what} is damaged{_quoted(said()[mark:])}: {consequence}.")
+    return table
 
 
 def _read_mounts(ffi, lib, handle):
