@@ -15,6 +15,7 @@ failure aborts the process), so it runs in a forked child process that sends bac
 its complaints on stderr go to a file and are quoted in the notes and errors.
 """
 import dataclasses
+import faulthandler
 import glob
 import importlib.util
 import math
@@ -259,6 +260,7 @@ def _child(path, binding, read_end, write_end, stderr_fd):
     try:
         os.close(read_end)
         os.dup2(stderr_fd, 2)
+        faulthandler.disable()   # an abort inside darshan-util is reported by the parent, once
         warnings.simplefilter("ignore")
         try:
             outcome = ("contents", _read_contents(*binding, path, lambda: _lines(stderr_fd)))

@@ -2,6 +2,7 @@
 run it; the assessment is read back from its JSON."""
 import json
 import os
+import re
 import signal
 import subprocess
 
@@ -188,6 +189,10 @@ def test_a_trace_of_ten_million_ops_gives_a_report_under_3_mb(ioassess, tmp_path
                       "--size", 1, "--file-layout", "rnd", "--repeats", 10_000_000, "--mem-buffer", "1m",
                       env={"IOASSESS_MAX_RECORDS": str(20_000_000)})
     assert result.returncode == 0, result.stderr
+    # the report of this trace takes seconds: a progress bar says how far it got (stderr is not
+    # a terminal here, so a line per step)
+    progress = [line for line in result.stderr.splitlines() if re.match(r"\s*\d+% ", line)]
+    assert progress and progress[-1].lstrip().startswith("100% written"), result.stderr
     assessment = read_json(tmp_path / "t" / "assessment.json")
     assert assessment["scatter"]["ops_total"] >= 10_000_000 and assessment["tier"] == "ops"
     size = (tmp_path / "t" / "report.html").stat().st_size
