@@ -76,24 +76,27 @@ def assess(job, model, model_source=""):
 # ---- per op ----
 
 def classify_ops(job, model):
-    """Per op of Job.ops: class code (index into ROW_CLASSES), time if cached and time lost (s),
-    and whether it counts as I/O time (POSIX/STDIO layer)."""
+    """Per op of Job.ops: class code (index into ROW_CLASSES), cached typical duration (NaN where
+    not modelled), time lost (s), whether it counts as I/O time (POSIX/STDIO layer), and the
+    indices of the ops the model covers."""
     ops = job.ops
-    n = len(ops["size"])
     is_io = np.isin(ops["layer"], IO_LAYERS)
     modelled = is_io & (ops["direction"] < 2) & (ops["result"] >= 0)
-    layouts = np.full(n, LAYOUT_UNKNOWN, np.int8)
-    with_address = ops["buffer"] != 0
-    if with_address.any():
+    if np.any(ops["buffer"] != 0):
         layouts = memory_layout_codes(ops["buffer"], ops["tid"], ops["process"])
-    directions = np.where(modelled, ops["direction"], 2)
+    else:
+        layouts = np.full(len(ops["size"]), LAYOUT_UNKNOWN, np.int8)
+    directions = np.where(modelled, ops["direction"], np.uint8(2))
+    del modelled
     codes = classify(model, directions, ops["size"], ops["duration_s"], layouts).astype(np.int8)
     cached = cached_typical_seconds(model, directions, ops["size"], layouts)
-    codes[(codes < 0) | np.isnan(cached)] = ROW_CLASSES.index(NOT_MODELLED)
-    if_cached = np.where(np.isnan(cached), ops["duration_s"], np.minimum(ops["duration_s"], cached))
-    lost = ops["duration_s"] - if_cached
-    return {"class": codes, "cached_typical_s": cached, "if_cached_s": if_cached, "lost_s": lost, "is_io": is_io,
-            "memory_layout_known": with_address}
+    del layouts, directions
+    not_modelled = (codes < 0) | np.isnan(cached)
+    codes[not_modelled] = ROW_CLASSES.index(NOT_MODELLED)
+    lost = np.maximum(ops["duration_s"] - cached, 0.0)
+    lost[not_modelled] = 0.0
+    covered = np.flatnonzero(is_io & ~not_modelled & (cached > 0))
+    return {"class": codes, "cached_typical_s": cached, "lost_s": lost, "is_io": is_io, "modelled": covered}
 
 
 # ---- aggregates (estimates) ----
@@ -344,25 +347,21 @@ def timeline(job, per_op, bins=TIMELINE_BINS):
     return {"bin_s": width, "start_s": (np.arange(bins) * width).tolist(), "seconds": seconds}
 
 
-def _modelled(job, per_op):
-    """Indices of the ops the model covers (I/O reads and writes with a cached typical time)."""
-    return np.flatnonzero(per_op["is_io"] & (per_op["class"] != ROW_CLASSES.index(NOT_MODELLED)) &
-                          (per_op["cached_typical_s"] > 0))
-
-
 def slowdown_timeline(job, per_op):
     """Per time interval (about 50 over the job, at least 1 s) and op kind: median, p90, p99 of
     each op's duration over its cached typical duration (Kunkel & Betke's slowdown)."""
-    ops = _modelled(job, per_op)
-    kinds = np.array(DIRECTIONS)[job.ops["direction"][ops]]
-    return slowdown_by_interval(job.ops["start_s"][ops], job.ops["duration_s"][ops],
-                                per_op["cached_typical_s"][ops], kinds).as_dict()
+    ops = per_op["modelled"]
+    slowdown = slowdown_by_interval(job.ops["start_s"][ops], job.ops["duration_s"][ops],
+                                    per_op["cached_typical_s"][ops], job.ops["direction"][ops]).as_dict()
+    # kinds went in as direction codes (small integers sort fast; 10^7 strings would not)
+    slowdown["kinds"] = {DIRECTIONS[int(code)]: values for code, values in slowdown["kinds"].items()}
+    return slowdown
 
 
 def tail_statistics(job, per_op):
     """Per op kind: the tail analysis (models/tails.py) of the slowdowns (duration over the
     cached typical duration of the op's size), which puts ops of all sizes on one scale."""
-    ops = _modelled(job, per_op)
+    ops = per_op["modelled"]
     result = {}
     for d, direction in enumerate(DIRECTIONS[:2]):
         chosen = ops[job.ops["direction"][ops] == d]
