@@ -3,7 +3,8 @@
 PYTHON ?= python3
 PIP = $(PYTHON) -m pip --disable-pip-version-check
 # Debian packages the tests and the demo use (command:package); chromium opens the HTML report.
-DEBIAN_TOOLS = sqlite3:sqlite3 git:git gzip:gzip tar:tar sha256sum:coreutils dd:coreutils chromium:chromium
+DEBIAN_TOOLS = sqlite3:sqlite3 git:git gzip:gzip tar:tar sha256sum:coreutils dd:coreutils chromium:chromium \
+	mpicc:libmpich-dev mpiexec:mpich
 
 .PHONY: all build install deps demo test bench validate clean
 

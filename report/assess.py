@@ -395,14 +395,15 @@ def process_table(job, per_op, per_total):
 
 
 def io_model_cell(job):
-    """Sisneros' I/O-model cell: processes doing I/O (P) and processes per file (k), weighted by
-    bytes, and its name."""
+    """Sisneros' I/O-model cell: processes that moved data (P) and processes per file (k),
+    weighted by bytes, and its name (serial, file per process, shared file, file per node,
+    subset). Failed calls and 0-byte transfers do not make a process one doing I/O."""
     ops = job.ops
-    io = np.isin(ops["layer"], IO_LAYERS) & (ops["direction"] < 2)
+    io = np.isin(ops["layer"], IO_LAYERS) & (ops["direction"] < 2) & (ops["result"] > 0)
     pairs = collections.defaultdict(float)
-    for proc, file, nbytes in _pair_bytes(ops["process"][io], ops["file"][io], np.maximum(ops["result"][io], 0)):
+    for proc, file, nbytes in _pair_bytes(ops["process"][io], ops["file"][io], ops["result"][io]):
         pairs[(proc, file)] += nbytes
-    tio = np.isin(job.totals["layer"], IO_LAYERS) & (job.totals["direction"] < 2)
+    tio = np.isin(job.totals["layer"], IO_LAYERS) & (job.totals["direction"] < 2) & (job.totals["bytes"] > 0)
     for proc, file, nbytes in zip(job.totals["process"][tio].tolist(), job.totals["file"][tio].tolist(),
                                   job.totals["bytes"][tio].tolist()):
         pairs[(proc, file)] += nbytes
@@ -419,8 +420,20 @@ def io_model_cell(job):
     k = {file: (job.nprocs if file in shared_all else len(procs)) for file, procs in per_file.items()}
     total = sum(bytes_per_file.values())
     k_weighted = sum(k[f] * b for f, b in bytes_per_file.items()) / total if total else float(np.mean(list(k.values())))
+    hosts = len({job.processes[p].hostname for p in processes})
+    per_node = not shared_all and hosts > 1 and _files_are_per_node(job, processes, per_file)
     return {"processes_doing_io": int(p_count), "processes_per_file": round(k_weighted, 3),
-            "files": len(per_file), "name": _io_model_name(p_count, k_weighted)}
+            "files": len(per_file), "hosts": hosts,
+            "name": "file per node" if per_node and k_weighted > 1.05 else _io_model_name(p_count, k_weighted)}
+
+
+def _files_are_per_node(job, processes, per_file):
+    """Whether every file is used by all the I/O processes of one host and by no other."""
+    by_host = collections.defaultdict(set)
+    for proc in processes:
+        by_host[job.processes[proc].hostname].add(proc)
+    return all(len({job.processes[p].hostname for p in procs}) == 1 and
+               procs == by_host[job.processes[next(iter(procs))].hostname] for procs in per_file.values())
 
 
 def _pair_bytes(process, file, nbytes):
