@@ -58,3 +58,18 @@ def test_plain_ld_preload_of_mpiexec_gives_one_trace_per_rank(ioassess, recorder
         assert files[str(tmp_path / "data" / f"rank.{rank}")]["processes"] == 1
     assert sorted(p["rank"] for p in assessment["processes"] if p["ops"] >= 32) == list(range(RANKS))
     assert assessment["io_model"]["name"] == "file per process"
+
+
+def test_a_rank_killed_midway_still_gives_a_report_that_names_it(ioassess, tmp_path):
+    """Rank 3 sends itself SIGKILL after its writes (a walltime kill); MPICH then kills the
+    other ranks too: every one of them is named as ended without finishing."""
+    (tmp_path / "data").mkdir()
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", shutil.which("mpiexec"), "-n", str(RANKS),
+                      str(MPI_LAYOUTS), "fpp", str(tmp_path / "data"), str(PER_NODE), "3")
+    assert result.returncode != 0
+    with open(tmp_path / "t" / "assessment.json") as f:
+        assessment = json.load(f)
+    unfinished = {p["rank"] for p in assessment["job"]["unfinished_processes"]}
+    assert 3 in unfinished
+    html = (tmp_path / "t" / "report.html").read_text()
+    assert "ended without finishing" in html and "rank 3 pid" in html

@@ -3,10 +3,12 @@
  *   fpp     file per process: DIR/rank.<rank>
  *   shared  one shared file: DIR/shared, rank r's blocks at offsets (i * size + r) * BLOCK
  *   node    file per node: DIR/node.<rank / PER_NODE>, shared by PER_NODE consecutive ranks
- * usage: mpi_layouts fpp|shared|node DIR [PER_NODE]
- * Prints "rank R of N: wrote B bytes" per rank; exit 0, or 1 with a message on an I/O error. */
+ * usage: mpi_layouts fpp|shared|node DIR [PER_NODE [KILLED_RANK]]
+ * Prints "rank R of N: wrote B bytes" per rank; exit 0, or 1 with a message on an I/O error.
+ * KILLED_RANK (a walltime kill simulated): that rank sends itself SIGKILL after its writes. */
 #include <fcntl.h>
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +23,11 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (argc < 3) {
-        fprintf(stderr, "usage: mpi_layouts fpp|shared|node DIR [PER_NODE]\n");
+        fprintf(stderr, "usage: mpi_layouts fpp|shared|node DIR [PER_NODE [KILLED_RANK]]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int per_node = argc > 3 ? atoi(argv[3]) : 4;
+    int killed_rank = argc > 4 ? atoi(argv[4]) : -1;
     char path[4096];
     int slot = rank, stride = 1;   /* block i of this rank goes to (i * stride + slot) * BLOCK */
     if (strcmp(argv[1], "fpp") == 0) {
@@ -54,6 +57,8 @@ int main(int argc, char **argv)
         }
         written += BLOCK;
     }
+    if (rank == killed_rank)
+        raise(SIGKILL);
     MPI_Barrier(MPI_COMM_WORLD);
     for (int i = 0; i < BLOCKS; i++) {
         off_t offset = ((off_t)i * stride + slot) * BLOCK;
