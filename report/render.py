@@ -87,6 +87,13 @@ def order_statistics_plot(assessment):
     return markupsafe.Markup(plot) if plot else None
 
 
+def io_model_plot(assessment):
+    cell = assessment["io_model"]
+    if not cell["processes_doing_io"]:
+        return None
+    return markupsafe.Markup(svg.io_model_grid(cell["processes_doing_io"], cell["processes_per_file"], cell["name"]))
+
+
 def provenance_rows(provenance):
     """(field, text) rows of a model's provenance; nested objects as `key: value` pairs."""
     def text(value):
@@ -102,7 +109,8 @@ def page_data(assessment):
     return {"a": assessment, "provenance": provenance_rows(assessment["model"]["provenance"]),
             "plots": {"scatter": [p for p in (scatter_plot(assessment, d) for d in ("read", "write")) if p],
                       "timeline": timeline_plot(assessment), "slowdown": slowdown_plot(assessment),
-                      "order_statistics": order_statistics_plot(assessment)}}
+                      "order_statistics": order_statistics_plot(assessment),
+                      "io_model": io_model_plot(assessment)}}
 
 
 def seconds_text(value):

@@ -201,3 +201,26 @@ def line_plot(title, x_label, y_label, series, description, log_x=False, width=9
         parts.append(f'<path d="{"".join(path)}" fill="none" stroke="{colour}" stroke-width="1.5"{dash}/>')
     parts += _legend(axes, [(label, colour, "dashed" if dashed else "line") for label, colour, dashed, _, _ in series])
     return _svg(width, height, parts, description)
+
+
+def io_model_grid(processes, per_file, name, width=420, height=360):
+    """Sisneros' grid: log2 of the processes doing I/O across, log2 of the processes per file
+    up (at most the processes); the job's cell filled. Serial at the bottom left, file per
+    process along the bottom, shared file on the diagonal."""
+    top = max(3, math.ceil(math.log2(max(processes, 1))) + 1)
+    axes = _Axes(width, height, (-0.5, top - 0.5), (-0.5, top - 0.5), False, False)
+    ticks = [(e, f"{2 ** e}") for e in range(top)]
+    parts = _frame(axes, "I/O model", "processes doing I/O (P)", "processes per file (k)", ticks, ticks)
+    job_x = round(math.log2(max(processes, 1)))
+    job_y = round(math.log2(max(per_file, 1)))
+    side_x = axes.plot_width / top
+    side_y = axes.plot_height / top
+    for x in range(top):
+        for y in range(x + 1):
+            fill = "#1f77b4" if (x, y) == (job_x, job_y) else "#f3f3f3"
+            left = float(axes.x([x - 0.5])[0])
+            upper = float(axes.y([y + 0.5])[0])
+            parts.append(f'<rect x="{left + 1:.1f}" y="{upper + 1:.1f}" width="{side_x - 2:.1f}" '
+                         f'height="{side_y - 2:.1f}" fill="{fill}"/>')
+    parts += _legend(axes, [(f"this job: {name}", "#1f77b4", "point")])
+    return _svg(width, height, parts, f"I/O model grid, this job: {name}")
