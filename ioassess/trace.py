@@ -104,7 +104,7 @@ class _ParsedTrace:
     """One trace file's records, still in ticks."""
     path: str
     header: np.void
-    ops: np.ndarray  # OP_RECORD_DTYPE
+    ops: dict  # field of OP_RECORD_DTYPE -> contiguous column, in slot order
     files: dict  # file_id -> FileInfo
     clock_pairs: np.ndarray  # (n, 2) uint64: ticks, monotonic ns; the start pair first
     summary: np.ndarray  # SUMMARY_ENTRY_DTYPE, entries in use only
@@ -236,9 +236,11 @@ def _parse_trace_file(path):
 
 
 def _read_slots(path, f, n_slots, summary_slots):
-    """The op records (in slot order), the type of every slot, and the rare slots' numbers and
-    raw 64-byte rows; read chunk by chunk. Slots of the summary table count as EMPTY."""
-    ops = np.empty(n_slots, tf.OP_RECORD_DTYPE)   # pages beyond the ops found are never touched
+    """The op records as contiguous columns (field -> array, in slot order), the type of every
+    slot, and the rare slots' numbers and raw 64-byte rows; read chunk by chunk, so memory
+    holds the columns and one chunk. Slots of the summary table count as EMPTY."""
+    # pages beyond the ops found are never touched, so a column costs only what it holds
+    ops = {name: np.empty(n_slots, tf.OP_RECORD_DTYPE[name]) for name in tf.OP_RECORD_DTYPE.names}
     types = np.empty(n_slots, np.uint8)
     n_ops, rare_slots, rare_rows = 0, [], []
     for first in range(0, n_slots, READ_CHUNK_SLOTS):
@@ -255,12 +257,14 @@ def _read_slots(path, f, n_slots, summary_slots):
         op_rows = np.flatnonzero(chunk_types == tf.SlotType.OP)
         records = chunk[op_rows].view(tf.OP_RECORD_DTYPE).ravel()
         _check_op_kinds(path, records["op"], first + op_rows, "slot")
-        ops[n_ops:n_ops + len(records)] = records
+        for name, column in ops.items():
+            column[n_ops:n_ops + len(records)] = records[name]
         n_ops += len(records)
         rare = np.flatnonzero(np.isin(chunk_types, _RARE_TYPES))
         rare_slots.append(first + rare)
         rare_rows.append(chunk[rare])
-    return (ops[:n_ops], types, np.concatenate(rare_slots or [np.zeros(0, np.int64)]),
+    return ({name: column[:n_ops] for name, column in ops.items()}, types,
+            np.concatenate(rare_slots or [np.zeros(0, np.int64)]),
             np.concatenate(rare_rows or [np.zeros((0, tf.SLOT_BYTES), np.uint8)]))
 
 
@@ -455,7 +459,7 @@ def _op_columns(process, records, start_ticks, start_ns, ns_per_tick):
     start_ns = np.int64(start_ns) + _ticks_to_ns(since_start, ns_per_tick)
     columns = {name: records[name] for name in ("op", "file_id", "offset", "requested", "result", "buffer", "tid",
                                                 "flags")}
-    columns.update(process=np.full(len(records), process), start_ns=start_ns,
+    columns.update(process=np.full(len(records["op"]), process), start_ns=start_ns,
                    duration_ns=_ticks_to_ns(records["duration_ticks"], ns_per_tick))
     return {name: np.asarray(columns[name], dtype) for name, dtype in OP_COLUMNS.items()}
 
@@ -494,7 +498,7 @@ def _process_info(trace, ns_per_tick):
         clock_source=tf.ClockSource(int(header["clock_source"])).name.lower(),
         ns_per_tick=float(ns_per_tick),
         record_cap=int(header["record_cap"]),
-        ops_kept=len(trace.ops),
+        ops_kept=len(trace.ops["op"]),
         ops_not_kept=int(header["ops_not_kept"]),
         ops_lost=int(header["ops_lost"]),
         obfuscated=tf.HeaderFlag.OBFUSCATED in flags,

@@ -30,9 +30,10 @@ IO_LAYERS = (LAYERS.index("posix"), LAYERS.index("stdio"))
 TOP_FILES = 20
 TIMELINE_BINS = 100
 SCATTER_POINTS = 4000
-# The tail analysis takes an even sample of this many ops at most (its cost grows with n; the
-# fits of a million points are already as exact as the data allow).
-TAIL_SAMPLE_OPS = 1_000_000
+# The slowdown quantiles and the tail analysis take an even sample of this many ops at most:
+# their cost grows with n, and a million points (20 000 per interval) pin a p99 or a tail fit
+# down as well as the data allow.
+SAMPLE_OPS = 1_000_000
 # Fewer modelled ops than this make no tail worth fitting.
 TAIL_MIN_OPS = 100
 SIZE_BIN_LABELS = ("0-100 B", "100 B-1 KiB", "1-10 KiB", "10-100 KiB", "100 KiB-1 MiB", "1-4 MiB", "4-10 MiB",
@@ -350,12 +351,20 @@ def timeline(job, per_op, bins=TIMELINE_BINS):
 def slowdown_timeline(job, per_op):
     """Per time interval (about 50 over the job, at least 1 s) and op kind: median, p90, p99 of
     each op's duration over its cached typical duration (Kunkel & Betke's slowdown)."""
-    ops = per_op["modelled"]
+    ops = _even_sample(per_op["modelled"])
     slowdown = slowdown_by_interval(job.ops["start_s"][ops], job.ops["duration_s"][ops],
                                     per_op["cached_typical_s"][ops], job.ops["direction"][ops]).as_dict()
     # kinds went in as direction codes (small integers sort fast; 10^7 strings would not)
     slowdown["kinds"] = {DIRECTIONS[int(code)]: values for code, values in slowdown["kinds"].items()}
+    slowdown.update(ops=int(len(per_op["modelled"])), sampled=int(len(ops)))
     return slowdown
+
+
+def _even_sample(indices, limit=SAMPLE_OPS):
+    """At most `limit` of the indices, evenly spaced (the same job always gives the same sample)."""
+    if len(indices) <= limit:
+        return indices
+    return indices[np.linspace(0, len(indices) - 1, limit).astype(np.int64)]
 
 
 def tail_statistics(job, per_op):
@@ -368,8 +377,7 @@ def tail_statistics(job, per_op):
         if len(chosen) < TAIL_MIN_OPS:
             continue
         from ioassess.models.tails import analyse_durations   # scipy: imported only when there is a tail to fit
-        sample = chosen if len(chosen) <= TAIL_SAMPLE_OPS else \
-            chosen[np.linspace(0, len(chosen) - 1, TAIL_SAMPLE_OPS).astype(np.int64)]
+        sample = _even_sample(chosen)
         slowdowns = job.ops["duration_s"][sample] / per_op["cached_typical_s"][sample]
         result[direction] = {"ops": int(len(chosen)), "sampled": int(len(sample)),
                              **analyse_durations(slowdowns).as_dict()}
@@ -436,11 +444,23 @@ def _files_are_per_node(job, processes, per_file):
                procs == by_host[job.processes[next(iter(procs))].hostname] for procs in per_file.values())
 
 
+DENSE_PAIRS = 1 << 24   # (process, file) pairs summed in a dense array up to this many, else sorted
+
+
 def _pair_bytes(process, file, nbytes):
-    key = process.astype(np.int64) * (1 << 31) + file.astype(np.int64)
-    unique, inverse = np.unique(key, return_inverse=True)
-    summed = np.bincount(inverse, nbytes.astype(float))
-    return zip((unique >> 31).tolist(), (unique & ((1 << 31) - 1)).tolist(), summed.tolist())
+    """(process, file, bytes) per pair that moved data."""
+    if not len(process):
+        return []
+    files = int(file.max()) + 1
+    key = process.astype(np.int64) * files + file
+    if (int(process.max()) + 1) * files <= DENSE_PAIRS:   # no sort of millions of keys
+        summed = np.bincount(key, nbytes.astype(float))
+        unique = np.flatnonzero(summed)
+        summed = summed[unique]
+    else:
+        unique, inverse = np.unique(key, return_inverse=True)
+        summed = np.bincount(inverse, nbytes.astype(float))
+    return zip((unique // files).tolist(), (unique % files).tolist(), summed.tolist())
 
 
 def _io_model_name(p, k):
@@ -454,12 +474,10 @@ def _io_model_name(p, k):
 
 
 def scatter_sample(job, per_op, points=SCATTER_POINTS):
-    """Up to `points` (size, duration, class) of I/O ops: every class kept in proportion, each
-    with at least a share, chosen evenly so that the same job always gives the same sample."""
-    io = np.flatnonzero(per_op["is_io"] & (job.ops["direction"] < 2))
-    if len(io) > points:
-        io = io[np.linspace(0, len(io) - 1, points).astype(np.int64)]
-    return {"ops_total": int(np.count_nonzero(per_op["is_io"] & (job.ops["direction"] < 2))),
+    """Up to `points` (size, duration, class) of the I/O reads and writes, evenly spaced."""
+    reads_and_writes = np.flatnonzero(per_op["is_io"] & (job.ops["direction"] < 2))
+    io = _even_sample(reads_and_writes, points)
+    return {"ops_total": int(len(reads_and_writes)),
             "size": job.ops["size"][io].tolist(), "duration_s": job.ops["duration_s"][io].tolist(),
             "class": [ROW_CLASSES[c] for c in per_op["class"][io].tolist()],
             "direction": [DIRECTIONS[d] for d in job.ops["direction"][io].tolist()]}
