@@ -16,7 +16,7 @@ import numpy as np
 from . import traceformat as tf
 from .job import (LAYERS, OP_COLUMNS, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Job, JobFile, JobInput, JobProcess,
                   concatenate_columns, empty_columns, mount_of)
-from .trace import TraceFileError, read_trace_dir
+from .trace import TraceFileError, read_trace_dir, sum_by
 
 # statfs f_type -> file system name, for the ones an HPC job meets.
 FS_TYPES = {0xEF53: "ext4", 0x58465342: "xfs", 0x9123683E: "btrfs", 0x01021994: "tmpfs", 0x6969: "nfs",
@@ -149,24 +149,12 @@ def _trace_summary_columns(summary, file_ids):
     common = {"process": summary["process"], "file": file, "layer": np.zeros(len(file), np.uint8),
               "direction": direction}
     size_bins = dict(common, size_low=size_low, size_high=size_high, ops=summary["count"])
-    totals = dict(common, ops=summary["count"], bytes=summary["bytes_returned"],
-                  seconds=summary["duration_ns"] / 1e9, max_op_seconds=np.full(len(file), np.nan),
-                  max_op_size=np.full(len(file), -1))
-    return _sum_rows(totals, ("process", "file", "layer", "direction"), ("ops", "bytes", "seconds")), \
-        {name: np.asarray(column, SIZE_BIN_COLUMNS[name]) for name, column in size_bins.items()}
-
-
-def _sum_rows(table, keys, summed):
-    """Rows with equal keys added up (the other columns take the first row's value)."""
-    order = np.lexsort([table[k] for k in reversed(keys)])
-    sorted_table = {name: np.asarray(column)[order] for name, column in table.items()}
-    new = np.ones(len(order), bool)
-    new[1:] = np.any([sorted_table[k][1:] != sorted_table[k][:-1] for k in keys], axis=0)
-    starts = np.flatnonzero(new)
-    out = {name: column[starts] for name, column in sorted_table.items()}
-    for name in summed:
-        out[name] = np.add.reduceat(sorted_table[name], starts)
-    return {name: np.asarray(out[name], dtype) for name, dtype in TOTAL_COLUMNS.items()}
+    totals = sum_by(common, {"ops": summary["count"], "bytes": summary["bytes_returned"],
+                             "seconds": summary["duration_ns"] / 1e9})
+    rows = len(totals["ops"])
+    totals.update(max_op_seconds=np.full(rows, np.nan), max_op_size=np.full(rows, -1))
+    return ({name: np.asarray(totals[name], dtype) for name, dtype in TOTAL_COLUMNS.items()},
+            {name: np.asarray(column, SIZE_BIN_COLUMNS[name]) for name, column in size_bins.items()})
 
 
 def _owner(path):

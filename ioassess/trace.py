@@ -161,7 +161,7 @@ def totals(traceset, by=("file_id", "op")):
         "duration_ns": np.concatenate([ops["duration_ns"], summary["duration_ns"]]),
     }
     keys = {key: np.concatenate([_group_key(ops, key), _group_key(summary, key)]) for key in by}
-    grouped = _sum_by(keys, values)
+    grouped = sum_by(keys, values)
     if "direction" in grouped:
         grouped["direction"] = np.array(tf.DIRECTIONS)[grouped["direction"]]
     return grouped
@@ -176,8 +176,9 @@ def _group_key(table, key):
     return _DIRECTION_CODE[table["op"]] if key == "direction" else table[key]
 
 
-def _sum_by(keys, values):
-    """Sum the value columns over rows with equal keys (all rows when there are no keys)."""
+def sum_by(keys, values):
+    """The value columns summed over rows with equal key columns (all rows when there are no
+    keys): {key or value name: column}, sorted by the keys."""
     n = len(next(iter(values.values())))
     order = np.lexsort([keys[k] for k in reversed(keys)]) if keys else np.arange(n)
     sorted_keys = {k: column[order] for k, column in keys.items()}
