@@ -637,15 +637,23 @@ def test_exit_status_is_recorded_when_main_returns(tmp_path, recorder_lib):
     assert (p.end_reason, p.exit_status) == ("exit", 2)
 
 
-def test_fork_child_has_its_own_trace(tmp_path, recorder_lib):
-    rec = run([prog("forkexec"), "fork", tmp_path], preload=[recorder_lib], trace_dir=tmp_path / "traces")
+def forkexec_processes(cmd, pids_pattern, tmp_path, recorder_lib):
+    """Run a forkexec mode under the recorder; (traces, processes by pid, parent pid, child pid),
+    the pids read from its output by pids_pattern, each with a trace of its own."""
+    rec = run(cmd, preload=[recorder_lib], trace_dir=tmp_path / "traces")
     assert rec.returncode == 0, describe(rec)
-    m = re.search(rb"parent pid (\d+) child (\d+) exit 7", rec.stdout)
+    m = re.search(pids_pattern, rec.stdout)
     assert m, rec.stdout
     parent_pid, child_pid = int(m[1]), int(m[2])
     ts = load(tmp_path / "traces")
     by_pid = processes_by_pid(ts)
     assert set(by_pid) == {parent_pid, child_pid}
+    return ts, by_pid, parent_pid, child_pid
+
+
+def test_fork_child_has_its_own_trace(tmp_path, recorder_lib):
+    ts, by_pid, parent_pid, child_pid = forkexec_processes(
+        [prog("forkexec"), "fork", tmp_path], rb"parent pid (\d+) child (\d+) exit 7", tmp_path, recorder_lib)
     (parent,), (child,) = by_pid[parent_pid], by_pid[child_pid]
     assert child.ppid == parent_pid and parent.ppid == os.getpid()
     assert child.end_reason == "exit" and child.exit_status == 7
@@ -714,15 +722,9 @@ def test_failed_exec_keeps_recording(tmp_path, recorder_lib):
 
 
 def test_vfork_exec(tmp_path, recorder_lib):
-    rec = run([prog("forkexec"), "vfork", tmp_path, prog("threads16"), tmp_path / "t.dat", "10", "100"],
-              preload=[recorder_lib], trace_dir=tmp_path / "traces")
-    assert rec.returncode == 0, describe(rec)
-    m = re.search(rb"vfork parent (\d+) child (\d+) exit 0", rec.stdout)
-    assert m, rec.stdout
-    parent_pid, child_pid = int(m[1]), int(m[2])
-    ts = load(tmp_path / "traces")
-    by_pid = processes_by_pid(ts)
-    assert set(by_pid) == {parent_pid, child_pid}
+    ts, by_pid, parent_pid, child_pid = forkexec_processes(
+        [prog("forkexec"), "vfork", tmp_path, prog("threads16"), tmp_path / "t.dat", "10", "100"],
+        rb"vfork parent (\d+) child (\d+) exit 0", tmp_path, recorder_lib)
     assert [p.end_reason for p in by_pid[parent_pid]] == ["exit"]
     assert all(p.ppid == parent_pid for p in by_pid[child_pid])
     assert by_pid[child_pid][-1].exe.endswith("/threads16") and by_pid[child_pid][-1].end_reason == "exit"
