@@ -6,11 +6,15 @@
    alternating the tools so that the machine's drift hits them alike.
 2. A trace of 10^7 ops (the workload generator, 1-byte random preads, under the recorder):
    `ioassess report` wall time and peak RSS.
+3. A parallel job (issue "Parallel jobs"): 64 local processes started by MPICH's mpiexec, each
+   the workload generator doing 15 625 random 4 KiB preads of one shared file, 10^6 ops in all:
+   `ioassess report` wall time and peak RSS (target 10 s).
 
-usage: python3 bench/report.py [--reps N] [--skip-big]
+usage: python3 bench/report.py [--reps N] [--skip-big] [--skip-parallel]
 """
 import argparse
 import glob
+import json
 import os
 import shutil
 import statistics
@@ -26,6 +30,8 @@ from ioassess.models.training import workload_program_path
 
 TOOLS = ("ioassess", "drishti", "pydarshan")
 BIG_OPS = 10_000_000
+PARALLEL_PROCESSES = 64
+PARALLEL_OPS = 1_000_000
 
 
 def shipped_logs():
@@ -79,37 +85,69 @@ def bench_logs(reps):
     print(f"worst ratio to Drishti: time {worst_time:.2f}, memory {worst_memory:.2f} (target <= 1 each)")
 
 
+def record_workload(work, traces, launcher, workload_options, ops):
+    """Runs the workload generator (after launcher, e.g. mpiexec, if any) with the recorder on
+    random offsets of a 1 MiB data file in work; returns the traces' total bytes, checked to
+    hold the ops."""
+    data = os.path.join(work, "data")
+    with open(data, "wb") as f:
+        f.write(os.urandom(1 << 20))
+    env = dict(os.environ, LD_PRELOAD=recorder_library_path(), IOASSESS_TRACE_DIR=traces, IOASSESS_EXCLUDE="none",
+               IOASSESS_MAX_RECORDS=str(2 * ops))
+    subprocess.run(launcher + [workload_program_path(), "--file", data, "--file-layout", "rnd", "--mem-buffer", "1m"] +
+                   workload_options, env=env, check=True, stdout=subprocess.DEVNULL)
+    trace_bytes = sum(os.path.getsize(os.path.join(traces, name)) for name in os.listdir(traces))
+    if trace_bytes < ops * 64:
+        sys.exit(f"the {ops}-op traces have only {trace_bytes} bytes: the recorder did not record the ops")
+    return trace_bytes
+
+
+def time_reports(work, traces, reps):
+    """(median wall s, median peak RSS MiB, every run's wall s, report.html bytes)."""
+    runs = [measure([sys.executable, "-m", "ioassess", "report", traces, "-o", os.path.join(work, "r.html"),
+                     "--json", os.path.join(work, "a.json")], work) for _ in range(reps)]
+    if any(r[2] != 0 for r in runs):
+        sys.exit(f"ioassess report {traces} failed: exit {[r[2] for r in runs]}")
+    return (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs), [r[0] for r in runs],
+            os.path.getsize(os.path.join(work, "r.html")))
+
+
 def bench_big_trace(reps):
     with tempfile.TemporaryDirectory(dir="/var/tmp") as work:
-        data = os.path.join(work, "data")
-        with open(data, "wb") as f:
-            f.write(os.urandom(1 << 20))
         traces = os.path.join(work, "traces")
-        env = dict(os.environ, LD_PRELOAD=recorder_library_path(), IOASSESS_TRACE_DIR=traces, IOASSESS_EXCLUDE="none",
-                   IOASSESS_MAX_RECORDS=str(2 * BIG_OPS))
-        subprocess.run([workload_program_path(), "--file", data, "--size", "1", "--file-layout", "rnd",
-                        "--repeats", str(BIG_OPS), "--mem-buffer", "1m"], env=env, check=True,
-                       stdout=subprocess.DEVNULL)
-        trace_bytes = sum(os.path.getsize(os.path.join(traces, name)) for name in os.listdir(traces))
-        if trace_bytes < BIG_OPS * 64:
-            sys.exit(f"the {BIG_OPS}-op trace has only {trace_bytes} bytes: the recorder did not record the ops")
-        runs = [measure([sys.executable, "-m", "ioassess", "report", traces, "-o", os.path.join(work, "r.html"),
-                         "--json", os.path.join(work, "a.json")], work) for _ in range(reps)]
-        report_bytes = os.path.getsize(os.path.join(work, "r.html"))
-    print(f"\n{BIG_OPS:.0e}-op trace ({trace_bytes / 2**20:.0f} MiB): report in "
-          f"{statistics.median(r[0] for r in runs):.1f} s (runs: {', '.join(f'{r[0]:.1f}' for r in runs)}), "
-          f"peak RSS {statistics.median(r[1] for r in runs):.0f} MiB, report.html {report_bytes / 2**20:.2f} MiB "
-          "(targets: 30 s, 2048 MiB, 3 MiB)")
+        trace_bytes = record_workload(work, traces, [], ["--size", "1", "--repeats", str(BIG_OPS)], BIG_OPS)
+        seconds, rss, runs, report_bytes = time_reports(work, traces, reps)
+    print(f"\n{BIG_OPS:.0e}-op trace ({trace_bytes / 2**20:.0f} MiB): report in {seconds:.1f} s "
+          f"(runs: {', '.join(f'{r:.1f}' for r in runs)}), peak RSS {rss:.0f} MiB, report.html "
+          f"{report_bytes / 2**20:.2f} MiB (targets: 30 s, 2048 MiB, 3 MiB)")
+
+
+def bench_parallel_job(reps):
+    per_process = PARALLEL_OPS // PARALLEL_PROCESSES
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as work:
+        traces = os.path.join(work, "traces")
+        launcher = [shutil.which("mpiexec") or "mpiexec", "-n", str(PARALLEL_PROCESSES)]
+        trace_bytes = record_workload(work, traces, launcher, ["--size", "4096", "--repeats", str(per_process)],
+                                      PARALLEL_OPS)
+        seconds, rss, runs, report_bytes = time_reports(work, traces, reps)
+        with open(os.path.join(work, "a.json")) as f:
+            processes = json.load(f)["job"]["processes_with_io"]
+    print(f"\n{PARALLEL_PROCESSES}-process job, {PARALLEL_OPS:.0e} ops ({trace_bytes / 2**20:.0f} MiB of traces, "
+          f"{processes} processes with I/O): report in {seconds:.1f} s (runs: {', '.join(f'{r:.1f}' for r in runs)}), "
+          f"peak RSS {rss:.0f} MiB, report.html {report_bytes / 2**20:.2f} MiB (target: 10 s)")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--skip-big", action="store_true", help="leave out the 10^7-op trace")
+    parser.add_argument("--skip-parallel", action="store_true", help="leave out the 64-process job")
     args = parser.parse_args()
     bench_logs(args.reps)
     if not args.skip_big:
         bench_big_trace(args.reps)
+    if not args.skip_parallel:
+        bench_parallel_job(args.reps)
 
 
 if __name__ == "__main__":
