@@ -7,11 +7,10 @@ one line `PATH: problem`. save_model() writes only what load_model() accepts, at
 """
 import copy
 import json
-import math
 import os
-import re
 
-from ioassess.files import replace_atomically
+from ioassess.jsonfile import (Invalid, JsonFileError, check_format, check_keys, choice, iso_date, json_type, number,
+                               read_json_file, typed, write_json_file)
 
 from .causes import (JOINT_BYTES, LAYOUTS, LINE_CLASSES, OPS, CauseModel, ModelLine, SegmentedLine,
                      bound_order_violations)
@@ -26,20 +25,10 @@ PRETRAINED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pretr
 JOINT_TOLERANCE = 0.02
 ERROR_METRICS = ("abs_err_s", "rel_err_pct", "outlier_pct_experiment", "outlier_pct_model")
 SEGMENTS = ("small", "large")
-_ISO_DATE = re.compile(r"\d{4}(-\d{2}(-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?)?)?")
 
 
-class ModelFileError(Exception):
+class ModelFileError(JsonFileError):
     """A model file that cannot be used; str() is the one line `PATH: problem`."""
-
-    def __init__(self, path, problem):
-        self.path = os.fspath(path)
-        self.problem = " ".join(str(problem).split())
-        super().__init__(f"{self.path}: {self.problem}")
-
-
-class _Invalid(Exception):
-    """A problem found while validating; becomes a ModelFileError with the file's path."""
 
 
 # ---- writing ----
@@ -76,15 +65,7 @@ def save_model(model, path):
     """Write the model to path. It is validated first (ModelFileError naming path if the loader
     would reject it) and written to a temporary file in the same directory that is then renamed,
     so no partial file is ever left at path."""
-    text = json.dumps(model_to_json(model), indent=1) + "\n"
-    try:
-        _model_from_json(json.loads(text))
-    except _Invalid as problem:
-        raise ModelFileError(path, problem) from None
-    try:
-        replace_atomically(path, text, mode=0o644)  # readable by the site's users
-    except OSError as error:
-        raise ModelFileError(path, f"cannot write: {error.strerror}") from None
+    write_json_file(path, model_to_json(model), _model_from_json, ModelFileError)
 
 
 # ---- reading ----
@@ -101,23 +82,8 @@ def model_path(name_or_path):
 def load_model(name_or_path):
     """The validated CauseModel of a model name or file; raises ModelFileError."""
     path = model_path(name_or_path)
-    try:
-        with open(path, encoding="utf-8") as file:
-            text = file.read()
-    except FileNotFoundError:
-        raise ModelFileError(path, "no such model file" + _available_hint(name_or_path, path)) from None
-    except OSError as error:
-        raise ModelFileError(path, f"cannot read: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise ModelFileError(path, "not a text file (invalid UTF-8)") from None
-    try:
-        return _model_from_json(json.loads(text))
-    except json.JSONDecodeError as error:
-        raise ModelFileError(path, f"invalid JSON: {error.msg} at line {error.lineno} column {error.colno}") from None
-    except RecursionError:
-        raise ModelFileError(path, "invalid JSON: nested too deeply") from None
-    except _Invalid as problem:
-        raise ModelFileError(path, problem) from None
+    return read_json_file(path, _model_from_json, ModelFileError,
+                          lambda: "no such model file" + _available_hint(name_or_path, path))
 
 
 def _available_hint(name_or_path, path):
@@ -157,142 +123,82 @@ def model_summary(model):
 # ---- validation ----
 
 def _model_from_json(data):
-    """The CauseModel of a parsed model file; raises _Invalid with the first problem found."""
-    if not isinstance(data, dict):
-        raise _Invalid(f"not an ioassess cause-model file (a JSON {_json_type(data)}, not an object)")
-    if data.get("format") != MODEL_FORMAT:
-        raise _Invalid(f"not an ioassess cause-model file (format is {json.dumps(data.get('format'))}, "
-                       f"expected \"{MODEL_FORMAT}\")")
-    version = data.get("version")
-    if type(version) is not int or version < 1:
-        raise _Invalid(f"version: must be a whole number >= 1, got {json.dumps(version)}")
-    if version > MODEL_VERSION:
-        raise _Invalid(f"model file version {version} is newer than this ioassess supports ({MODEL_VERSION})")
-    _check_keys(data, "", ("format", "version", "name", "description", "provenance", "joint_bytes", "lines"))
+    """The CauseModel of a parsed model file; raises Invalid with the first problem found."""
+    check_format(data, MODEL_FORMAT, MODEL_VERSION, "cause-model file", "model file")
+    check_keys(data, "", ("format", "version", "name", "description", "provenance", "joint_bytes", "lines"))
     if data["joint_bytes"] != JOINT_BYTES or type(data["joint_bytes"]) is not int:
-        raise _Invalid(f"joint_bytes: must be {JOINT_BYTES}, got {json.dumps(data['joint_bytes'])}")
+        raise Invalid(f"joint_bytes: must be {JOINT_BYTES}, got {json.dumps(data['joint_bytes'])}")
     lines = {}
-    for index, line in enumerate(_typed(data, "", "lines", list)):
+    for index, line in enumerate(typed(data, "", "lines", list)):
         key, model_line = _model_line(line, f"lines[{index}].")
         if key in lines:
-            raise _Invalid(f"lines[{index}]: a second line for {' '.join(key)}")
+            raise Invalid(f"lines[{index}]: a second line for {' '.join(key)}")
         lines[key] = model_line
     violations = bound_order_violations(lines)
     if violations:
-        raise _Invalid(f"bounds out of order: {violations[0]}")
-    return CauseModel(name=_typed(data, "", "name", str), description=_typed(data, "", "description", str),
-                      provenance=_provenance(_typed(data, "", "provenance", dict)), lines=lines)
+        raise Invalid(f"bounds out of order: {violations[0]}")
+    return CauseModel(name=typed(data, "", "name", str), description=typed(data, "", "description", str),
+                      provenance=_provenance(typed(data, "", "provenance", dict)), lines=lines)
 
 
 def _provenance(provenance):
     """Checks the required fields; other fields are kept (provenance is descriptive)."""
     for field in ("source", "host", "kernel", "profile"):
-        _typed(provenance, "provenance.", field, str)
-    file_system = _typed(provenance, "provenance.", "file_system", dict)
-    _check_keys(file_system, "provenance.file_system.", ("type", "mount"))
+        typed(provenance, "provenance.", field, str)
+    file_system = typed(provenance, "provenance.", "file_system", dict)
+    check_keys(file_system, "provenance.file_system.", ("type", "mount"))
     for field in ("type", "mount"):
-        _typed(file_system, "provenance.file_system.", field, str)
-    if not _ISO_DATE.fullmatch(_typed(provenance, "provenance.", "date", str)):
-        raise _Invalid(f"provenance.date: must be an ISO-8601 date, got {json.dumps(provenance['date'])}")
-    _typed(provenance, "provenance.", "generator", dict)
+        typed(file_system, "provenance.file_system.", field, str)
+    iso_date(provenance, "provenance.", "date")
+    typed(provenance, "provenance.", "generator", dict)
     return provenance
 
 
 def _model_line(line, where):
     if not isinstance(line, dict):
-        raise _Invalid(f"{where[:-1]}: must be an object, got a JSON {_json_type(line)}")
-    _check_keys(line, where, ("op", "class", "layout", "bound", "typical", "errors", "note"))
-    key = tuple(_choice(line, where, field, choices)
+        raise Invalid(f"{where[:-1]}: must be an object, got a JSON {json_type(line)}")
+    check_keys(line, where, ("op", "class", "layout", "bound", "typical", "errors", "note"))
+    key = tuple(choice(line, where, field, choices)
                 for field, choices in (("op", OPS), ("class", LINE_CLASSES), ("layout", LAYOUTS)))
     typical = line["typical"]
-    errors = _typed(line, where, "errors", dict)
-    _check_keys(errors, f"{where}errors.", SEGMENTS)
+    errors = typed(line, where, "errors", dict)
+    check_keys(errors, f"{where}errors.", SEGMENTS)
     return key, ModelLine(
         bound=_segmented_line(line, where, "bound"),
         typical=None if typical is None else _segmented_line(line, where, "typical"),
         errors={segment: _segment_errors(errors, f"{where}errors.", segment) for segment in SEGMENTS},
-        note=_typed(line, where, "note", str))
+        note=typed(line, where, "note", str))
 
 
 def _segmented_line(line, where, field):
-    segments = _typed(line, where, field, dict)
+    segments = typed(line, where, field, dict)
     where = f"{where}{field}."
-    _check_keys(segments, where, SEGMENTS)
+    check_keys(segments, where, SEGMENTS)
     parameters = {}
     for segment in SEGMENTS:
-        values = _typed(segments, where, segment, dict)
-        _check_keys(values, f"{where}{segment}.", ("intercept_s", "slope_s_per_byte"))
+        values = typed(segments, where, segment, dict)
+        check_keys(values, f"{where}{segment}.", ("intercept_s", "slope_s_per_byte"))
         for name in ("intercept_s", "slope_s_per_byte"):
             # The large intercept is an extrapolation to 0 B and may be negative; the joint
             # check below keeps the segment non-negative where it applies.
             may_be_negative = segment == "large" and name == "intercept_s"
-            parameters[f"{segment}_{name}"] = _number(values, f"{where}{segment}.", name, may_be_negative)
+            parameters[f"{segment}_{name}"] = number(values, f"{where}{segment}.", name, may_be_negative)
     result = SegmentedLine(parameters["small_intercept_s"], parameters["small_slope_s_per_byte"],
                            parameters["large_intercept_s"], parameters["large_slope_s_per_byte"])
     small_s = result.small_intercept_s + result.small_slope_s_per_byte * JOINT_BYTES
     large_s = result.large_intercept_s + result.large_slope_s_per_byte * JOINT_BYTES
     if abs(large_s - small_s) > JOINT_TOLERANCE * small_s:
-        raise _Invalid(f"{where[:-1]}: the large segment is not joined to the small one at {JOINT_BYTES} B "
-                       f"({large_s:.4g} s against {small_s:.4g} s, more than {JOINT_TOLERANCE:.0%} apart)")
+        raise Invalid(f"{where[:-1]}: the large segment is not joined to the small one at {JOINT_BYTES} B "
+                      f"({large_s:.4g} s against {small_s:.4g} s, more than {JOINT_TOLERANCE:.0%} apart)")
     return result
 
 
 def _segment_errors(errors, where, segment):
-    metrics = _typed(errors, where, segment, dict)
-    _check_keys(metrics, f"{where}{segment}.", ERROR_METRICS)
+    metrics = typed(errors, where, segment, dict)
+    check_keys(metrics, f"{where}{segment}.", ERROR_METRICS)
     result = {}
     for name in ERROR_METRICS:
-        result[name] = None if metrics[name] is None else _number(metrics, f"{where}{segment}.", name)
+        result[name] = None if metrics[name] is None else number(metrics, f"{where}{segment}.", name)
         if name.startswith("outlier_pct") and result[name] is not None and result[name] > 100:
-            raise _Invalid(f"{where}{segment}.{name}: a percentage above 100 ({result[name]})")
+            raise Invalid(f"{where}{segment}.{name}: a percentage above 100 ({result[name]})")
     return result
-
-
-def _check_keys(obj, where, expected):
-    missing = [key for key in expected if key not in obj]
-    if missing:
-        raise _Invalid(f"{where}{missing[0]}: missing")
-    unknown = sorted(set(obj) - set(expected))
-    if unknown:
-        raise _Invalid(f"{where}{unknown[0]}: unknown field")
-
-
-def _typed(obj, where, field, expected_type):
-    if field not in obj:
-        raise _Invalid(f"{where}{field}: missing")
-    value = obj[field]
-    if not isinstance(value, expected_type):
-        raise _Invalid(f"{where}{field}: must be {_EXPECTED[expected_type]}, got a JSON {_json_type(value)}")
-    return value
-
-
-def _choice(obj, where, field, choices):
-    value = _typed(obj, where, field, str)
-    if value not in choices:
-        raise _Invalid(f"{where}{field}: unknown {field} {json.dumps(value)} (expected one of {', '.join(choices)})")
-    return value
-
-
-def _number(obj, where, field, may_be_negative=False):
-    value = obj[field]
-    if type(value) not in (int, float):
-        raise _Invalid(f"{where}{field}: must be a number, got a JSON {_json_type(value)}")
-    if not math.isfinite(value):
-        raise _Invalid(f"{where}{field}: must be finite, got {value}")
-    if value < 0 and not may_be_negative:
-        raise _Invalid(f"{where}{field}: must not be negative, got {value}")
-    return float(value)
-
-
-_JSON_TYPES = {str: "string", list: "array", dict: "object"}
-_EXPECTED = {str: "a string", list: "an array", dict: "an object"}
-
-
-def _json_type(value):
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    return _JSON_TYPES.get(type(value), type(value).__name__)

@@ -1,0 +1,148 @@
+"""Versioned JSON files of ioassess (cause models, I/O-model grids): reading and writing them
+with every problem as one line `PATH: problem`, and the checks their validators share.
+
+A file's validator takes the parsed JSON and raises Invalid with the first problem found,
+naming the field by its path (`lines[0].bound.small.intercept_s: must be finite, got inf`);
+read_json_file and write_json_file turn it into the file type's error, naming the file.
+"""
+import json
+import math
+import os
+import re
+
+from .files import replace_atomically
+
+ISO_DATE = re.compile(r"\d{4}(-\d{2}(-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?)?)?")
+
+
+class JsonFileError(Exception):
+    """A file that cannot be used; str() is the one line `PATH: problem`."""
+
+    def __init__(self, path, problem):
+        self.path = os.fspath(path)
+        self.problem = " ".join(str(problem).split())
+        super().__init__(f"{self.path}: {self.problem}")
+
+
+class Invalid(Exception):
+    """A problem found while validating; becomes the file type's error with the file's path."""
+
+
+def read_json_file(path, from_json, error_type, missing_problem):
+    """from_json(the file's parsed JSON). Every problem raises error_type(path, problem);
+    missing_problem() says what a missing file is (called only then)."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+    except FileNotFoundError:
+        raise error_type(path, missing_problem()) from None
+    except OSError as error:
+        raise error_type(path, f"cannot read: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise error_type(path, "not a text file (invalid UTF-8)") from None
+    try:
+        return from_json(json.loads(text))
+    except json.JSONDecodeError as error:
+        raise error_type(path, f"invalid JSON: {error.msg} at line {error.lineno} column {error.colno}") from None
+    except RecursionError:
+        raise error_type(path, "invalid JSON: nested too deeply") from None
+    except Invalid as problem:
+        raise error_type(path, problem) from None
+
+
+def write_json_file(path, data, from_json, error_type):
+    """Write data to path if from_json accepts it (else error_type naming path), through a
+    temporary file renamed over path, so no partial file is ever left there."""
+    text = json.dumps(data, indent=1) + "\n"
+    try:
+        from_json(json.loads(text))
+    except Invalid as problem:
+        raise error_type(path, problem) from None
+    try:
+        replace_atomically(path, text, mode=0o644)  # readable by the site's users
+    except OSError as error:
+        raise error_type(path, f"cannot write: {error.strerror}") from None
+
+
+# ---- checks for validators; `where` is the path of the enclosing object, e.g. "lines[0]." ----
+
+def check_format(data, format_name, newest_version, kind, version_kind):
+    """The object's format and version: kind names the file type ("cause-model file") in
+    `not an ioassess ...`, version_kind ("model file") in `... version N is newer ...`."""
+    if not isinstance(data, dict):
+        raise Invalid(f"not an ioassess {kind} (a JSON {json_type(data)}, not an object)")
+    if data.get("format") != format_name:
+        raise Invalid(f"not an ioassess {kind} (format is {json.dumps(data.get('format'))}, "
+                      f"expected \"{format_name}\")")
+    version = data.get("version")
+    if type(version) is not int or version < 1:
+        raise Invalid(f"version: must be a whole number >= 1, got {json.dumps(version)}")
+    if version > newest_version:
+        raise Invalid(f"{version_kind} version {version} is newer than this ioassess supports ({newest_version})")
+    return version
+
+
+def check_keys(obj, where, expected):
+    missing = [key for key in expected if key not in obj]
+    if missing:
+        raise Invalid(f"{where}{missing[0]}: missing")
+    unknown = sorted(set(obj) - set(expected))
+    if unknown:
+        raise Invalid(f"{where}{unknown[0]}: unknown field")
+
+
+def typed(obj, where, field, expected_type):
+    if field not in obj:
+        raise Invalid(f"{where}{field}: missing")
+    value = obj[field]
+    if not isinstance(value, expected_type):
+        raise Invalid(f"{where}{field}: must be {_EXPECTED[expected_type]}, got a JSON {json_type(value)}")
+    return value
+
+
+def choice(obj, where, field, choices):
+    value = typed(obj, where, field, str)
+    if value not in choices:
+        raise Invalid(f"{where}{field}: unknown {field} {json.dumps(value)} (expected one of {', '.join(choices)})")
+    return value
+
+
+def number(obj, where, field, may_be_negative=False):
+    value = obj[field]
+    if type(value) not in (int, float):
+        raise Invalid(f"{where}{field}: must be a number, got a JSON {json_type(value)}")
+    if not math.isfinite(value):
+        raise Invalid(f"{where}{field}: must be finite, got {value}")
+    if value < 0 and not may_be_negative:
+        raise Invalid(f"{where}{field}: must not be negative, got {value}")
+    return float(value)
+
+
+def whole_number(obj, where, field, minimum):
+    if field not in obj:
+        raise Invalid(f"{where}{field}: missing")
+    value = obj[field]
+    if type(value) is not int or value < minimum:
+        raise Invalid(f"{where}{field}: must be a whole number >= {minimum}, got {json.dumps(value)}")
+    return value
+
+
+def iso_date(obj, where, field):
+    value = typed(obj, where, field, str)
+    if not ISO_DATE.fullmatch(value):
+        raise Invalid(f"{where}{field}: must be an ISO-8601 date, got {json.dumps(value)}")
+    return value
+
+
+_JSON_TYPES = {str: "string", list: "array", dict: "object"}
+_EXPECTED = {str: "a string", list: "an array", dict: "an object"}
+
+
+def json_type(value):
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return _JSON_TYPES.get(type(value), type(value).__name__)
