@@ -4,7 +4,7 @@ PYTHON ?= python3
 PIP = $(PYTHON) -m pip --disable-pip-version-check
 # Debian packages the tests and the demo use (command:package); chromium opens the HTML report.
 DEBIAN_TOOLS = sqlite3:sqlite3 git:git gzip:gzip tar:tar sha256sum:coreutils dd:coreutils chromium:chromium \
-	mpicc:libmpich-dev mpiexec:mpich
+	mpicc:libmpich-dev mpiexec:mpich useradd:passwd /usr/share/lmod/lmod/libexec/lmod:lmod
 
 .PHONY: all build install deps demo test bench validate clean
 

@@ -7,10 +7,21 @@ cost is median(with) - median(without) over the runs. The mean over all batches 
 includes the recorder's occasional extent allocation) is reported too.
 Memory: peak resident memory (VmHWM) with the recorder minus without, against the record cap
 in bytes plus 1 MiB.
+MPI-IO (when mpicc and libioassess-mpiio.so are there): 1-byte MPI_File_read_at and MPI_File_read
+calls of one MPI process (bench/mpiio-loop.c, ROMIO makes one pread of each), in batches of 100
+calls that alternate inside the process between the MPI_ name (through the MPI-IO recorder) and
+the PMPI_ name (straight to MPICH): the MPI-IO recorder's own cost per call is median(MPI_) -
+median(PMPI_) with both recorder libraries preloaded, side by side in one process, median over
+the runs; the same difference without any recorder is the method's control (about 0). Runs
+without and with the recorders alternate; with - without of the MPI_ batches is the whole added
+cost per call, the recording of its pread included. A batch of 100 calls writes 200 records, so
+at most one batch in 13 takes a new trace extent (one in four for the pread batches above); the
+mean over all batches includes them. 400 000 calls stay under the record cap (10^6 records).
 """
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -18,89 +29,154 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOOP = os.path.join(HERE, "out", "pread-loop")
+MPIIO_LOOP = os.path.join(HERE, "out", "mpiio-loop")
+MPIIO_SOURCE = os.path.join(HERE, "mpiio-loop.c")
 
 
-def recorder_library():
-    import ioassess
-
-    return ioassess.recorder_library_path()
-
-
-def run_loop(probe_file, calls, threads, library=None, trace_dir=None, cap=None, cpu=None):
-    """One run of pread-loop: (per-thread (median, mean) ns per call, peak RSS KiB)."""
+def run_probe(cmd, lines, preload=(), trace_dir=None, cap=None, cpu=None):
+    """One run of a probe program that prints `lines` lines of "median mean" ns per call, then
+    its peak RSS in KiB: ([(median, mean), ...], peak RSS KiB)."""
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
-    if library:
-        env["LD_PRELOAD"] = library
-        env["IOASSESS_TRACE_DIR"] = trace_dir
-        env["IOASSESS_MAX_RECORDS"] = str(cap)
-    cmd = [LOOP, probe_file, str(calls), "1000", str(threads)]
+    if preload:
+        env.update(LD_PRELOAD=":".join(preload), IOASSESS_TRACE_DIR=trace_dir, IOASSESS_MAX_RECORDS=str(cap))
     if cpu is not None:
         cmd = ["taskset", "-c", str(cpu)] + cmd
-    lines = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout.split("\n")
-    per_thread = [tuple(float(v) for v in line.split()) for line in lines[:threads]]
-    return per_thread, int(lines[threads])
+    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout.split("\n")
+    return [tuple(float(v) for v in line.split()) for line in out[:lines]], int(out[lines])
+
+
+def alternate(configs, run_once, reps, work_dir):
+    """Runs of each configuration (name -> preload list), REPS rounds, the order rotating every
+    round; run_once(preload, trace_dir) returns one run's figures (a dict). Returns
+    {name: [figures per run]}."""
+    names = list(configs)
+    runs = {name: [] for name in names}
+    for rep in range(reps):
+        shift = rep % len(names)
+        for name in names[shift:] + names[:shift]:
+            trace_dir = os.path.join(work_dir, f"traces-{name}-{rep}")
+            runs[name].append(run_once(configs[name], trace_dir))
+            shutil.rmtree(trace_dir, ignore_errors=True)
+    return runs
+
+
+def middle(runs, key):
+    return statistics.median(r[key] for r in runs)
 
 
 def compare(probe_file, calls, threads, reps, cap, cpu, work_dir):
     """Alternating runs without and with the recorder; per-run medians across threads."""
-    library = recorder_library()
-    runs = {"without": [], "with": []}
-    for rep in range(reps):
-        order = ("without", "with") if rep % 2 == 0 else ("with", "without")
-        for mode in order:
-            trace_dir = os.path.join(work_dir, f"traces-{threads}-{rep}")
-            per_thread, peak_kib = run_loop(
-                probe_file, calls, threads,
-                library=library if mode == "with" else None,
-                trace_dir=trace_dir, cap=cap, cpu=cpu)
-            runs[mode].append({
-                "median_ns": statistics.median(m for m, _ in per_thread),
-                "mean_ns": statistics.median(a for _, a in per_thread),
-                "peak_rss_kib": peak_kib,
-            })
-            subprocess.run(["rm", "-rf", trace_dir], check=True)
+    import ioassess
 
-    def middle(mode, key):
-        return statistics.median(r[key] for r in runs[mode])
+    def run_once(preload, trace_dir):
+        per_thread, peak_kib = run_probe([LOOP, probe_file, str(calls), "1000", str(threads)], threads, preload,
+                                         trace_dir, cap, cpu)
+        return {"median_ns": statistics.median(m for m, _ in per_thread),
+                "mean_ns": statistics.median(a for _, a in per_thread), "peak_rss_kib": peak_kib}
 
+    runs = alternate({"without": [], "with": [ioassess.recorder_library_path()]}, run_once, reps, work_dir)
     return {
         "threads": threads,
         "calls_per_thread": calls,
         "reps": reps,
         "record_cap": cap,
-        "median_ns_without": middle("without", "median_ns"),
-        "median_ns_with": middle("with", "median_ns"),
-        "added_ns_median": middle("with", "median_ns") - middle("without", "median_ns"),
-        "added_ns_mean": middle("with", "mean_ns") - middle("without", "mean_ns"),
-        "peak_rss_kib_without": middle("without", "peak_rss_kib"),
-        "peak_rss_kib_with": middle("with", "peak_rss_kib"),
+        "median_ns_without": middle(runs["without"], "median_ns"),
+        "median_ns_with": middle(runs["with"], "median_ns"),
+        "added_ns_median": middle(runs["with"], "median_ns") - middle(runs["without"], "median_ns"),
+        "added_ns_mean": middle(runs["with"], "mean_ns") - middle(runs["without"], "mean_ns"),
+        "peak_rss_kib_without": middle(runs["without"], "peak_rss_kib"),
+        "peak_rss_kib_with": middle(runs["with"], "peak_rss_kib"),
+        "runs": runs,
+    }
+
+
+def mpiio_loop():
+    """bench/out/mpiio-loop, compiled with mpicc when older than its source; None without mpicc."""
+    mpicc = shutil.which("mpicc")
+    if mpicc is None:
+        return None
+    if not os.path.exists(MPIIO_LOOP) or os.path.getmtime(MPIIO_LOOP) < os.path.getmtime(MPIIO_SOURCE):
+        os.makedirs(os.path.dirname(MPIIO_LOOP), exist_ok=True)
+        subprocess.run([mpicc, "-O2", "-Wall", "-Wextra", "-o", MPIIO_LOOP, MPIIO_SOURCE], check=True)
+    return MPIIO_LOOP
+
+
+def compare_mpiio(program, probe_file, calls, mode, reps, cap, cpu, work_dir):
+    """Alternating runs of one MPI process without and with both recorder libraries (mode "at":
+    MPI_File_read_at; "pointer": MPI_File_read); in each, MPI_ and PMPI_ batches side by side."""
+    import ioassess
+
+    def run_once(preload, trace_dir):
+        ((mpi_median, mpi_mean), (pmpi_median, pmpi_mean)), _ = run_probe(
+            ["mpiexec", "-n", "1", program, probe_file, str(calls), "100", mode], 2, preload, trace_dir, cap, cpu)
+        return {"mpi_median_ns": mpi_median, "mpi_mean_ns": mpi_mean,
+                "pmpi_median_ns": pmpi_median, "pmpi_mean_ns": pmpi_mean}
+
+    both = [ioassess.recorder_library_path(), ioassess.mpiio_library_path()]
+    runs = alternate({"without": [], "with": both}, run_once, reps, work_dir)
+
+    def difference(name, key):
+        return statistics.median(r[f"mpi_{key}"] - r[f"pmpi_{key}"] for r in runs[name])
+
+    return {
+        "mode": mode,
+        "calls": calls,
+        "reps": reps,
+        "record_cap": cap,
+        "median_ns_without": middle(runs["without"], "mpi_median_ns"),
+        "median_ns_with": middle(runs["with"], "mpi_median_ns"),
+        "added_ns_mpiio_layer": difference("with", "median_ns"),
+        "added_ns_mean_mpiio_layer": difference("with", "mean_ns"),
+        "control_ns": difference("without", "median_ns"),
+        "added_ns_both_layers": middle(runs["with"], "mpi_median_ns") - middle(runs["without"], "mpi_median_ns"),
         "runs": runs,
     }
 
 
 def main():
+    import ioassess
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--reps", type=int, default=9)
     parser.add_argument("--calls", type=int, default=1_000_000)
     parser.add_argument("--json", default=os.path.join(HERE, "out", "overhead.json"))
+    parser.add_argument("--mpiio-calls", type=int, default=400_000)
+    parser.add_argument("--only-mpiio", action="store_true", help="measure the MPI-IO recorder only")
     args = parser.parse_args()
 
+    results = {}
+    cap = 1 << 20
     with tempfile.TemporaryDirectory(prefix="ioassess-bench-") as work_dir:
         probe_file = os.path.join(work_dir, "probe")
         with open(probe_file, "wb") as f:
-            f.write(os.urandom(4096))
+            f.write(os.urandom(max(args.calls, args.mpiio_calls) + 4096))
         with open(probe_file, "rb") as f:
             f.read()
-        cap = 1 << 20
-        single = compare(probe_file, args.calls, 1, args.reps, cap, cpu=1, work_dir=work_dir)
-        threaded = compare(probe_file, args.calls // 16, 16, args.reps, cap, cpu=None,
-                           work_dir=work_dir)
+        if not args.only_mpiio:
+            single = compare(probe_file, args.calls, 1, args.reps, cap, cpu=1, work_dir=work_dir)
+            threaded = compare(probe_file, args.calls // 16, 16, args.reps, cap, cpu=None, work_dir=work_dir)
+            results.update(single_thread=single, threads_16=threaded,
+                           ratio_16_to_1=threaded["added_ns_median"] / single["added_ns_median"])
+            print_posix(args, cap, single, threaded, results["ratio_16_to_1"])
+        program = mpiio_loop()
+        if program and ioassess.mpiio_library_path():
+            results["mpiio"] = [compare_mpiio(program, probe_file, args.mpiio_calls, mode, args.reps, cap, 1,
+                                              work_dir) for mode in ("at", "pointer")]
+            print_mpiio(args, results["mpiio"])
+        else:
+            print("  MPI-IO: not measured (no mpicc, or ioassess was installed without libioassess-mpiio.so)")
+    os.makedirs(os.path.dirname(args.json), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(results, f, indent=1)
+    print(f"  details: {args.json}")
+    return 0
 
+
+def print_posix(args, cap, single, threaded, ratio_16):
     cap_kib = cap * 64 // 1024
     added_rss = single["peak_rss_kib_with"] - single["peak_rss_kib_without"]
     added_rss_16 = threaded["peak_rss_kib_with"] - threaded["peak_rss_kib_without"]
-    ratio_16 = threaded["added_ns_median"] / single["added_ns_median"]
     print(f"1-byte pread on a cached file, median of 1000-call batches, {args.reps} alternating runs")
     print(f"  1 thread,  {args.calls} calls: without {single['median_ns_without']:.1f} ns, "
           f"with {single['median_ns_with']:.1f} ns, added {single['added_ns_median']:.1f} ns "
@@ -111,12 +187,17 @@ def main():
           f"{threaded['added_ns_mean']:.1f} ns")
     print(f"  peak RSS added: 1 thread {added_rss} KiB, 16 threads {added_rss_16} KiB "
           f"(target <= cap {cap_kib} KiB + 1024 KiB)")
-    os.makedirs(os.path.dirname(args.json), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump({"single_thread": single, "threads_16": threaded,
-                   "ratio_16_to_1": ratio_16}, f, indent=1)
-    print(f"  details: {args.json}")
-    return 0
+
+
+def print_mpiio(args, measured):
+    print(f"1-byte MPI-IO reads on a cached file (one MPI process; ROMIO makes one pread of each), median of "
+          f"100-call batches, MPI_ and PMPI_ batches side by side, {args.reps} alternating runs")
+    for m in measured:
+        call = "MPI_File_read_at" if m["mode"] == "at" else "MPI_File_read (individual file pointer)"
+        print(f"  {call}: added by the MPI-IO recorder {m['added_ns_mpiio_layer']:.1f} ns (target <= 100; "
+              f"control without recorders {m['control_ns']:.1f} ns; mean over all batches "
+              f"{m['added_ns_mean_mpiio_layer']:.1f} ns); whole call without {m['median_ns_without']:.1f} ns, "
+              f"with both recorders {m['median_ns_with']:.1f} ns, added {m['added_ns_both_layers']:.1f} ns")
 
 
 if __name__ == "__main__":

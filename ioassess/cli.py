@@ -1,6 +1,7 @@
 """The `ioassess` command line: `run` a command under the recorder, `report` on a job's traces
 and Darshan logs, `show` what traces hold, list the cause `models`, `train` the cause models of
-a file system.
+a file system, measure the site's I/O-model grid (`iomodels`, docs/iomodels.md), and the
+`epilog` that makes a job's report when Slurm ends it (docs/epilog.md).
 
 Exit statuses and every option are documented in docs/cli.md. Known bad input (unreadable
 traces, missing directories, a missing library) ends in one `ioassess: ...` line on stderr and
@@ -8,6 +9,7 @@ exit status 2, never a traceback.
 """
 import argparse
 import datetime
+import functools
 import json
 import os
 import re
@@ -15,9 +17,13 @@ import signal
 import subprocess
 import sys
 
-from . import recorder_library_path
+from . import mpiio_library_path, recorder_library_path
+from .epilog import add_options as add_epilog_options, run as run_epilog
 from .models.modelfile import DEFAULT_MODEL, ModelFileError, list_models, load_model, model_path, model_summary
 from .models.training import PROFILES, TrainingError, file_system_of, refit, train
+from .iomodels import (DEFAULT_REPEATS, DEFAULT_TOTAL_BYTES, LAYOUTS, SITE_GRID_ENV, SITE_GRID_PATH, GridFileError,
+                       IoModelsError, Sweep, default_grid_path, default_processes, format_grid, load_site_grid,
+                       measure_grid, parse_size)
 from .load import LoadError
 from .report import make_report
 from .show import format_text, summarise
@@ -66,7 +72,8 @@ def main(argv=None):
         return 1
     except (UsageError, TraceFileError, OSError) as error:
         _print_error(_describe(error))
-        return USAGE_ERROR
+        # Slurm drains a node whose Epilog fails: `ioassess epilog` exits 0 even on a usage mistake.
+        return 0 if (sys.argv[1:] if argv is None else argv)[:1] == ["epilog"] else USAGE_ERROR
 
 
 def _build_parser():
@@ -120,6 +127,39 @@ def _build_parser():
     training.add_argument("-o", "--output", metavar="MODEL.json",
                           help="the model file to write (default: ./<fs type>-<host>.json)")
     training.set_defaults(handler=_train)
+    iomodels = commands.add_parser(
+        "iomodels", help="measure the site's I/O-model grid with an MPI benchmark (for admins)",
+        description="Write the same total size in every I/O model from serial to one shared file, with "
+                    "mpiexec in a directory of the file system to measure, and save the site's grid "
+                    "(docs/iomodels.md); or print a saved grid.")
+    grid_source = iomodels.add_mutually_exclusive_group(required=True)
+    grid_source.add_argument("--dir", metavar="DIR",
+                             help="a writable directory on the file system to measure; the benchmark's files "
+                                  "are removed at the end")
+    grid_source.add_argument("--show", metavar="GRID.json", nargs="?", const="",
+                             help=f"print a grid file (default: the site's grid, ${SITE_GRID_ENV} or "
+                                  f"{SITE_GRID_PATH})")
+    iomodels.add_argument("--total-bytes", metavar="N", type=parse_size, default=DEFAULT_TOTAL_BYTES,
+                          help="written in every model, a power of two; k, M, G, T suffixes (default: 1G)")
+    iomodels.add_argument("--processes", metavar="N", type=int, default=default_processes(),
+                          help="MPI ranks, a power of two (default: this machine's CPUs rounded down to a "
+                               f"power of two, {default_processes()})")
+    iomodels.add_argument("--ranks-per-node", metavar="N", type=int,
+                          help="simulate nodes of N consecutive ranks (default: the nodes are the hosts)")
+    iomodels.add_argument("--repeats", metavar="R", type=int, default=DEFAULT_REPEATS,
+                          help=f"runs of every model; the grid keeps the median (default: {DEFAULT_REPEATS})")
+    iomodels.add_argument("--layout", choices=LAYOUTS, default=LAYOUTS[0],
+                          help="each writer's part of its file: one contiguous range, or every k-th 1 MiB "
+                               "block (default: contiguous)")
+    iomodels.add_argument("-o", "--output", metavar="GRID.json",
+                          help="the grid file to write (default: ./iomodels-<fs type>-<host>.json)")
+    iomodels.set_defaults(handler=_iomodels)
+    epilog = commands.add_parser(
+        "epilog", help="make an ending job's report, from Slurm's Epilog or TaskEpilog (for admins)",
+        description="Find the job's traces and Darshan log and write its report as the job's user "
+                    "(docs/epilog.md). Exits 0 whatever happens: Slurm drains a node whose Epilog fails.")
+    add_epilog_options(epilog)
+    epilog.set_defaults(handler=run_epilog)
     return parser
 
 
@@ -180,26 +220,62 @@ def _train(args):
     output = args.output or default
     if not output.endswith(".json"):
         raise UsageError(f"{output}: the model file name must end in .json")
+    work = functools.partial(refit, args.refit, output) if args.refit else \
+        functools.partial(train, args.dir, args.profile, output, sys.stderr)
+    result, status = _until_interrupted(work, (TrainingError, ModelFileError),
+                                        "training interrupted; its files were removed and no model was written")
+    if status:
+        return status
+    _print_error(f"wrote {output} and its training report {result[1]}")
+    return 0
+
+
+def _until_interrupted(work, errors, interrupted):
+    """(work(), 0); or (None, exit status) after one line on stderr: 2 for the errors given, 130
+    for Ctrl-C or SIGTERM, whose line is `interrupted`. SIGTERM is raised as KeyboardInterrupt
+    while work runs, so that work removes its files alike for both."""
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        if args.refit:
-            _, report_path = refit(args.refit, output)
-        else:
-            _, report_path = train(args.dir, args.profile, output, sys.stderr)
-    except (TrainingError, ModelFileError) as error:
+        return work(), 0
+    except errors as error:
         _print_error(error)
-        return USAGE_ERROR
+        return None, USAGE_ERROR
     except KeyboardInterrupt:
-        _print_error("training interrupted; its files were removed and no model was written")
-        return INTERRUPTED
+        _print_error(interrupted)
+        return None, INTERRUPTED
     finally:
         signal.signal(signal.SIGTERM, previous)
-    _print_error(f"wrote {output} and its training report {report_path}")
-    return 0
 
 
 def _interrupt(_signum, _frame):
     raise KeyboardInterrupt
+
+
+def _iomodels(args):
+    if args.dir is None:
+        return _show_grid(args.show or None)
+    sweep = Sweep(args.dir, args.total_bytes, args.processes, args.ranks_per_node, args.repeats, args.layout)
+    output = args.output or default_grid_path(args.dir)
+    grid, status = _until_interrupted(functools.partial(measure_grid, sweep, output, sys.stderr),
+                                      (IoModelsError, GridFileError),
+                                      "iomodels interrupted; its files were removed and no grid was written")
+    if status:
+        return status
+    sys.stdout.write(format_grid(grid))
+    _print_error(f"wrote {output}")
+    return 0
+
+
+def _show_grid(path):
+    try:
+        found = load_site_grid(path)
+    except GridFileError as error:
+        _print_error(error)
+        return USAGE_ERROR
+    if found is None:
+        raise UsageError(f"no site grid: give GRID.json, set {SITE_GRID_ENV} or install {SITE_GRID_PATH}")
+    sys.stdout.write(f"{found[0]}: " + format_grid(found[1]))
+    return 0
 
 
 def _run(args):
@@ -211,8 +287,10 @@ def _run(args):
         raise UsageError(f"the recorder library {library} is missing: reinstall ioassess (pip install .)")
     trace_dir = args.trace_dir or default_trace_dir(os.environ)
     _prepare_trace_dir(trace_dir)
-    env = dict(os.environ, IOASSESS_TRACE_DIR=os.path.abspath(trace_dir),
-               LD_PRELOAD=preload_with(os.environ.get("LD_PRELOAD", ""), library))
+    preload = preload_with(os.environ.get("LD_PRELOAD", ""), library)
+    if mpiio_library_path():   # the MPI-IO recorder, after libioassess.so, through which it records
+        preload = preload_with(preload, mpiio_library_path())
+    env = dict(os.environ, IOASSESS_TRACE_DIR=os.path.abspath(trace_dir), LD_PRELOAD=preload)
     try:
         returncode = _run_forwarding_signals(command, env)
     except _NotStarted as failure:

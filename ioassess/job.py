@@ -9,6 +9,7 @@ tier of each table.
 Times are seconds since Job.start_epoch_s (the earliest start any input knows).
 """
 import dataclasses
+import enum
 import math
 
 import numpy as np
@@ -31,6 +32,22 @@ OP_COLUMNS = {
     "buffer": np.uint64,      # the buffer's address; 0 if unknown (Darshan has none)
     "tid": np.uint32,         # thread id, 0 if unknown
 }
+
+
+class Flag(enum.IntFlag):
+    """Bits of Job.ops["flags"]: facts about an op that only some inputs know."""
+    COLLECTIVE = 1 << 0        # an MPI-IO call the processes of a communicator made together
+    NONBLOCKING = 1 << 1       # an MPI-IO call that only started its transfer: its time is that start
+    UNDER_MPIIO = 1 << 2       # a POSIX call made inside an MPI-IO call
+    UNDER_COLLECTIVE = 1 << 3  # a POSIX call made inside a collective MPI-IO call: aggregator work
+
+
+# Per-op columns only some inputs have: Job.ops lacks them when its input has none (read them
+# with op_column).
+OPTIONAL_OP_COLUMNS = {
+    "flags": np.uint16,       # Flag bits (the recorder's traces; Darshan has none)
+}
+ALL_OP_COLUMNS = {**OP_COLUMNS, **OPTIONAL_OP_COLUMNS}
 
 # I/O known only in aggregate, one row per (process, file, layer, direction) and source: Darshan
 # counters of files without DXT segments, and the recorder's summary table (ops past its record
@@ -108,7 +125,7 @@ class Job:
     nprocs: int               # processes the job had (Darshan's nprocs, else len(processes))
     processes: list           # JobProcess
     files: list               # JobFile
-    ops: dict                 # OP_COLUMNS
+    ops: dict                 # OP_COLUMNS, and those of OPTIONAL_OP_COLUMNS the input has
     totals: dict              # TOTAL_COLUMNS
     size_bins: dict           # SIZE_BIN_COLUMNS
     mounts: list              # (mount point, fs type)
@@ -127,6 +144,16 @@ def mount_of(name, mounts):
         if name == mount_point or name.startswith(mount_point.rstrip("/") + "/"):
             return mount_point, fs_type
     return "", ""
+
+
+def op_column(ops, name):
+    """A column of OPTIONAL_OP_COLUMNS: the ops' own, or 0 (not known) for every op."""
+    return ops[name] if name in ops else np.zeros(len(ops["size"]), OPTIONAL_OP_COLUMNS[name])
+
+
+def with_optional_columns(ops):
+    """The ops with every optional column (0 where the input has none)."""
+    return dict(ops, **{name: op_column(ops, name) for name in OPTIONAL_OP_COLUMNS})
 
 
 def empty_columns(columns, n=0):

@@ -2,7 +2,8 @@
 
 load_job() sorts the inputs by kind, reads the traces together (ioassess.trace) and each
 Darshan log (ioassess.darshan_log), and merges them into one Job: Darshan gives the job's facts,
-mount points and Lustre striping; the trace gives the per-op timings of the POSIX layer.
+mount points and Lustre striping; the trace gives the per-op timings of the POSIX layer and,
+when libioassess-mpiio.so recorded it, of the MPI-IO layer.
 Inputs that belong to different jobs are refused.
 """
 import collections
@@ -14,9 +15,9 @@ import pwd
 import numpy as np
 
 from . import traceformat as tf
-from .job import (LAYERS, OP_COLUMNS, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Job, JobFile, JobInput, JobProcess,
-                  concatenate_columns, empty_columns, mount_of)
-from .trace import TraceFileError, read_trace_dir, sum_by
+from .job import (ALL_OP_COLUMNS, LAYERS, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Flag, Job, JobFile, JobInput,
+                  JobProcess, concatenate_columns, empty_columns, mount_of, with_optional_columns)
+from .trace import DIRECTION_OF_OP, TraceFileError, read_trace_dir, sum_by
 
 # statfs f_type -> file system name, for the ones an HPC job meets.
 FS_TYPES = {0xEF53: "ext4", 0x58465342: "xfs", 0x9123683E: "btrfs", 0x01021994: "tmpfs", 0x6969: "nfs",
@@ -114,8 +115,18 @@ def _trace_process(p, start_ns):
                       end_reason=p.end_reason, exit_status=p.exit_status, source="trace")
 
 
-_DIRECTION_OF_OP = np.array([tf.DIRECTIONS.index(tf.OP_DIRECTION.get(op, "sync")) for op in range(tf.Op.COUNT)],
-                            np.uint8)
+# op code -> index into LAYERS (the reader has refused unknown codes)
+_LAYER_OF_OP = np.array([LAYERS.index(tf.OP_LAYER.get(op, "posix")) for op in range(256)], np.uint8)
+# trace flag -> Job flag
+_JOB_FLAG = {tf.OpFlag.COLLECTIVE: Flag.COLLECTIVE, tf.OpFlag.NONBLOCKING: Flag.NONBLOCKING,
+             tf.OpFlag.UNDER_MPIIO: Flag.UNDER_MPIIO, tf.OpFlag.UNDER_COLLECTIVE: Flag.UNDER_COLLECTIVE}
+
+
+def _job_flags(trace_flags):
+    flags = np.zeros(len(trace_flags), np.uint16)
+    for trace_flag, job_flag in _JOB_FLAG.items():
+        flags |= np.where(trace_flags & trace_flag, np.uint16(job_flag), np.uint16(0))
+    return flags
 
 
 def _trace_op_columns(ops, file_ids, start_ns):
@@ -124,8 +135,8 @@ def _trace_op_columns(ops, file_ids, start_ns):
     return {
         "process": ops["process"].astype(np.int32, copy=False),
         "file": np.searchsorted(np.array(file_ids, np.uint64), ops["file_id"]).astype(np.int32),
-        "layer": np.full(len(ops["op"]), LAYERS.index("posix"), np.uint8),
-        "direction": _DIRECTION_OF_OP[ops["op"]],
+        "layer": _LAYER_OF_OP[ops["op"]],
+        "direction": DIRECTION_OF_OP[ops["op"]],
         "offset": contiguous(ops["offset"]),
         "size": contiguous(ops["requested"]).view(np.int64),
         "result": contiguous(ops["result"]),
@@ -133,6 +144,7 @@ def _trace_op_columns(ops, file_ids, start_ns):
         "duration_s": ops["duration_ns"] / 1e9,
         "buffer": contiguous(ops["buffer"]),
         "tid": contiguous(ops["tid"]),
+        "flags": _job_flags(ops["flags"]),
     }
 
 
@@ -141,12 +153,12 @@ def _trace_summary_columns(summary, file_ids):
     holds requests of [2**(b-1), 2**b) bytes, i.e. (2**(b-1) - 1, 2**b - 1]; bucket 0 is 0 bytes."""
     if not len(summary["op"]):
         return empty_columns(TOTAL_COLUMNS), empty_columns(SIZE_BIN_COLUMNS)
-    direction = _DIRECTION_OF_OP[summary["op"]]
+    direction = DIRECTION_OF_OP[summary["op"]]
     file = np.searchsorted(np.array(file_ids, np.uint64), summary["file_id"]).astype(np.int32)
     bucket = summary["size_bucket"].astype(np.int64)
     size_high = np.where(bucket > 0, (np.int64(1) << bucket) - 1, 0)
     size_low = np.where(bucket > 0, (np.int64(1) << np.maximum(bucket - 1, 0)) - 1, 0)
-    common = {"process": summary["process"], "file": file, "layer": np.zeros(len(file), np.uint8),
+    common = {"process": summary["process"], "file": file, "layer": _LAYER_OF_OP[summary["op"]],
               "direction": direction}
     size_bins = dict(common, size_low=size_low, size_high=size_high, ops=summary["count"])
     totals = sum_by(common, {"ops": summary["count"], "bytes": summary["bytes_returned"],
@@ -221,7 +233,8 @@ def _merge_two(a, b):
     if len(kept_ops["file"]):
         kept_ops["file"] = _index_into(files, darshan.files, key=lambda f: f.name)[kept_ops["file"]]
         kept_ops["process"] = _index_into(processes, darshan.processes, key=lambda p: p.rank)[kept_ops["process"]]
-    ops = concatenate_columns(OP_COLUMNS, [_rebased(traced.ops, traced.start_epoch_s - start), kept_ops])
+    traced_ops = _rebased(traced.ops, traced.start_epoch_s - start)
+    ops = concatenate_columns(ALL_OP_COLUMNS, [with_optional_columns(traced_ops), with_optional_columns(kept_ops)])
     order = np.lexsort((ops["start_s"], ops["process"]))
     ops = {name: column[order] for name, column in ops.items()}
     return Job(

@@ -24,7 +24,7 @@ OP_COLUMNS = {
     "duration_ns": np.int64,
     "buffer": np.uint64,
     "tid": np.uint32,
-    "flags": np.uint16,  # traceformat.OpFlag
+    "flags": np.uint16,  # traceformat.OpFlag: collective, under collective MPI-IO, ...
 }
 SUMMARY_COLUMNS = {
     "process": np.int32,
@@ -40,7 +40,8 @@ SUMMARY_COLUMNS = {
     "hist_ns_per_tick": np.float64,  # bin b spans [2**b, 2**(b+1)) * hist_ns_per_tick ns
 }
 TOTAL_COLUMNS = ("count", "bytes_requested", "bytes_returned", "errors", "duration_ns")
-GROUP_KEYS = ("process", "file_id", "op", "direction")
+GROUP_KEYS = ("process", "file_id", "op", "direction", "layer")
+LAYER_NAMES = tuple(layer.name.lower() for layer in tf.Layer)  # by layer code
 END_REASON_NAMES = {tf.EndReason.RUNNING: "running/killed", tf.EndReason.EXIT: "exit", tf.EndReason.EXEC: "exec"}
 OTHER_FILES_ID = 0
 # A process's own clock fit needs its calibration pairs to span at least this much time.
@@ -148,7 +149,8 @@ def trace_file_paths(path_or_paths):
 def totals(traceset, by=("file_id", "op")):
     """Count, bytes requested and returned, errors and summed duration (ns) per group, over op
     records and summary entries alike. Group keys: any of GROUP_KEYS ("direction" is "read",
-    "write" or "sync"). Returns columns: the keys, then TOTAL_COLUMNS, sorted by the keys."""
+    "write" or "sync"; "layer" is "posix" or "mpiio": the MPI-IO layer's bytes and time include
+    the POSIX ops under it). Returns columns: the keys, then TOTAL_COLUMNS, sorted by the keys."""
     unknown = set(by) - set(GROUP_KEYS)
     if unknown:
         raise ValueError(f"cannot group by {sorted(unknown)}; choose from {GROUP_KEYS}")
@@ -162,18 +164,26 @@ def totals(traceset, by=("file_id", "op")):
     }
     keys = {key: np.concatenate([_group_key(ops, key), _group_key(summary, key)]) for key in by}
     grouped = sum_by(keys, values)
-    if "direction" in grouped:
-        grouped["direction"] = np.array(tf.DIRECTIONS)[grouped["direction"]]
+    for key, names in (("direction", tf.DIRECTIONS), ("layer", LAYER_NAMES)):
+        if key in grouped:
+            grouped[key] = np.array(names)[grouped[key]]
     return grouped
 
 
-_DIRECTION_CODE = np.zeros(tf.Op.COUNT, np.uint8)
+# Tables indexed by op code (a uint8).
+_KNOWN_OP = np.zeros(256, bool)
+_KNOWN_OP[list(tf.OP_NAMES)] = True
+DIRECTION_OF_OP = np.zeros(256, np.uint8)  # op code -> index into traceformat.DIRECTIONS
 for _op, _direction in tf.OP_DIRECTION.items():
-    _DIRECTION_CODE[_op] = tf.DIRECTIONS.index(_direction)
+    DIRECTION_OF_OP[_op] = tf.DIRECTIONS.index(_direction)
 
 
 def _group_key(table, key):
-    return _DIRECTION_CODE[table["op"]] if key == "direction" else table[key]
+    if key == "direction":
+        return DIRECTION_OF_OP[table["op"]]
+    if key == "layer":
+        return table["op"] >> tf.OP_LAYER_SHIFT
+    return table[key]
 
 
 def sum_by(keys, values):
@@ -344,7 +354,7 @@ def _check_summary_extent(path, header, size):
 
 
 def _check_op_kinds(path, op_codes, positions, what):
-    bad = np.flatnonzero((op_codes == 0) | (op_codes >= tf.Op.COUNT))
+    bad = np.flatnonzero(~_KNOWN_OP[op_codes])
     if len(bad):
         raise TraceFileError(path, f"corrupt: {what} {positions[bad[0]]} has unknown op kind {op_codes[bad[0]]}")
 

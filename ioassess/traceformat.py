@@ -15,6 +15,8 @@ SLOT_BYTES = 64
 BYTE_ORDER_MARK = 0x01020304
 NAME_PART_BYTES = 63
 HIST_BINS = 56
+# An op kind's layer is op >> OP_LAYER_SHIFT (Layer).
+OP_LAYER_SHIFT = 6
 # The file grows in whole pages: header_bytes plus page-aligned extents.
 PAGE_BYTES = 4096
 
@@ -34,6 +36,11 @@ class SlotType(enum.IntEnum):
     CLOCK = 4
 
 
+class Layer(enum.IntEnum):
+    POSIX = 0
+    MPIIO = 1
+
+
 class Op(enum.IntEnum):
     READ = 1
     WRITE = 2
@@ -47,7 +54,37 @@ class Op(enum.IntEnum):
     PWRITEV2 = 10
     FSYNC = 11
     FDATASYNC = 12
-    COUNT = 13  # one past the last kind, not a kind
+    COUNT = 13  # one past the last POSIX kind, not a kind
+    MPI_FILE_READ = 64
+    MPI_FILE_WRITE = 65
+    MPI_FILE_READ_AT = 66
+    MPI_FILE_WRITE_AT = 67
+    MPI_FILE_READ_ALL = 68
+    MPI_FILE_WRITE_ALL = 69
+    MPI_FILE_READ_AT_ALL = 70
+    MPI_FILE_WRITE_AT_ALL = 71
+    MPI_FILE_READ_SHARED = 72
+    MPI_FILE_WRITE_SHARED = 73
+    MPI_FILE_READ_ORDERED = 74
+    MPI_FILE_WRITE_ORDERED = 75
+    MPI_FILE_IREAD = 76
+    MPI_FILE_IWRITE = 77
+    MPI_FILE_IREAD_AT = 78
+    MPI_FILE_IWRITE_AT = 79
+    MPI_FILE_IREAD_ALL = 80
+    MPI_FILE_IWRITE_ALL = 81
+    MPI_FILE_IREAD_AT_ALL = 82
+    MPI_FILE_IWRITE_AT_ALL = 83
+    MPI_FILE_IREAD_SHARED = 84
+    MPI_FILE_IWRITE_SHARED = 85
+    MPI_FILE_READ_ALL_BEGIN = 86
+    MPI_FILE_WRITE_ALL_BEGIN = 87
+    MPI_FILE_READ_AT_ALL_BEGIN = 88
+    MPI_FILE_WRITE_AT_ALL_BEGIN = 89
+    MPI_FILE_READ_ORDERED_BEGIN = 90
+    MPI_FILE_WRITE_ORDERED_BEGIN = 91
+    MPI_FILE_SYNC = 92
+    MPIIO_COUNT = 93  # one past the last MPI-IO kind, not a kind
 
 
 class ClockSource(enum.IntEnum):
@@ -68,20 +105,27 @@ class HeaderFlag(enum.IntFlag):
 
 
 class OpFlag(enum.IntFlag):
-    APPEND = 1 << 0
+    APPEND = 1 << 0  # POSIX: the descriptor had O_APPEND
+    COLLECTIVE = 1 << 1  # MPI-IO: a collective call
+    NONBLOCKING = 1 << 2  # MPI-IO: the call only starts the transfer
+    UNDER_MPIIO = 1 << 3  # POSIX: made inside an MPI-IO call
+    UNDER_COLLECTIVE = 1 << 4  # POSIX: made inside a collective MPI-IO call (aggregator work)
 
 
-OP_KINDS = tuple(op for op in Op if op != Op.COUNT)
-# op code -> name ("read", "pwritev2", ...)
+OP_KINDS = tuple(op for op in Op if op not in (Op.COUNT, Op.MPIIO_COUNT))
+# op code -> name ("read", "pwritev2", "mpi_file_write_all", ...)
 OP_NAMES = {int(op): op.name.lower() for op in OP_KINDS}
 DIRECTIONS = ("read", "write", "sync")
-_READ_OPS = (Op.READ, Op.PREAD, Op.READV, Op.PREADV, Op.PREADV2)
-_SYNC_OPS = (Op.FSYNC, Op.FDATASYNC)
+_READ_OPS = (Op.READ, Op.PREAD, Op.READV, Op.PREADV, Op.PREADV2,
+             *(op for op in Op if op.name.startswith(("MPI_FILE_READ", "MPI_FILE_IREAD"))))
+_SYNC_OPS = (Op.FSYNC, Op.FDATASYNC, Op.MPI_FILE_SYNC)
 # op code -> "read" | "write" | "sync"
 OP_DIRECTION = {
     int(op): "read" if op in _READ_OPS else "sync" if op in _SYNC_OPS else "write"
     for op in OP_KINDS
 }
+# op code -> "posix" | "mpiio"
+OP_LAYER = {int(op): Layer(op >> OP_LAYER_SHIFT).name.lower() for op in OP_KINDS}
 
 HEADER_DTYPE = np.dtype([
     ("magic", "S8"),

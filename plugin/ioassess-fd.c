@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/statfs.h>
 
@@ -101,12 +102,14 @@ static void set_slot(int fd, uint32_t slot)
     __atomic_store_n(&ioassess_fd_slot[fd], slot, __ATOMIC_RELEASE);
 }
 
+/* The FILE slot of a file, once per process; fd < 0: the file system is asked by path. */
 static void write_name(uint64_t file_id, int fd, const struct stat *st, const char *path)
 {
     if (!mark_emitted(file_id))
         return;
     struct statfs fs;
-    uint64_t fs_magic = syscall(SYS_fstatfs, fd, &fs) == 0 ? (uint64_t)fs.f_type : 0;
+    long rc = fd >= 0 ? syscall(SYS_fstatfs, fd, &fs) : syscall(SYS_statfs, path, &fs);
+    uint64_t fs_magic = rc == 0 ? (uint64_t)fs.f_type : 0;
     char hidden[32];
     if (ioassess_config.obfuscate) {
         snprintf(hidden, sizeof hidden, "obfuscated:%016llx", (unsigned long long)file_id);
@@ -183,6 +186,32 @@ struct ioassess_ofd *ioassess_fd_discover(int fd)
     ioassess_leave(t);
     errno = saved_errno;
     return o;
+}
+
+/* The file id of a path named by another layer (an MPI-IO file name), its FILE slot written
+ * once; 0 if the path is excluded. The name is made canonical as the kernel shows the files of
+ * descriptors (absolute, symbolic links resolved), so both layers give a file the same id. */
+uint64_t ioassess_fd_name_path(const char *path)
+{
+    char canonical[IOASSESS_PATH_BYTES];
+    if (!realpath(path, canonical)) {           /* gone already, or too long: made absolute */
+        char cwd[IOASSESS_PATH_BYTES];
+        if (path[0] == '/' || syscall(SYS_getcwd, cwd, sizeof cwd) <= 0 ||
+            snprintf(canonical, sizeof canonical, "%s/%s", cwd, path) >= (int)sizeof canonical)
+            snprintf(canonical, sizeof canonical, "%s", path);
+    }
+    if (excluded(canonical))
+        return 0;
+    uint64_t file_id = ioassess_hash_name(canonical);
+    struct stat st;
+    int known = syscall(SYS_newfstatat, -100, canonical, &st, 0) == 0;
+    struct ioassess_thread *t = &ioassess_self;
+    ioassess_enter(t);
+    pthread_mutex_lock(&ioassess_lock);
+    write_name(file_id, -1, known ? &st : NULL, canonical);
+    pthread_mutex_unlock(&ioassess_lock);
+    ioassess_leave(t);
+    return file_id;
 }
 
 /* Runs `change` on the table under the lock, or, when the recorder is busy on this thread

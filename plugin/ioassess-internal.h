@@ -5,6 +5,7 @@
  *   ioassess-writer.c  the trace file: extents, op records, file names, clock pairs, summary
  *   ioassess-fd.c      descriptor table: which file and offset each descriptor refers to
  *   ioassess-posix.c   the interposed POSIX calls
+ *   ioassess-layer.c   the entry points of layer libraries (ioassess-layer.h)
  *
  * Rules every file follows: the recorder's own I/O goes through raw syscalls (never through
  * an interposed symbol, so it is never recorded, by us or by a stacked library); errno is
@@ -69,6 +70,9 @@ struct ioassess_thread {
     uint32_t next_extent_slots;             /* slots to ask for next time (grows) */
     uint32_t tid;                           /* kernel thread id, 0 until registered */
     int busy;                               /* inside recorder bookkeeping */
+    uint16_t nested_flags;                  /* IOASSESS_OP_UNDER_* while this thread is inside
+                                               a recorded MPI-IO call: OR'ed into its POSIX
+                                               op records; 0 outside */
     int capped;                             /* record cap reached: use the summary table */
     struct ioassess_thread *prev_thread;    /* registry of live threads (under lock) */
     struct ioassess_thread *next_thread;
@@ -114,6 +118,7 @@ void ioassess_thread_exit(void *state);
 
 /* ioassess-fd.c */
 struct ioassess_ofd *ioassess_fd_discover(int fd);
+uint64_t ioassess_fd_name_path(const char *path);
 void ioassess_fd_opened(int fd, int flags);
 void ioassess_fd_closed(int fd);
 void ioassess_fd_closed_range(unsigned first, unsigned last);
@@ -164,17 +169,23 @@ static inline void ioassess_leave(struct ioassess_thread *t)
     t->busy = 0;
 }
 
+/* Whether the recorder records; the first call in a process starts it. */
+static inline int ioassess_active(void)
+{
+    if (likely(ioassess_state == IOASSESS_STATE_ACTIVE))
+        return 1;
+    if (ioassess_state != IOASSESS_STATE_UNINITIALISED)
+        return 0;
+    ioassess_init();
+    return ioassess_state == IOASSESS_STATE_ACTIVE;
+}
+
 /* The descriptor's file description if fd is recorded, else NULL. Called before the
  * wrapped call; the busy check makes nested calls from signal handlers pass through. */
 static inline struct ioassess_ofd *ioassess_tracked(int fd)
 {
-    if (unlikely(ioassess_state != IOASSESS_STATE_ACTIVE)) {
-        if (ioassess_state != IOASSESS_STATE_UNINITIALISED)
-            return NULL;
-        ioassess_init();
-        if (ioassess_state != IOASSESS_STATE_ACTIVE)
-            return NULL;
-    }
+    if (unlikely(!ioassess_active()))
+        return NULL;
     if (unlikely((unsigned)fd >= IOASSESS_FD_LIMIT))
         return NULL;
     uint32_t slot = __atomic_load_n(&ioassess_fd_slot[fd], __ATOMIC_ACQUIRE);
@@ -190,7 +201,8 @@ static inline struct ioassess_ofd *ioassess_tracked(int fd)
     return ioassess_fd_discover(fd);
 }
 
-/* Append one op record (or, past the cap, add it to the summary table). */
+/* Append one op record (or, past the cap, add it to the summary table). The flags of an
+ * enclosing MPI-IO call, if any, are added to the record's. */
 static inline void ioassess_record(uint8_t op, uint16_t flags, uint64_t file_id, int64_t offset,
                                    uint64_t requested, int64_t result, uint64_t start_ticks,
                                    uint64_t end_ticks, const void *buffer)
@@ -204,7 +216,7 @@ static inline void ioassess_record(uint8_t op, uint16_t flags, uint64_t file_id,
     }
     struct ioassess_op_record *r = t->next++;
     r->op = op;
-    r->flags = flags;
+    r->flags = flags | t->nested_flags;
     r->tid = t->tid;
     r->file_id = file_id;
     r->offset = offset;

@@ -3,8 +3,11 @@
  * docs/trace-format.md describes the same layout for readers; ioassess/traceformat.py
  * mirrors it as numpy dtypes (tests/test_traceformat.py checks that the two agree).
  *
- * One file per process. The file is written only through MAP_SHARED mappings, so every
- * completed store is in the page cache even if the process is killed; there is no footer.
+ * One file per process, written by libioassess.so; libioassess-mpiio.so records MPI-IO calls
+ * into the same file through it (ioassess-layer.h). Version 1 covers both: MPI-IO kinds and
+ * flags were added without changing the layout, and traces without them read as before.
+ * The file is written only through MAP_SHARED mappings, so every completed store is in the
+ * page cache even if the process is killed; there is no footer.
  *
  *   [0, header_bytes)            struct ioassess_header
  *   [header_bytes, file size)    64-byte slots, in page-aligned extents allocated as the
@@ -39,8 +42,20 @@ enum ioassess_slot_type {
     IOASSESS_SLOT_CLOCK = 4,     /* struct ioassess_clock_record */
 };
 
-/* Operation kinds recorded in ioassess_op_record.op. The *64 and __*_chk entry points map to
- * the same kind as their plain form. */
+/* An op kind's layer is its top two bits: op >> IOASSESS_OP_LAYER_SHIFT. */
+#define IOASSESS_OP_LAYER_SHIFT 6
+
+/* I/O layers (the op kind's top bits). */
+enum ioassess_layer {
+    IOASSESS_LAYER_POSIX = 0,    /* kinds 1 .. 63: POSIX calls (libioassess.so) */
+    IOASSESS_LAYER_MPIIO = 1,    /* kinds 64 .. 127: MPI-IO calls (libioassess-mpiio.so) */
+};
+
+/* Operation kinds recorded in ioassess_op_record.op. POSIX: the *64 and __*_chk entry points
+ * map to the same kind as their plain form. MPI-IO: the large-count MPI_File_*_c entry points
+ * map to the same kind as their plain form; non-blocking kinds (iread, iwrite, ...) time the
+ * call that starts the transfer, and the split collectives' *_begin calls are recorded (their
+ * *_end calls are not). */
 enum ioassess_op {
     IOASSESS_OP_READ = 1,
     IOASSESS_OP_WRITE = 2,
@@ -54,7 +69,37 @@ enum ioassess_op {
     IOASSESS_OP_PWRITEV2 = 10,
     IOASSESS_OP_FSYNC = 11,
     IOASSESS_OP_FDATASYNC = 12,
-    IOASSESS_OP_COUNT = 13       /* one past the last kind */
+    IOASSESS_OP_COUNT = 13,                   /* one past the last POSIX kind */
+    IOASSESS_OP_MPI_FILE_READ = 64,           /* individual file pointer */
+    IOASSESS_OP_MPI_FILE_WRITE = 65,
+    IOASSESS_OP_MPI_FILE_READ_AT = 66,        /* explicit offset */
+    IOASSESS_OP_MPI_FILE_WRITE_AT = 67,
+    IOASSESS_OP_MPI_FILE_READ_ALL = 68,       /* collective */
+    IOASSESS_OP_MPI_FILE_WRITE_ALL = 69,
+    IOASSESS_OP_MPI_FILE_READ_AT_ALL = 70,    /* collective, explicit offset */
+    IOASSESS_OP_MPI_FILE_WRITE_AT_ALL = 71,
+    IOASSESS_OP_MPI_FILE_READ_SHARED = 72,    /* shared file pointer */
+    IOASSESS_OP_MPI_FILE_WRITE_SHARED = 73,
+    IOASSESS_OP_MPI_FILE_READ_ORDERED = 74,   /* collective, shared file pointer */
+    IOASSESS_OP_MPI_FILE_WRITE_ORDERED = 75,
+    IOASSESS_OP_MPI_FILE_IREAD = 76,          /* non-blocking forms of the above */
+    IOASSESS_OP_MPI_FILE_IWRITE = 77,
+    IOASSESS_OP_MPI_FILE_IREAD_AT = 78,
+    IOASSESS_OP_MPI_FILE_IWRITE_AT = 79,
+    IOASSESS_OP_MPI_FILE_IREAD_ALL = 80,
+    IOASSESS_OP_MPI_FILE_IWRITE_ALL = 81,
+    IOASSESS_OP_MPI_FILE_IREAD_AT_ALL = 82,
+    IOASSESS_OP_MPI_FILE_IWRITE_AT_ALL = 83,
+    IOASSESS_OP_MPI_FILE_IREAD_SHARED = 84,
+    IOASSESS_OP_MPI_FILE_IWRITE_SHARED = 85,
+    IOASSESS_OP_MPI_FILE_READ_ALL_BEGIN = 86, /* split collectives (the *_begin call) */
+    IOASSESS_OP_MPI_FILE_WRITE_ALL_BEGIN = 87,
+    IOASSESS_OP_MPI_FILE_READ_AT_ALL_BEGIN = 88,
+    IOASSESS_OP_MPI_FILE_WRITE_AT_ALL_BEGIN = 89,
+    IOASSESS_OP_MPI_FILE_READ_ORDERED_BEGIN = 90,
+    IOASSESS_OP_MPI_FILE_WRITE_ORDERED_BEGIN = 91,
+    IOASSESS_OP_MPI_FILE_SYNC = 92,           /* collective */
+    IOASSESS_OP_MPIIO_COUNT = 93              /* one past the last MPI-IO kind */
 };
 
 /* Clock sources (ioassess_header.clock_source). */
@@ -77,7 +122,16 @@ enum ioassess_end_reason {
                                                   in the summary table only */
 
 /* Op record flags (ioassess_op_record.flags). */
-#define IOASSESS_OP_APPEND (1u << 0)  /* the descriptor had O_APPEND: offset is -1 */
+#define IOASSESS_OP_APPEND (1u << 0)            /* POSIX: the descriptor had O_APPEND: offset
+                                                   is -1 */
+#define IOASSESS_OP_COLLECTIVE (1u << 1)        /* MPI-IO: a collective call (_all, _ordered,
+                                                   MPI_File_sync) */
+#define IOASSESS_OP_NONBLOCKING (1u << 2)       /* MPI-IO: the call only starts the transfer
+                                                   (iread, iwrite, ...; split *_begin) */
+#define IOASSESS_OP_UNDER_MPIIO (1u << 3)       /* POSIX: made by this thread inside a recorded
+                                                   MPI-IO call */
+#define IOASSESS_OP_UNDER_COLLECTIVE (1u << 4)  /* POSIX: ... inside a collective MPI-IO call
+                                                   (aggregator work) */
 
 /* At offset 0; padded to IOASSESS_HEADER_BYTES. Strings are NUL-terminated. */
 struct ioassess_header {
@@ -112,16 +166,18 @@ struct ioassess_header {
     char cmdline[2048];            /* arguments separated by single spaces, truncated */
 };
 
-/* One read/write/sync call. */
+/* One read/write/sync call of either layer. */
 struct ioassess_op_record {
     uint8_t type;                  /* IOASSESS_SLOT_OP */
     uint8_t op;                    /* enum ioassess_op */
     uint16_t flags;                /* IOASSESS_OP_* */
     uint32_t tid;                  /* kernel thread id of the caller */
     uint64_t file_id;              /* 64-bit hash of the file's path (matches a FILE slot) */
-    int64_t offset;                /* file offset the op started at, -1 if unknown */
-    uint64_t requested;            /* bytes requested (sum of iov_len for vector ops) */
-    int64_t result;                /* bytes returned, or -errno when the call failed */
+    int64_t offset;                /* file offset (bytes) the op started at, -1 if unknown */
+    uint64_t requested;            /* bytes requested (sum of iov_len for vector ops; MPI-IO:
+                                      count x type size) */
+    int64_t result;                /* bytes returned, or -errno when the call failed (MPI-IO:
+                                      bytes moved, or minus the MPI error class) */
     uint64_t start_ticks;          /* clock ticks just before the call */
     uint64_t duration_ticks;       /* clock ticks the call took */
     uint64_t buffer;               /* user buffer address (first iovec's base for vectors) */

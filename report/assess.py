@@ -8,7 +8,9 @@ estimate: its time if cached lies between the cached typical times at the two ed
 access-size bins, so its time lost is an interval.
 
 Only the POSIX and STDIO layers count as I/O time (MPI-IO time contains the POSIX time under
-it); memory layout is unknown without buffer addresses and taken as rnd (models/causes.py).
+it: the layers are shown side by side, never added); the POSIX reads and writes made inside
+collective MPI-IO calls are the aggregators' work. Memory layout is unknown without buffer
+addresses and taken as rnd (models/causes.py).
 """
 import collections
 import datetime
@@ -16,7 +18,7 @@ import math
 
 import numpy as np
 
-from ioassess.job import DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS
+from ioassess.job import DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, Flag, op_column
 from ioassess.models.causes import CLASSES, LAYOUT_UNKNOWN, cached_typical_seconds, classify, memory_layout_codes
 from ioassess.models.slowdown import slowdown_by_interval
 
@@ -27,6 +29,7 @@ NOT_MODELLED = "not modelled"      # sync ops, failed calls, I/O of sizes/ops th
 ESTIMATED = "counters (estimate)"  # I/O known only in aggregate
 ROW_CLASSES = CLASSES + (NOT_MODELLED, ESTIMATED)
 IO_LAYERS = (LAYERS.index("posix"), LAYERS.index("stdio"))
+POSIX, MPIIO = LAYERS.index("posix"), LAYERS.index("mpiio")
 TOP_FILES = 20
 TIMELINE_BINS = 100
 SCATTER_POINTS = 4000
@@ -60,6 +63,7 @@ def assess(job, model, model_source=""):
         "headline": headline,
         "classes": class_table(job, per_op, per_total),
         "layers": layer_table(job),
+        "collective_io": collective_io(job),
         "top_files": file_table(job, per_op, per_total),
         "sizes": size_table(job, per_op, per_total),
         "timeline": timeline(job, per_op),
@@ -228,18 +232,71 @@ def _row(cls, direction, count, nbytes, seconds, lost_low, lost_high):
 
 
 def layer_table(job):
-    """Ops, bytes and seconds per layer and direction (MPI-IO time contains POSIX time)."""
+    """Per direction, the layers side by side: ops, bytes and seconds at each layer (MPI-IO time
+    contains the POSIX time under it), and per layer the part of the ops known one by one that
+    carries each flag (MPI-IO: collective, nonblocking; POSIX: under MPI-IO, under collective
+    MPI-IO, i.e. aggregator work). A layer without ops in a direction is null."""
+    ops, totals = job.ops, job.totals
+    flags = op_column(ops, "flags")
     rows = []
-    for layer_code, layer in enumerate(LAYERS):
-        for d, direction in enumerate(DIRECTIONS):
-            ops = (job.ops["layer"] == layer_code) & (job.ops["direction"] == d)
-            tot = (job.totals["layer"] == layer_code) & (job.totals["direction"] == d)
-            if ops.any() or tot.any():
-                rows.append({"layer": layer, "direction": direction,
-                             "ops": int(ops.sum() + job.totals["ops"][tot].sum()),
-                             "bytes": int(np.maximum(job.ops["result"][ops], 0).sum() + job.totals["bytes"][tot].sum()),
-                             "seconds": float(job.ops["duration_s"][ops].sum() + job.totals["seconds"][tot].sum())})
+    for d, direction in enumerate(DIRECTIONS):
+        row = {"direction": direction}
+        for layer_code, layer in enumerate(LAYERS):
+            member = (ops["layer"] == layer_code) & (ops["direction"] == d)
+            counted = (totals["layer"] == layer_code) & (totals["direction"] == d)
+            if not (member.any() or counted.any()):
+                row[layer] = None
+                continue
+            row[layer] = _amounts(ops, member, totals["ops"][counted].sum(), totals["bytes"][counted].sum(),
+                                  totals["seconds"][counted].sum())
+            row[layer]["flagged"] = {flag.name.lower(): _amounts(ops, member & (flags & flag != 0))
+                                     for flag in Flag if np.any(flags[member] & flag)}
+        if any(row[layer] for layer in LAYERS):
+            rows.append(row)
     return rows
+
+
+def _amounts(ops, member, counted_ops=0, counted_bytes=0, counted_seconds=0.0):
+    """Ops, bytes moved and seconds of the ops selected by member, plus counted aggregates."""
+    return {"ops": int(member.sum() + counted_ops),
+            "bytes": int(np.maximum(ops["result"][member], 0).sum() + counted_bytes),
+            "seconds": float(ops["duration_s"][member].sum() + counted_seconds)}
+
+
+def _aggregator_work(ops):
+    """The POSIX reads and writes made inside collective MPI-IO calls."""
+    return (ops["layer"] == POSIX) & (op_column(ops, "flags") & Flag.UNDER_COLLECTIVE != 0) & (ops["direction"] < 2)
+
+
+def collective_io(job):
+    """Collective MPI-IO reads and writes and the POSIX work under them, or None without any.
+    With collective buffering a few processes (the aggregators) gather the others' data and do
+    the file system I/O for all: the POSIX reads and writes made inside collective calls, per
+    process. The rest of the time in collective calls is data exchange and waiting."""
+    ops, n = job.ops, len(job.processes)
+    collective = (ops["layer"] == MPIIO) & (op_column(ops, "flags") & Flag.COLLECTIVE != 0) & (ops["direction"] < 2)
+    if not collective.any():
+        return None
+    under = _aggregator_work(ops)
+    collective_s = float(ops["duration_s"][collective].sum())
+    aggregator_s = np.bincount(ops["process"][under], ops["duration_s"][under], n)
+    aggregator_bytes = np.bincount(ops["process"][under], np.maximum(ops["result"][under], 0), n)
+    aggregator_ops = np.bincount(ops["process"][under], minlength=n)
+    aggregators = [{"rank": job.processes[i].rank, "pid": job.processes[i].pid,
+                    "hostname": job.processes[i].hostname, "ops": int(aggregator_ops[i]),
+                    "bytes": int(aggregator_bytes[i]), "seconds": float(aggregator_s[i])}
+                   for i in np.flatnonzero(aggregator_ops)]
+    aggregators.sort(key=lambda a: (a["rank"], a["pid"]))
+    return {
+        "processes": len(np.unique(ops["process"][collective])),
+        "collective_ops": int(collective.sum()),
+        "collective_s": collective_s,
+        "aggregator_s": float(aggregator_s.sum()),
+        "aggregator_bytes": int(aggregator_bytes.sum()),
+        "aggregator_share_of_collective": _ratio(float(aggregator_s.sum()), collective_s),
+        "aggregators": aggregators,
+        "partial": bool(np.any(job.totals["layer"] == POSIX)),
+    }
 
 
 def file_table(job, per_op, per_total, top=TOP_FILES):
@@ -385,19 +442,32 @@ def tail_statistics(job, per_op):
 
 
 def process_table(job, per_op, per_total):
-    """Per process with I/O: I/O time and time lost, most lost first."""
+    """Per process with I/O or MPI-IO calls: I/O time and time lost, most lost first; its
+    MPI-IO time, and its POSIX read and write time inside collective MPI-IO calls (aggregator
+    work: `aggregator` is true for a process that did any)."""
     n = len(job.processes)
+    ops = job.ops
     io, tio = per_op["is_io"], per_total["is_io"] & (job.totals["process"] >= 0)
-    p, tp = job.ops["process"][io], job.totals["process"][tio]
-    io_s = np.bincount(p, job.ops["duration_s"][io], n) + np.bincount(tp, job.totals["seconds"][tio], n)
+    p, tp = ops["process"][io], job.totals["process"][tio]
+    io_s = np.bincount(p, ops["duration_s"][io], n) + np.bincount(tp, job.totals["seconds"][tio], n)
     lost = np.bincount(p, per_op["lost_s"][io], n)
     lost_low = lost + np.bincount(tp, per_total["lost_low_s"][tio], n)
     lost_high = lost + np.bincount(tp, per_total["lost_high_s"][tio], n)
     count = np.bincount(p, minlength=n) + np.bincount(tp, job.totals["ops"][tio], n)
+    mpiio, tmpiio = ops["layer"] == MPIIO, (job.totals["layer"] == MPIIO) & (job.totals["process"] >= 0)
+    mpiio_s = np.bincount(ops["process"][mpiio], ops["duration_s"][mpiio], n) + \
+        np.bincount(job.totals["process"][tmpiio], job.totals["seconds"][tmpiio], n)
+    mpiio_count = np.bincount(ops["process"][mpiio], minlength=n) + \
+        np.bincount(job.totals["process"][tmpiio], job.totals["ops"][tmpiio], n)
+    under = _aggregator_work(ops)
+    aggregator_s = np.bincount(ops["process"][under], ops["duration_s"][under], n)
+    aggregator = np.bincount(ops["process"][under], minlength=n) > 0
     rows = [{"rank": proc.rank, "pid": proc.pid, "hostname": proc.hostname, "ops": int(count[i]),
              "io_s": float(io_s[i]), "lost_low_s": float(lost_low[i]), "lost_high_s": float(lost_high[i]),
+             "mpiio_ops": int(mpiio_count[i]), "mpiio_s": float(mpiio_s[i]),
+             "aggregator": bool(aggregator[i]), "aggregator_s": float(aggregator_s[i]),
              "end_reason": proc.end_reason}
-            for i, proc in enumerate(job.processes) if count[i]]
+            for i, proc in enumerate(job.processes) if count[i] or mpiio_count[i]]
     rows.sort(key=lambda r: (-r["lost_high_s"], -r["io_s"]))
     return rows
 

@@ -105,8 +105,13 @@ def provenance_rows(provenance):
     return [(key, text(value)) for key, value in provenance.items()]
 
 
+LAYER_NAMES = {"mpiio": "MPI-IO", "posix": "POSIX", "stdio": "STDIO"}   # upper layer first
+
+
 def page_data(assessment):
     return {"a": assessment, "provenance": provenance_rows(assessment["model"]["provenance"]),
+            "layer_columns": [layer for layer in LAYER_NAMES if any(row[layer] for row in assessment["layers"])],
+            "layer_names": LAYER_NAMES,
             "plots": {"scatter": [p for p in (scatter_plot(assessment, d) for d in ("read", "write")) if p],
                       "timeline": timeline_plot(assessment), "slowdown": slowdown_plot(assessment),
                       "order_statistics": order_statistics_plot(assessment),

@@ -7,7 +7,7 @@ import stat
 import numpy as np
 import pytest
 
-from ioassess import read_trace_dir, totals
+from ioassess import mpiio_library_path, read_trace_dir, totals
 from ioassess import traceformat as tf
 
 
@@ -45,11 +45,13 @@ def test_run_forwards_signals_to_the_command(ioassess, tmp_path):
     assert (result.returncode, result.stdout) == (7, "got-usr1\n")
 
 
-def test_run_appends_the_recorder_to_ld_preload_and_sets_the_trace_dir(ioassess, recorder_lib, tmp_path):
+def test_run_appends_both_recorders_to_ld_preload_and_sets_the_trace_dir(ioassess, recorder_lib, tmp_path):
+    mpiio_lib = mpiio_library_path()
+    assert mpiio_lib, "libioassess-mpiio.so was not built: `make deps` installs MPICH's mpicc"
     result = ioassess("run", "--trace-dir", "rel", "--", "sh", "-c", 'echo "$LD_PRELOAD|$IOASSESS_TRACE_DIR"',
                       cwd=tmp_path, env={"LD_PRELOAD": "libm.so.6"})
     assert result.returncode == 0
-    assert result.stdout == f"libm.so.6:{recorder_lib}|{tmp_path / 'rel'}\n"
+    assert result.stdout == f"libm.so.6:{recorder_lib}:{mpiio_lib}|{tmp_path / 'rel'}\n"
 
 
 def test_run_defaults_to_a_directory_named_after_the_job(ioassess, tmp_path):

@@ -21,6 +21,7 @@ ENUM_PREFIXES = {
     tf.HeaderFlag: "IOASSESS_HEADER_",
     tf.OpFlag: "IOASSESS_OP_",
     tf.SummaryState: "IOASSESS_SUMMARY_",
+    tf.Layer: "IOASSESS_LAYER_",
 }
 SCALAR_CONSTANTS = {
     "IOASSESS_FORMAT_VERSION": tf.FORMAT_VERSION,
@@ -29,6 +30,7 @@ SCALAR_CONSTANTS = {
     "IOASSESS_BYTE_ORDER_MARK": tf.BYTE_ORDER_MARK,
     "IOASSESS_NAME_PART_BYTES": tf.NAME_PART_BYTES,
     "IOASSESS_HIST_BINS": tf.HIST_BINS,
+    "IOASSESS_OP_LAYER_SHIFT": tf.OP_LAYER_SHIFT,
 }
 INCLUDE_GUARD = "IOASSESS_TRACE_H"
 
@@ -131,9 +133,20 @@ def test_python_mirrors_every_constant_the_header_defines():
     assert defined == mirrored
 
 
-def test_op_names_and_directions_cover_every_kind():
-    kinds = set(range(1, tf.Op.COUNT))
-    assert set(tf.OP_NAMES) == kinds == set(tf.OP_DIRECTION)
+def test_op_names_directions_and_layers_cover_every_kind():
+    mpiio_first = tf.Layer.MPIIO << tf.OP_LAYER_SHIFT
+    kinds = set(range(1, tf.Op.COUNT)) | set(range(mpiio_first, tf.Op.MPIIO_COUNT))
+    assert set(tf.OP_NAMES) == kinds == set(tf.OP_DIRECTION) == set(tf.OP_LAYER)
     assert set(tf.OP_DIRECTION.values()) == set(tf.DIRECTIONS)
     assert tf.OP_DIRECTION[tf.Op.PREADV2] == "read" and tf.OP_DIRECTION[tf.Op.PWRITEV] == "write"
     assert tf.OP_DIRECTION[tf.Op.FDATASYNC] == "sync"
+    assert tf.Op.MPIIO_COUNT <= 2 * mpiio_first   # MPI-IO kinds stay in their layer's range
+    assert {op for op, layer in tf.OP_LAYER.items() if layer == "mpiio"} == set(range(mpiio_first, tf.Op.MPIIO_COUNT))
+    directions = {tf.OP_NAMES[op]: tf.OP_DIRECTION[op] for op in range(mpiio_first, tf.Op.MPIIO_COUNT)}
+    assert {name for name, direction in directions.items() if direction == "read"} == {
+        "mpi_file_read", "mpi_file_read_at", "mpi_file_read_all", "mpi_file_read_at_all", "mpi_file_read_shared",
+        "mpi_file_read_ordered", "mpi_file_iread", "mpi_file_iread_at", "mpi_file_iread_all",
+        "mpi_file_iread_at_all", "mpi_file_iread_shared", "mpi_file_read_all_begin", "mpi_file_read_at_all_begin",
+        "mpi_file_read_ordered_begin"}
+    assert [name for name, direction in directions.items() if direction == "sync"] == ["mpi_file_sync"]
+    assert all(name.replace("read", "write") in directions for name, d in directions.items() if d == "read")
