@@ -15,20 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-static double now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "probe.h"
 
 int main(int argc, char **argv)
 {
@@ -65,19 +53,13 @@ int main(int argc, char **argv)
         per_call[profiled][b / 2] = (now_ns() - start) / batch;
     }
     for (int profiled = 0; profiled < 2; profiled++) {
-        double sum = 0;
-        for (long b = 0; b < batches; b++)
-            sum += per_call[profiled][b];
-        qsort(per_call[profiled], batches, sizeof(double), by_value);
-        printf("%.2f %.2f\n", per_call[profiled][batches / 2], sum / batches);
+        double median, mean;
+        summarise_batches(per_call[profiled], batches, &median, &mean);
+        printf("%.2f %.2f\n", median, mean);
         free(per_call[profiled]);
     }
     MPI_File_close(&fh);
-    char line[256];
-    FILE *proc_status = fopen("/proc/self/status", "r");
-    while (proc_status && fgets(line, sizeof line, proc_status))
-        if (strncmp(line, "VmHWM:", 6) == 0)
-            printf("%ld\n", atol(line + 6));
+    print_peak_memory();
     MPI_Finalize();
     return 0;
 }

@@ -12,24 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "probe.h"
 
 static const char *path;
 static long calls, batch;
-
-static double now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 struct result {
     double median, mean;
@@ -55,12 +43,7 @@ static void *run(void *arg)
                 exit(3);
         per_call[b] = (now_ns() - start) / batch;
     }
-    double sum = 0;
-    for (long b = 0; b < batches; b++)
-        sum += per_call[b];
-    result->mean = sum / batches;
-    qsort(per_call, batches, sizeof *per_call, by_value);
-    result->median = per_call[batches / 2];
+    summarise_batches(per_call, batches, &result->median, &result->mean);
     free(per_call);
     close(fd);
     return NULL;
@@ -84,10 +67,6 @@ int main(int argc, char **argv)
         pthread_join(ids[t], NULL);
     for (int t = 0; t < threads; t++)
         printf("%.2f %.2f\n", results[t].median, results[t].mean);
-    char line[256];
-    FILE *status = fopen("/proc/self/status", "r");
-    while (status && fgets(line, sizeof line, status))
-        if (strncmp(line, "VmHWM:", 6) == 0)
-            printf("%ld\n", atol(line + 6));
+    print_peak_memory();
     return 0;
 }

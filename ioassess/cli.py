@@ -19,8 +19,9 @@ import sys
 
 from . import mpiio_library_path, recorder_library_path
 from .epilog import add_options as add_epilog_options, run as run_epilog
+from .files import file_system_of
 from .models.modelfile import DEFAULT_MODEL, ModelFileError, list_models, load_model, model_path, model_summary
-from .models.training import PROFILES, TrainingError, file_system_of, refit, train
+from .models.training import PROFILES, TrainingError, refit, train
 from .iomodels import (DEFAULT_REPEATS, DEFAULT_TOTAL_BYTES, LAYOUTS, SITE_GRID_ENV, SITE_GRID_PATH, GridFileError,
                        IoModelsError, Sweep, default_grid_path, default_processes, format_grid, load_site_grid,
                        measure_grid, parse_size)
@@ -310,6 +311,9 @@ def _report_after_run(trace_dir, model):
         make_report([trace_dir], model, html, assessment, sys.stderr)
     except (LoadError, ModelFileError, OSError) as error:
         _print_error(f"no report: {_describe(error)}")
+        return
+    except Exception as error:  # a defect of the reporter must not change the command's exit status
+        _print_error(f"no report: internal error ({type(error).__name__}: {' '.join(str(error).split())})")
         return
     _print_error(f"wrote {html} and {assessment}")
 

@@ -1,6 +1,9 @@
-"""Writing output files so that nothing the user had is lost and nothing partial is left."""
+"""Writing output files so that nothing the user had is lost and nothing partial is left, and
+the file system a path is on."""
 import os
 import tempfile
+
+from .job import mount_of
 
 
 def replace_atomically(path, text, mode=None):
@@ -23,3 +26,17 @@ def replace_atomically(path, text, mode=None):
     except BaseException:
         os.unlink(temporary)
         raise
+
+
+def file_system_of(path):
+    """(type, mount point) of the file system holding path, from /proc/self/mounts; ("unknown",
+    "/") if that cannot be read."""
+    try:
+        with open("/proc/self/mounts") as mounts:
+            table = [(fields[1].replace("\\040", " "), fields[2]) for fields in map(str.split, mounts)]
+    except OSError:
+        return "unknown", "/"
+    # Longest mount point first; of one mount point mounted twice, the later mount is the visible one.
+    table = sorted(reversed(table), key=lambda entry: -len(entry[0]))
+    mount_point, fs_type = mount_of(os.path.realpath(path), table)
+    return (fs_type, mount_point) if mount_point else ("unknown", "/")

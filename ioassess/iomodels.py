@@ -27,7 +27,7 @@ import time
 from . import recorder_library_path
 from .jsonfile import (Invalid, JsonFileError, check_format, check_keys, choice, iso_date, json_type, read_json_file,
                        typed, whole_number, write_json_file)
-from .models.training import file_system_of
+from .files import file_system_of
 from .progress import Progress
 
 GRID_FORMAT = "ioassess-iomodels-grid"

@@ -16,12 +16,15 @@ TEXT_PROCESSES = 20
 
 
 def summarise(traceset, top_files=TOP_FILES):
-    """The summary of a TraceSet: processes, hosts, files, per-op-kind and per-direction totals."""
-    per_file = totals(traceset, by=("file_id",))
+    """The summary of a TraceSet: processes, hosts, files, per-op-kind, per-direction and
+    per-layer totals. Files and directions count the POSIX layer only: an MPI-IO call's bytes
+    are moved again by the POSIX calls under it."""
+    per_file = _posix_rows(totals(traceset, by=("layer", "file_id")))
     by_bytes = np.lexsort((per_file["file_id"], -per_file["bytes_returned"]))
     hosts = collections.Counter(process.hostname for process in traceset.processes)
     per_op = totals(traceset, by=("op",))
-    per_direction = totals(traceset, by=("direction",))
+    per_direction = _posix_rows(totals(traceset, by=("layer", "direction")))
+    per_layer = totals(traceset, by=("layer",))
     return {
         "process_count": len(traceset.processes),
         "processes": [dataclasses.asdict(process) for process in traceset.processes],
@@ -34,11 +37,17 @@ def summarise(traceset, top_files=TOP_FILES):
                      for i, op in enumerate(per_op["op"])],
         "directions": [{"direction": str(direction), **_amounts(per_direction, i)}
                        for i, direction in enumerate(per_direction["direction"])],
+        "layers": [{"layer": str(layer), **_amounts(per_layer, i)} for i, layer in enumerate(per_layer["layer"])],
         "ops_kept": int(len(traceset.ops["op"])),
         "ops_not_kept": int(traceset.summary["count"].sum()),
         "ops_lost": sum(process.ops_lost for process in traceset.processes),
         "errors": [str(error) for error in traceset.errors],
     }
+
+
+def _posix_rows(grouped):
+    posix = grouped["layer"] == "posix"
+    return {key: column[posix] for key, column in grouped.items()}
 
 
 def _amounts(grouped, i):
@@ -64,12 +73,13 @@ def format_text(summary):
     lines += ["", "top files by bytes"] + _table(
         ["bytes", "ops", "seconds", "errors", "name"],
         [[f["bytes"], f["count"], _seconds(f["duration_s"]), f["errors"], f["name"]] for f in summary["top_files"]])
-    kinds = summary["op_kinds"]
-    all_ops = {key: sum(kind[key] for kind in kinds) for key in ("count", "bytes", "duration_s", "errors")}
+    layers = summary["layers"]
+    totals_rows = [{"op": "total" if len(layers) == 1 else f"total {layer['layer']}", "direction": "", **layer}
+                   for layer in layers]
     lines += ["", "op kinds"] + _table(
         ["op", "direction", "count", "bytes", "seconds", "errors"],
         [[kind["op"], kind["direction"], kind["count"], kind["bytes"], _seconds(kind["duration_s"]), kind["errors"]]
-         for kind in kinds + [{"op": "total", "direction": "", **all_ops}]])
+         for kind in summary["op_kinds"] + totals_rows])
     return "\n".join(lines) + "\n"
 
 

@@ -28,6 +28,7 @@ import zipfile
 import numpy as np
 
 from ioassess import recorder_library_path
+from ioassess.files import file_system_of
 from ioassess.progress import Progress
 from ioassess.trace import read_trace_dir
 from ioassess.traceformat import Op
@@ -256,23 +257,6 @@ def check_training_dir(directory, profile):
     if free < needed:
         raise TrainingError(f"{directory}: needs {needed / 2**30:.1f} GiB free for the {profile.name} "
                             f"profile's training file, has {free / 2**30:.1f} GiB")
-
-
-def file_system_of(path):
-    """(type, mount point) of the file system holding path, from /proc/self/mounts."""
-    path = os.path.realpath(path)
-    best = ("unknown", "/")
-    try:
-        with open("/proc/self/mounts") as mounts:
-            for line in mounts:
-                fields = line.split()
-                mount = fields[1].replace("\\040", " ")
-                inside = path == mount or path.startswith(mount.rstrip("/") + "/")
-                if inside and len(mount) >= len(best[1]):
-                    best = (fields[2], mount)
-    except OSError:
-        pass
-    return best
 
 
 class Trainer:

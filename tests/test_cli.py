@@ -3,12 +3,14 @@ import json
 import os
 import re
 import stat
+import subprocess
 
 import numpy as np
 import pytest
 
 from ioassess import mpiio_library_path, read_trace_dir, totals
 from ioassess import traceformat as tf
+from ioassess.files import file_system_of
 
 
 def stderr_lines(result):
@@ -118,8 +120,8 @@ def show_json(ioassess, *dirs):
     return result, json.loads(result.stdout)
 
 
-SHOW_KEYS = {"process_count", "processes", "hosts", "file_count", "top_files", "op_kinds", "directions", "ops_kept",
-             "ops_not_kept", "ops_lost", "errors"}
+SHOW_KEYS = {"process_count", "processes", "hosts", "file_count", "top_files", "op_kinds", "directions", "layers",
+             "ops_kept", "ops_not_kept", "ops_lost", "errors"}
 PROCESS_KEYS = {"path", "pid", "ppid", "rank", "job_id", "hostname", "exe", "cmdline", "start_ns", "end_ns",
                 "end_reason", "exit_status", "clock_source", "ns_per_tick", "record_cap", "ops_kept", "ops_not_kept",
                 "ops_lost", "obfuscated", "space_failed"}
@@ -143,6 +145,8 @@ def test_show_json_keys_and_numbers(ioassess, trace_dir, tmp_path):
     assert kinds["write"]["count"] >= 40 and kinds["write"]["direction"] == "write"
     assert isinstance(kinds["write"]["duration_s"], float) and kinds["write"]["duration_s"] > 0
     assert sum(d["count"] for d in summary["directions"]) == sum(k["count"] for k in kinds.values())
+    assert [(layer["layer"], layer["count"]) for layer in summary["layers"]] == [
+        ("posix", sum(k["count"] for k in kinds.values()))]
     assert summary["ops_kept"] + summary["ops_not_kept"] == sum(k["count"] for k in kinds.values())
     traces = read_trace_dir(trace_dir)
     by_op = totals(traces, by=("op",))
@@ -235,3 +239,10 @@ def test_show_without_traces(ioassess, tmp_path):
     assert_clean_error(ioassess("show", tmp_path), f"{tmp_path}: no trace files (*.iot) in this directory")
     usage = ioassess("show")
     assert usage.returncode == 2 and len(stderr_lines(usage)) == 1 and "Traceback" not in usage.stderr
+
+
+def test_file_system_of_gives_the_mount_df_names(tmp_path):
+    for path in (tmp_path, "/proc/self", "/dev/shm"):
+        df = subprocess.run(["df", "--output=fstype,target", str(path)], capture_output=True, text=True, check=True)
+        fs_type, mount_point = df.stdout.splitlines()[1].split(maxsplit=1)
+        assert file_system_of(str(path)) == (fs_type, mount_point)

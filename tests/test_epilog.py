@@ -345,7 +345,7 @@ def test_the_slurm_script_runs_the_epilog_and_exits_0_even_without_ioassess(site
         assert result.returncode == 0 and expected in result.stderr, describe(result)
 
 
-def test_the_lmod_module_preloads_the_recorder_inside_a_job_only(tmp_path):
+def test_the_lmod_module_preloads_both_recorders_inside_a_job_only(tmp_path):
     """make-module.sh fills in the module for the installation; Debian's Lmod loads it."""
     tool(LMOD)
     modules = tmp_path / "modules"
@@ -357,7 +357,8 @@ def test_the_lmod_module_preloads_the_recorder_inside_a_job_only(tmp_path):
     (modules / "ioassess.lua").write_text(made.stdout)
     show = 'eval "$($LMOD bash load ioassess)"; printf "%s\\n" "$IOASSESS_TRACE_DIR" "$LD_PRELOAD" "$PATH" "$PYTHONPATH"'
     base = {"PATH": "/usr/bin:/bin", "MODULEPATH": str(modules), "LMOD": LMOD, "USER": "alice", "HOME": str(tmp_path)}
-    library = ioassess.recorder_library_path()
+    assert ioassess.mpiio_library_path(), "libioassess-mpiio.so was not built: `make deps` installs MPICH's mpicc"
+    library = f"{ioassess.recorder_library_path()}:{ioassess.mpiio_library_path()}"
     package_parent = os.path.dirname(os.path.dirname(ioassess.__file__))
     for env, trace_dir, preload in (({"SLURM_JOB_ID": "77", "LD_PRELOAD": "/opt/darshan/lib/libdarshan.so"},
                                      "/scratch/ioassess/alice/77", f"/opt/darshan/lib/libdarshan.so:{library}"),

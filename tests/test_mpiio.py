@@ -130,6 +130,13 @@ def test_collective_write_all_is_recorded_and_the_aggregators_named(ioassess, tm
     for a in named["aggregators"]:
         assert f"rank {a['rank']} pid {a['pid']}" in html
 
+    shown = json.loads(ioassess("show", "--json", tmp_path / "t").stdout)   # each byte counted once
+    (top,) = [f for f in shown["top_files"] if f["name"] == str(path)]
+    assert top["bytes"] == 2 * RANKS * BLOCK
+    layers = {layer["layer"]: layer for layer in shown["layers"]}
+    assert layers["mpiio"]["count"] == 3 * RANKS and layers["mpiio"]["bytes"] == 2 * RANKS * BLOCK
+    assert sum(d["bytes"] for d in shown["directions"]) == layers["posix"]["bytes"]
+
 
 def test_independent_write_at_through_a_view_records_byte_offsets(ioassess, tmp_path):
     ts, assessment, _, data = run_job(ioassess, tmp_path, "independent")

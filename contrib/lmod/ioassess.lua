@@ -2,7 +2,7 @@
 -- contrib/lmod/make-module.sh fills in the @...@ values of an installation.
 local bin = "@BIN@"                 -- the directory of the `ioassess` command
 local pythonpath = "@PYTHONPATH@"   -- the directory holding the ioassess package
-local library = "@LIBRARY@"         -- the recorder, ioassess.recorder_library_path()
+local libraries = "@LIBRARIES@"     -- the recorder, then the MPI-IO recorder if built (':'-separated)
 local trace_root = "@TRACE_ROOT@"   -- the site's traces: TRACE_ROOT/<user>/<job id>
 
 whatis("Name: ioassess")
@@ -22,5 +22,7 @@ local job = os.getenv("SLURM_JOB_ID")
 local user = os.getenv("USER")
 if job and job ~= "" and user and user ~= "" then
     setenv("IOASSESS_TRACE_DIR", pathJoin(trace_root, user, job))
-    append_path("LD_PRELOAD", library)   -- after libraries already preloaded, e.g. Darshan
+    for library in libraries:gmatch("[^:]+") do
+        append_path("LD_PRELOAD", library)   -- after libraries already preloaded, e.g. Darshan
+    end
 end
