@@ -101,6 +101,9 @@ def _build_parser():
     report.add_argument("-o", "--output", metavar="REPORT.html", default="report.html",
                         help="the HTML report to write (default: report.html)")
     report.add_argument("--json", metavar="ASSESSMENT.json", help="also write the assessment as JSON")
+    report.add_argument("--site-grid", metavar="GRID.json",
+                        help=f"the I/O-model grid (ioassess iomodels) to place the job on (default: the site's, "
+                             f"${SITE_GRID_ENV} or {SITE_GRID_PATH} if it exists)")
     report.set_defaults(handler=_report)
     show = commands.add_parser("show", help="summarise trace directories",
                                description="Summarise the traces in one or more directories.")
@@ -186,8 +189,8 @@ def _show(args):
 
 def _report(args):
     try:
-        make_report(args.inputs, args.model, args.output, args.json, sys.stderr)
-    except (LoadError, ModelFileError) as error:
+        make_report(args.inputs, args.model, args.output, args.json, sys.stderr, args.site_grid)
+    except (LoadError, ModelFileError, GridFileError) as error:
         _print_error(error)
         return USAGE_ERROR
     _print_error(f"wrote {args.output}" + (f" and {args.json}" if args.json else ""))

@@ -6,6 +6,7 @@ import json
 import math
 
 from ioassess.files import replace_atomically
+from ioassess.iomodels import GridFileError, load_site_grid
 from ioassess.load import load_job
 from ioassess.models.modelfile import load_model, model_path
 from ioassess.progress import Progress
@@ -19,14 +20,17 @@ LOAD_SHARE, ASSESS_SHARE, RENDER_SHARE = 0.5, 0.2, 0.3
 QUIET_FOR_S = 1.0
 
 
-def make_report(inputs, model_name_or_path, html_path=None, json_path=None, stream=None):
+def make_report(inputs, model_name_or_path, html_path=None, json_path=None, stream=None, site_grid=None):
     """Load the inputs, assess them under the model, write the HTML report and/or the JSON;
-    returns the assessment. Raises LoadError or ModelFileError (one line each)."""
-    progress = Progress(1.0, stream, quiet_for_s=QUIET_FOR_S) if stream is not None else None
+    returns the assessment. Raises LoadError, ModelFileError or GridFileError (one line each)
+    before anything is written. site_grid: the I/O-model grid file to place the job on; without
+    it, the site's (find_site_grid)."""
     model = load_model(model_name_or_path)
+    grid = find_site_grid(site_grid, stream)
+    progress = Progress(1.0, stream, quiet_for_s=QUIET_FOR_S) if stream is not None else None
     job = load_job(inputs)
     _advance(progress, LOAD_SHARE, "loaded")
-    assessment = json_safe(assess(job, model, model_path(model_name_or_path)))
+    assessment = json_safe(assess(job, model, model_path(model_name_or_path), grid))
     _advance(progress, ASSESS_SHARE, "assessed")
     if json_path:
         replace_atomically(json_path, json.dumps(assessment, indent=1, allow_nan=False) + "\n")
@@ -34,6 +38,22 @@ def make_report(inputs, model_name_or_path, html_path=None, json_path=None, stre
         write_report(html_path, assessment)
     _advance(progress, RENDER_SHARE, "written")
     return assessment
+
+
+def find_site_grid(explicit, stream=None):
+    """The grid for assess(): {"path", "grid"}, or None when there is none (docs/iomodels.md,
+    "The site grid"). A grid file given explicitly that is missing or invalid raises
+    GridFileError; the site's ($IOASSESS_SITE_GRID, the installed one) must not cost the job its
+    report: its problem becomes {"path", "problem"}, said in the report and on stream."""
+    try:
+        found = load_site_grid(explicit)
+    except GridFileError as error:
+        if explicit:
+            raise
+        if stream is not None:
+            stream.write(f"ioassess: site grid not used: {error}\n")
+        return {"path": error.path, "problem": error.problem}
+    return None if found is None else {"path": found[0], "grid": found[1]}
 
 
 def _advance(progress, share, label):

@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from ioassess.iomodels import place_on_grid
 from ioassess.job import DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, Flag, op_column
 from ioassess.models.causes import CLASSES, LAYOUT_UNKNOWN, cached_typical_seconds, classify, memory_layout_codes
 from ioassess.models.slowdown import slowdown_by_interval
@@ -30,6 +31,8 @@ ESTIMATED = "counters (estimate)"  # I/O known only in aggregate
 ROW_CLASSES = CLASSES + (NOT_MODELLED, ESTIMATED)
 IO_LAYERS = (LAYERS.index("posix"), LAYERS.index("stdio"))
 POSIX, MPIIO = LAYERS.index("posix"), LAYERS.index("mpiio")
+WRITE = DIRECTIONS.index("write")
+MiB = 1 << 20
 TOP_FILES = 20
 TIMELINE_BINS = 100
 SCATTER_POINTS = 4000
@@ -45,14 +48,22 @@ SIZE_BIN_LABELS = ("0-100 B", "100 B-1 KiB", "1-10 KiB", "10-100 KiB", "100 KiB-
 LOST_SHARE_WORTH_A_LOOK = 0.05      # of the runtime
 SMALL_OP_BYTES = 4096
 SMALL_OPS_SHARE = 0.5
+# The per-rank plot draws at most this many bars: beyond, each bar is a bin of consecutive ranks.
+RANK_PLOT_BINS = 200
+# The ranks that lost most, named in the per-process view.
+MOST_LOST_NAMED = 3
 
 
-def assess(job, model, model_source=""):
-    """The assessment (a dict) of a Job under a CauseModel."""
+def assess(job, model, model_source="", site_grid=None):
+    """The assessment (a dict) of a Job under a CauseModel. site_grid: None, or the site's
+    I/O-model grid to place the job on, {"path", "grid"} (a grid of ioassess.iomodels.load_grid),
+    or {"path", "problem"} for one that could not be used."""
     per_op = classify_ops(job, model)
     per_total = estimate_totals(job, model)
-    processes = process_table(job, per_op, per_total)
+    per_process = process_io(job, per_op, per_total)
+    processes = process_table(job, per_process)
     headline = headline_numbers(job, per_op, per_total, processes)
+    cell = {**io_model_cell(job), **write_throughput(job)}
     assessment = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
@@ -70,7 +81,9 @@ def assess(job, model, model_source=""):
         "slowdown": slowdown_timeline(job, per_op),
         "tails": tail_statistics(job, per_op),
         "processes": processes,
-        "io_model": io_model_cell(job),
+        "per_process": per_process_view(job, per_process, per_total),
+        "io_model": cell,
+        "site_grid": site_grid_placement(cell, site_grid),
         "scatter": scatter_sample(job, per_op),
         "model_lines": model_lines(model),
     }
@@ -441,19 +454,27 @@ def tail_statistics(job, per_op):
     return result
 
 
-def process_table(job, per_op, per_total):
+def process_io(job, per_op, per_total):
+    """Per process (index into Job.processes): the `ops`, I/O time `io_s` and time lost
+    (`lost_low_s`, `lost_high_s`) of its POSIX and STDIO I/O: its ops known one by one and its
+    own counter rows (rows of rank -1, shared by all ranks, are no process's)."""
+    n = len(job.processes)
+    ops, totals = job.ops, job.totals
+    io, tio = per_op["is_io"], per_total["is_io"] & (totals["process"] >= 0)
+    p, tp = ops["process"][io], totals["process"][tio]
+    lost = np.bincount(p, per_op["lost_s"][io], n)
+    return {"ops": np.bincount(p, minlength=n) + np.bincount(tp, totals["ops"][tio], n),
+            "io_s": np.bincount(p, ops["duration_s"][io], n) + np.bincount(tp, totals["seconds"][tio], n),
+            "lost_low_s": lost + np.bincount(tp, per_total["lost_low_s"][tio], n),
+            "lost_high_s": lost + np.bincount(tp, per_total["lost_high_s"][tio], n)}
+
+
+def process_table(job, per_process):
     """Per process with I/O or MPI-IO calls: I/O time and time lost, most lost first; its
     MPI-IO time, and its POSIX read and write time inside collective MPI-IO calls (aggregator
     work: `aggregator` is true for a process that did any)."""
     n = len(job.processes)
     ops = job.ops
-    io, tio = per_op["is_io"], per_total["is_io"] & (job.totals["process"] >= 0)
-    p, tp = ops["process"][io], job.totals["process"][tio]
-    io_s = np.bincount(p, ops["duration_s"][io], n) + np.bincount(tp, job.totals["seconds"][tio], n)
-    lost = np.bincount(p, per_op["lost_s"][io], n)
-    lost_low = lost + np.bincount(tp, per_total["lost_low_s"][tio], n)
-    lost_high = lost + np.bincount(tp, per_total["lost_high_s"][tio], n)
-    count = np.bincount(p, minlength=n) + np.bincount(tp, job.totals["ops"][tio], n)
     mpiio, tmpiio = ops["layer"] == MPIIO, (job.totals["layer"] == MPIIO) & (job.totals["process"] >= 0)
     mpiio_s = np.bincount(ops["process"][mpiio], ops["duration_s"][mpiio], n) + \
         np.bincount(job.totals["process"][tmpiio], job.totals["seconds"][tmpiio], n)
@@ -462,14 +483,105 @@ def process_table(job, per_op, per_total):
     under = _aggregator_work(ops)
     aggregator_s = np.bincount(ops["process"][under], ops["duration_s"][under], n)
     aggregator = np.bincount(ops["process"][under], minlength=n) > 0
+    count = per_process["ops"]
     rows = [{"rank": proc.rank, "pid": proc.pid, "hostname": proc.hostname, "ops": int(count[i]),
-             "io_s": float(io_s[i]), "lost_low_s": float(lost_low[i]), "lost_high_s": float(lost_high[i]),
+             "io_s": float(per_process["io_s"][i]), "lost_low_s": float(per_process["lost_low_s"][i]),
+             "lost_high_s": float(per_process["lost_high_s"][i]),
              "mpiio_ops": int(mpiio_count[i]), "mpiio_s": float(mpiio_s[i]),
              "aggregator": bool(aggregator[i]), "aggregator_s": float(aggregator_s[i]),
              "end_reason": proc.end_reason}
             for i, proc in enumerate(job.processes) if count[i] or mpiio_count[i]]
     rows.sort(key=lambda r: (-r["lost_high_s"], -r["io_s"]))
     return rows
+
+
+# ---- per rank ----
+
+def per_process_view(job, per_process, per_total):
+    """How I/O time and time lost spread over the ranks of an MPI job (every rank, a rank
+    without I/O counting as 0 s), or over the processes with I/O of another job: mean, median,
+    the slowest and max / mean (the imbalance), the ranks that lost most, and the series of the
+    per-rank plot. I/O in counter rows shared by all ranks (Darshan's rank -1 records) is no
+    rank's: it is left out and said (`shared`). None for a job without I/O."""
+    units = io_units(job, per_process)
+    tio = per_total["is_io"] & (job.totals["process"] < 0)
+    shared = {"ops": int(job.totals["ops"][tio].sum()), "seconds": float(job.totals["seconds"][tio].sum())} \
+        if tio.any() else None
+    if not units["io_s"].any() and shared is None:
+        return None
+    attributed = bool(units["io_s"].any())
+    order = np.argsort(-units["lost_high_s"], kind="stable")[:MOST_LOST_NAMED]
+    named = [i for i in order.tolist() if units["lost_high_s"][i] > 0]
+    lost_total = float(units["lost_high_s"].sum())
+    return {
+        "unit": units["unit"],
+        "count": len(units["io_s"]),
+        "io": _spread(units, "io_s") if attributed else None,
+        "lost": _spread(units, "lost_high_s") if attributed else None,
+        "most_lost": [{**_identity(units, i), "lost_low_s": float(units["lost_low_s"][i]),
+                       "lost_high_s": float(units["lost_high_s"][i])} for i in named],
+        "most_lost_share": _ratio(float(units["lost_high_s"][named].sum()), lost_total) if named else None,
+        "shared": shared,
+        "plot": binned_units(units, RANK_PLOT_BINS) if attributed else None,
+    }
+
+
+def io_units(job, per_process):
+    """The per-process arrays (process_io) summed per rank 0 … R-1 (R: the highest rank + 1, or
+    the ranks of a Darshan log), or, in a job of one rank, of its processes with I/O by pid.
+    `unit` says which; `rank`, `pid` and `hostname` identify each (those of the rank's process
+    with the most I/O time). A rank's processes are all those the recorder gave its rank: the
+    ones it started inherit it, and processes outside MPI (mpiexec, the commands around it) are
+    given rank 0."""
+    ranks = np.array([p.rank for p in job.processes], np.int64)
+    pids = np.array([p.pid for p in job.processes], np.int64)
+    hosts = np.array([p.hostname for p in job.processes], object)
+    quantities = ("io_s", "lost_low_s", "lost_high_s")
+    ranked = ranks >= 0
+    from_darshan = all(i.kind == "darshan" for i in job.inputs)
+    if len(np.unique(ranks[ranked])) < 2 and not from_darshan:
+        chosen = np.flatnonzero(per_process["ops"] > 0)
+        chosen = chosen[np.argsort(pids[chosen], kind="stable")]
+        return {"unit": "process", "rank": ranks[chosen], "pid": pids[chosen], "hostname": hosts[chosen],
+                **{q: per_process[q][chosen] for q in quantities}}
+    count = max(int(ranks.max(initial=-1)) + 1, job.nprocs if from_darshan else 0)
+    members = np.flatnonzero(ranked)
+    members = members[np.lexsort((-per_process["io_s"][members], ranks[members]))]
+    present, busiest_of_present = np.unique(ranks[members], return_index=True)
+    busiest = members[busiest_of_present]
+    pid, hostname = np.zeros(count, np.int64), np.full(count, "", object)
+    pid[present], hostname[present] = pids[busiest], hosts[busiest]
+    return {"unit": "rank", "rank": np.arange(count), "pid": pid, "hostname": hostname,
+            **{q: np.bincount(ranks[ranked], per_process[q][ranked], count) for q in quantities}}
+
+
+def _identity(units, i):
+    return {"rank": int(units["rank"][i]), "pid": int(units["pid"][i]), "hostname": str(units["hostname"][i])}
+
+
+def _spread(units, quantity):
+    """Mean, median and maximum of one per-unit quantity, the unit with the maximum, max / mean."""
+    values = units[quantity]
+    top = int(np.argmax(values))
+    mean = float(values.mean())
+    return {"mean_s": mean, "median_s": float(np.median(values)),
+            "max": {**_identity(units, top), "seconds": float(values[top])},
+            "imbalance": _ratio(float(values[top]), mean)}
+
+
+def binned_units(units, bins):
+    """The per-unit I/O time and time lost (upper end) in at most `bins` bins of consecutive
+    units: each bin's first unit (position), and the mean and maximum over its units."""
+    n = len(units["io_s"])
+    per_bin = -(-n // bins)
+    starts = np.arange(0, n, per_bin)
+    sizes = np.diff(np.append(starts, n))
+    series = {"units": n, "units_per_bin": per_bin, "start": starts.tolist()}
+    for quantity, name in (("io_s", "io_s"), ("lost_high_s", "lost_s")):
+        values = units[quantity]
+        series[f"{name}_mean"] = (np.add.reduceat(values, starts) / sizes).tolist()
+        series[f"{name}_max"] = np.maximum.reduceat(values, starts).tolist()
+    return series
 
 
 def io_model_cell(job):
@@ -512,6 +624,49 @@ def _files_are_per_node(job, processes, per_file):
         by_host[job.processes[proc].hostname].add(proc)
     return all(len({job.processes[p].hostname for p in procs}) == 1 and
                procs == by_host[job.processes[next(iter(procs))].hostname] for procs in per_file.values())
+
+
+def write_throughput(job):
+    """The job's own write throughput: bytes the POSIX and STDIO layers wrote (`write_bytes`),
+    and, when every one of those writes is known one by one, the span from the first write's
+    start to the last write's end over all processes (`write_span_s`) and bytes / span in MiB/s
+    (`write_mib_per_s`); writes known only from counters have no times, so both are None then."""
+    ops, totals = job.ops, job.totals
+    writes = np.isin(ops["layer"], IO_LAYERS) & (ops["direction"] == WRITE) & (ops["result"] > 0)
+    counted = np.isin(totals["layer"], IO_LAYERS) & (totals["direction"] == WRITE) & (totals["bytes"] > 0)
+    written = int(ops["result"][writes].sum() + totals["bytes"][counted].sum())
+    span = None
+    if writes.any() and not counted.any():
+        start = ops["start_s"][writes]
+        span = float(np.max(start + ops["duration_s"][writes]) - np.min(start))
+    return {"write_bytes": written, "write_span_s": span,
+            "write_mib_per_s": written / MiB / span if span else None}
+
+
+def site_grid_placement(cell, site_grid):
+    """The job's I/O-model cell (with its write throughput) placed on the site's grid
+    (ioassess.iomodels.place_on_grid), and the grid's measured cells; None without a grid."""
+    if site_grid is None:
+        return None
+    if "problem" in site_grid:
+        return {"path": site_grid["path"], "problem": site_grid["problem"], "placement": None, "cells": []}
+    grid = site_grid["grid"]
+    return {"path": site_grid["path"], "problem": None,
+            "placement": place_on_grid(cell, grid, cell.get("write_mib_per_s")), "cells": measured_cells(grid)}
+
+
+def measured_cells(grid):
+    """Per (P, k) the grid measured, by P then k: its fastest model (the paper reduces a cell
+    by its maximum) and how many models it holds."""
+    models_in = collections.defaultdict(list)
+    for measured in grid["cells"]:
+        models_in[(measured["processes"], measured["processes_per_file"])].append(measured)
+    cells = []
+    for (processes, per_file), models in sorted(models_in.items()):
+        fastest = max(models, key=lambda measured: measured["mib_per_s"])
+        cells.append({"processes": processes, "processes_per_file": per_file, "name": fastest["name"],
+                      "nodes": fastest["nodes"], "mib_per_s": fastest["mib_per_s"], "models": len(models)})
+    return cells
 
 
 DENSE_PAIRS = 1 << 24   # (process, file) pairs summed in a dense array up to this many, else sorted

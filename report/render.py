@@ -88,10 +88,51 @@ def order_statistics_plot(assessment):
 
 
 def io_model_plot(assessment):
+    """The job's cell on Sisneros' grid, with the site's measured cells when there is a grid."""
     cell = assessment["io_model"]
     if not cell["processes_doing_io"]:
         return None
-    return markupsafe.Markup(svg.io_model_grid(cell["processes_doing_io"], cell["processes_per_file"], cell["name"]))
+    site = assessment["site_grid"]
+    measured = [(m["processes"], m["processes_per_file"], m["mib_per_s"],
+                 f"{m['name']}, P = {m['processes']}, k = {m['processes_per_file']}: {rate_text(m['mib_per_s'])} "
+                 f"(fastest of {m['models']} model{'s' if m['models'] != 1 else ''} measured)")
+                for m in (site["cells"] if site else [])]
+    return markupsafe.Markup(svg.io_model_grid(cell["processes_doing_io"], cell["processes_per_file"], cell["name"],
+                                               measured))
+
+
+PLURALS = {"rank": "ranks", "process": "processes"}
+PER_PROCESS_COLOURS = {"lost": "#d62728", "not lost": "#1f77b4", "most lost": "#67000d", "slowest": "#08306b"}
+
+
+def per_process_plot(assessment):
+    """I/O time per rank (or process), the part of it lost below; in bins of consecutive ranks
+    when there are many, with each bin's maximum marked."""
+    view = assessment["per_process"]
+    if not view or not view["plot"]:
+        return None
+    plot, unit = view["plot"], view["unit"]
+    lost = np.array(plot["lost_s_mean"])
+    series = [("time lost", PER_PROCESS_COLOURS["lost"], lost),
+              ("I/O time not lost", PER_PROCESS_COLOURS["not lost"], np.maximum(np.array(plot["io_s_mean"]) - lost, 0))]
+    binned = plot["units_per_bin"] > 1
+    markers = [(f"slowest {unit} of a bin", PER_PROCESS_COLOURS["slowest"], plot["io_s_max"]),
+               ("most lost in a bin", PER_PROCESS_COLOURS["most lost"], plot["lost_s_max"])] if binned else []
+    title = f"I/O time per {unit}" + (f" (mean of {plot['units_per_bin']} {PLURALS[unit]} a bar)" if binned else "")
+    x_label = "rank" if unit == "rank" else "processes with I/O, by pid"
+    return markupsafe.Markup(svg.stacked_bars(title, plot["start"], plot["units_per_bin"], series,
+                                              f"I/O time and time lost per {unit}", x_label=x_label,
+                                              y_label="seconds", x_ticks=bar_ticks(plot), markers=markers))
+
+
+def bar_ticks(plot, most=10):
+    """At most about `most` ticks, under the middle of every so many bars, each naming its
+    bar's first unit, or its range of units."""
+    per_bin, starts = plot["units_per_bin"], plot["start"]
+    every = max(1, math.ceil(len(starts) / most))
+    last = [min(start + per_bin, plot["units"]) - 1 for start in starts[::every]]
+    return [(start + per_bin / 2, f"{start}" if start == end else f"{start}–{end}")
+            for start, end in zip(starts[::every], last)]
 
 
 def provenance_rows(provenance):
@@ -111,11 +152,11 @@ LAYER_NAMES = {"mpiio": "MPI-IO", "posix": "POSIX", "stdio": "STDIO"}   # upper 
 def page_data(assessment):
     return {"a": assessment, "provenance": provenance_rows(assessment["model"]["provenance"]),
             "layer_columns": [layer for layer in LAYER_NAMES if any(row[layer] for row in assessment["layers"])],
-            "layer_names": LAYER_NAMES,
+            "layer_names": LAYER_NAMES, "plurals": PLURALS,
             "plots": {"scatter": [p for p in (scatter_plot(assessment, d) for d in ("read", "write")) if p],
                       "timeline": timeline_plot(assessment), "slowdown": slowdown_plot(assessment),
                       "order_statistics": order_statistics_plot(assessment),
-                      "io_model": io_model_plot(assessment)}}
+                      "io_model": io_model_plot(assessment), "per_process": per_process_plot(assessment)}}
 
 
 def seconds_text(value):
@@ -145,6 +186,11 @@ def bytes_text(value):
         value /= 1024
 
 
+def rate_text(mib_per_s):
+    """Three significant digits: 1724 MiB/s, 35.2 MiB/s, 0.0123 MiB/s."""
+    return "–" if mib_per_s is None else f"{_three_digits(mib_per_s)} MiB/s"
+
+
 def share_text(value):
     return "–" if value is None else f"{100 * value:.1f} %"
 
@@ -156,7 +202,7 @@ def interval_text(low, high, unit=seconds_text):
     return f"{unit(low)} – {unit(high)}"
 
 
-FILTERS = {"seconds": seconds_text, "bytes": bytes_text, "share": share_text}
+FILTERS = {"seconds": seconds_text, "bytes": bytes_text, "share": share_text, "rate": rate_text}
 
 
 def write_report(path, assessment):

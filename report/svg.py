@@ -130,26 +130,34 @@ def scatter_plot(title, groups, lines, description, width=640, height=400):
     return _svg(width, height, parts, description)
 
 
-def stacked_bars(title, starts, width_s, series, description, width=900, height=260):
-    """Seconds per time bin, one stacked bar per bin; series: (label, colour, values)."""
+def stacked_bars(title, starts, width_s, series, description, x_label="time since job start",
+                 y_label="I/O time per interval", x_ticks=None, markers=(), width=900, height=260):
+    """Seconds per bin of x (time, ranks), one stacked bar per bin; series: (label, colour,
+    values); x_ticks: (x, label) pairs, by default round seconds; markers: (label, colour,
+    values) drawn as a short line across each bar at that height (e.g. the maximum of the bin)."""
     totals = np.sum([np.asarray(values, float) for _, _, values in series], axis=0) if series else np.zeros(1)
-    top = float(totals.max(initial=0)) or 1.0
+    marked = [np.asarray(values, float) for _, _, values in markers]
+    top = max(float(totals.max(initial=0)), *(float(m.max(initial=0)) for m in marked), 0.0) or 1.0
     end = float(starts[-1] + width_s) if len(starts) else 1.0
     axes = _Axes(width, height, (0.0, end), (0.0, top * 1.05), False, False)
-    x_ticks = [(v, f"{v:g} s") for v in _nice_ticks(end)]
+    x_ticks = x_ticks if x_ticks is not None else [(v, f"{v:g} s") for v in _nice_ticks(end)]
     y_ticks = [(v, seconds_label(v) if v > 0 else "0") for v in _nice_ticks(top * 1.05)]
-    parts = _frame(axes, title, "time since job start", "I/O time per interval", x_ticks, y_ticks)
+    parts = _frame(axes, title, x_label, y_label, x_ticks, y_ticks)
     bottom = np.zeros(len(starts))
     bar_width = max(float(axes.x([width_s])[0] - axes.x([0.0])[0]), 0.5)
+    xs = axes.x(np.asarray(starts, float))
     for label, colour, values in series:
         values = np.asarray(values, float)
         y_top, y_bottom = axes.y(bottom + values), axes.y(bottom)
-        xs = axes.x(np.asarray(starts, float))
         bars = "".join(f"M{x:.1f} {yb:.1f}V{yt:.1f}h{bar_width:.1f}V{yb:.1f}z"
                        for x, yt, yb, v in zip(xs, y_top, y_bottom, values) if v > 0)
         parts.append(f'<path d="{bars}" fill="{colour}"/>')
         bottom += values
-    parts += _legend(axes, [(label, colour, "point") for label, colour, _ in series])
+    for (label, colour, _), values in zip(markers, marked):
+        ticks = "".join(f"M{x:.1f} {y:.1f}h{bar_width:.1f}" for x, y, v in zip(xs, axes.y(values), values) if v > 0)
+        parts.append(f'<path d="{ticks}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
+    parts += _legend(axes, [(label, colour, "point") for label, colour, _ in series] +
+                     [(label, colour, "line") for label, colour, _ in markers])
     return _svg(width, height, parts, description)
 
 
@@ -203,24 +211,53 @@ def line_plot(title, x_label, y_label, series, description, log_x=False, width=9
     return _svg(width, height, parts, description)
 
 
-def io_model_grid(processes, per_file, name, width=420, height=360):
+SLOWEST_MEASURED, FASTEST_MEASURED = np.array((237, 248, 233)), np.array((35, 139, 69))
+JOB_COLOUR = "#1f77b4"
+# A cell this wide (px) or wider shows its MiB/s as text, besides its tooltip.
+LABELLED_CELL_PX = 34
+
+
+def io_model_grid(processes, per_file, name, measured=(), width=460, height=360):
     """Sisneros' grid: log2 of the processes doing I/O across, log2 of the processes per file
-    up (at most the processes); the job's cell filled. Serial at the bottom left, file per
-    process along the bottom, shared file on the diagonal."""
-    top = max(3, math.ceil(math.log2(max(processes, 1))) + 1)
+    up (at most the processes). Serial at the bottom left, file per process along the bottom,
+    shared file on the diagonal. measured: the site's cells, (P, k, MiB/s, tooltip), shaded by
+    MiB/s from light to dark green (the fastest); the job's cell is filled, or outlined when
+    the site measured it."""
+    top = max(3, math.ceil(math.log2(max([processes, 1] + [m[0] for m in measured]))) + 1)
     axes = _Axes(width, height, (-0.5, top - 0.5), (-0.5, top - 0.5), False, False)
     ticks = [(e, f"{2 ** e}") for e in range(top)]
     parts = _frame(axes, "I/O model", "processes doing I/O (P)", "processes per file (k)", ticks, ticks)
-    job_x = round(math.log2(max(processes, 1)))
-    job_y = round(math.log2(max(per_file, 1)))
-    side_x = axes.plot_width / top
-    side_y = axes.plot_height / top
+    job_cell = (round(math.log2(max(processes, 1))), round(math.log2(max(per_file, 1))))
+    fastest = max((m[2] for m in measured), default=1.0)
+    by_cell = {(round(math.log2(p)), round(math.log2(k))): (rate, tip) for p, k, rate, tip in measured}
+    side_x, side_y = axes.plot_width / top, axes.plot_height / top
     for x in range(top):
         for y in range(x + 1):
-            fill = "#1f77b4" if (x, y) == (job_x, job_y) else "#f3f3f3"
-            left = float(axes.x([x - 0.5])[0])
-            upper = float(axes.y([y + 0.5])[0])
-            parts.append(f'<rect x="{left + 1:.1f}" y="{upper + 1:.1f}" width="{side_x - 2:.1f}" '
-                         f'height="{side_y - 2:.1f}" fill="{fill}"/>')
-    parts += _legend(axes, [(f"this job: {name}", "#1f77b4", "point")])
+            left, upper = float(axes.x([x - 0.5])[0]) + 1, float(axes.y([y + 0.5])[0]) + 1
+            rect = f'x="{left:.1f}" y="{upper:.1f}" width="{side_x - 2:.1f}" height="{side_y - 2:.1f}"'
+            if (x, y) not in by_cell:
+                parts.append(f'<rect {rect} fill="{JOB_COLOUR if (x, y) == job_cell else "#f3f3f3"}"/>')
+                continue
+            rate, tip = by_cell[(x, y)]
+            parts.append(f'<rect {rect} fill="{_shade(rate / fastest)}"><title>{escape(tip)}</title></rect>')
+            if side_x >= LABELLED_CELL_PX:
+                parts.append(f'<text x="{left + side_x / 2 - 1:.1f}" y="{upper + side_y / 2 + 3:.1f}" '
+                             f'text-anchor="middle" {FONT}>{_rate_label(rate)}</text>')
+            if (x, y) == job_cell:
+                parts.append(f'<rect {rect} fill="none" stroke="{JOB_COLOUR}" stroke-width="3"/>')
+    entries = [(f"this job: {name}", JOB_COLOUR, "point")]
+    if measured:
+        entries += [(f"fastest: {_rate_label(fastest)} MiB/s", _shade(1.0), "point"),
+                    ("slower (site's sweep)", _shade(0.3), "point")]
+    parts += _legend(axes, entries)
     return _svg(width, height, parts, f"I/O model grid, this job: {name}")
+
+
+def _shade(share):
+    """The colour of a measured cell running at `share` of the fastest."""
+    red, green, blue = (SLOWEST_MEASURED + (FASTEST_MEASURED - SLOWEST_MEASURED) * min(max(share, 0.0), 1.0)).round()
+    return f"#{int(red):02x}{int(green):02x}{int(blue):02x}"
+
+
+def _rate_label(mib_per_s):
+    return f"{mib_per_s:.0f}" if mib_per_s >= 10 else f"{mib_per_s:.2g}"

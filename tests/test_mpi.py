@@ -1,28 +1,63 @@
 """MPI jobs (MPICH from Debian, installed by `make deps`): one trace per rank with its rank, one
-report per job, and the job's I/O model named. Several hosts are simulated with MPICH's
-per-block environment (`mpiexec -n 4 -env IOASSESS_HOSTNAME node0 ... : -n 4 -env ...`): the
-recorder writes IOASSESS_HOSTNAME as the process's host name."""
+report per job, the job's I/O model named and placed on a site grid measured by `ioassess
+iomodels`, and the I/O time of every rank. Several hosts are simulated with MPICH's per-block
+environment (`mpiexec -n 4 -env IOASSESS_HOSTNAME node0 ... : -n 4 -env ...`): the recorder
+writes IOASSESS_HOSTNAME as the process's host name."""
+import html
 import json
 import os
+import re
 import shutil
+import statistics
 import subprocess
+import sys
 
+import numpy as np
 import pytest
 
+from ioassess import OP_DIRECTION, read_trace_dir
+from ioassess.iomodels import load_grid, place_on_grid
+from ioassess.report.render import rate_text
+from ioassess.traceformat import OP_LAYER
 from recorder_helpers import PROGS
 
 MPI_LAYOUTS = PROGS / "bin" / "mpi_layouts"
 RANKS, PER_NODE = 8, 4
+BLOCK, BLOCKS, HEAVY = 65536, 16, 64   # as in tests/progs/mpi_layouts.c
 
 
-def on_two_nodes(layout, data_dir):
-    """mpiexec's MPMD form: ranks 0-3 on "node0", 4-7 on "node1"."""
+def on_two_nodes(layout, data_dir, *more):
+    """mpiexec's MPMD form: ranks 0-3 on "node0", 4-7 on "node1"; more: mpi_layouts' arguments
+    after PER_NODE."""
     blocks = []
     for node in range(RANKS // PER_NODE):
         blocks += [":"] if blocks else []
         blocks += ["-n", str(PER_NODE), "-env", "IOASSESS_HOSTNAME", f"node{node}", str(MPI_LAYOUTS), layout,
-                   str(data_dir), str(PER_NODE)]
+                   str(data_dir), str(PER_NODE), *map(str, more)]
     return [shutil.which("mpiexec")] + blocks
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def page_text(path):
+    """The report's text as a reader sees it: tags dropped, entities decoded, spaces folded."""
+    with open(path) as f:
+        return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", f.read())).split())
+
+
+def posix_ops(trace_dir):
+    """The POSIX ops of the traces: (process ranks, directions, results, start and end in s
+    since the first op: from the epoch, seconds as floats would keep only about 0.2 µs)."""
+    traces = read_trace_dir(trace_dir)
+    ops = traces.ops
+    posix = np.array([OP_LAYER[int(op)] == "posix" for op in ops["op"]], bool)
+    ranks = np.array([traces.processes[p].rank for p in ops["process"]], np.int64)[posix]
+    directions = np.array([OP_DIRECTION[int(op)] for op in ops["op"][posix]])
+    start = (ops["start_ns"][posix] - ops["start_ns"].min()) / 1e9
+    return ranks, directions, ops["result"][posix], start, start + ops["duration_ns"][posix] / 1e9
 
 
 @pytest.mark.parametrize("layout, name, per_file", [("fpp", "file per process", 1.0), ("shared", "shared file", 8.0),
@@ -73,3 +108,136 @@ def test_a_rank_killed_midway_still_gives_a_report_that_names_it(ioassess, tmp_p
     assert 3 in unfinished
     html = (tmp_path / "t" / "report.html").read_text()
     assert "ended without finishing" in html and "rank 3 pid" in html
+
+
+# ---- the site's I/O-model grid ----
+
+@pytest.fixture(scope="module")
+def site_grid(tmp_path_factory):
+    """A grid measured by `ioassess iomodels`: 4 ranks on 2 simulated nodes, 16 MiB a model."""
+    base = tmp_path_factory.mktemp("grid")
+    (base / "data").mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IOASSESS_")}
+    made = subprocess.run([sys.executable, "-m", "ioassess", "iomodels", "--dir", str(base / "data"), "--total-bytes",
+                           "16M", "--processes", "4", "--ranks-per-node", "2", "--repeats", "1", "-o",
+                           str(base / "grid.json")], cwd="/", env=env, capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stderr
+    return base / "grid.json"
+
+
+def placement_sentence(placed):
+    def model(m):
+        return f"{m['name']}, P = {m['processes']}, k = {m['processes_per_file']:g}"
+    return (f"Your model ({model(placed['job'])}) reached {rate_text(placed['job']['mib_per_s'])} here; the nearest "
+            f"model measured by the site's sweep ({model(placed['nearest'])}, on {placed['nearest']['nodes']} nodes) "
+            f"reached {rate_text(placed['nearest']['mib_per_s'])}; the best model in the sweep "
+            f"({model(placed['best'])}, on {placed['best']['nodes']} node{'s' if placed['best']['nodes'] != 1 else ''})"
+            f" reached {rate_text(placed['best']['mib_per_s'])}.")
+
+
+def test_an_mpi_job_is_placed_on_the_site_grid_by_run_and_by_report(ioassess, site_grid, tmp_path):
+    """`ioassess run` finds the grid through IOASSESS_SITE_GRID, `ioassess report` is given it:
+    both place the file-per-node job (P = 8, k = 4 on 2 hosts) where place_on_grid does, with
+    the job's write throughput measured from its traces."""
+    (tmp_path / "data").mkdir()
+    run = ioassess("run", "--trace-dir", tmp_path / "t", "--", *on_two_nodes("node", tmp_path / "data"),
+                   env={"IOASSESS_SITE_GRID": str(site_grid)})
+    assert run.returncode == 0, run.stderr
+    report = ioassess("report", tmp_path / "t", "--site-grid", site_grid, "-o", tmp_path / "r.html", "--json",
+                      tmp_path / "a.json")
+    assert report.returncode == 0, report.stderr
+
+    ranks, directions, results, start, end = posix_ops(tmp_path / "t")
+    writes = (directions == "write") & (results > 0)
+    assert results[writes].sum() == RANKS * BLOCKS * BLOCK
+    job_mib_per_s = RANKS * BLOCKS * BLOCK / 2**20 / (end[writes].max() - start[writes].min())
+    grid = load_grid(site_grid)
+    for page, assessment in ((tmp_path / "t" / "report.html", read_json(tmp_path / "t" / "assessment.json")),
+                             (tmp_path / "r.html", read_json(tmp_path / "a.json"))):
+        cell = assessment["io_model"]
+        assert (cell["name"], cell["processes_doing_io"], cell["processes_per_file"], cell["hosts"]) == \
+            ("file per node", RANKS, 4.0, 2)
+        assert cell["write_bytes"] == RANKS * BLOCKS * BLOCK
+        assert cell["write_mib_per_s"] == pytest.approx(job_mib_per_s, rel=1e-6)
+        site = assessment["site_grid"]
+        assert site["path"] == str(site_grid) and site["problem"] is None
+        placed = place_on_grid(cell, grid, cell["write_mib_per_s"])
+        assert site["placement"] == placed
+        assert (placed["nearest"]["name"], placed["nearest"]["processes"], placed["nearest"]["processes_per_file"]) == \
+            ("shared file", 4, 4)
+        assert {(c["processes"], c["processes_per_file"]) for c in site["cells"]} == \
+            {(c["processes"], c["processes_per_file"]) for c in grid["cells"]}
+        text = page_text(page)
+        assert placement_sentence(placed) in text
+        provenance = grid["provenance"]
+        assert f"measured on {provenance['host']}, {provenance['file_system']['type']} at " \
+               f"{provenance['file_system']['mount']}, {provenance['date']}" in text
+        # the grid drawn: one tooltip per measured (P, k), the job's cell (8, 4) unmeasured and filled
+        grid_svg = next(svg for svg in re.findall(r"<svg.*?</svg>", page.read_text(), re.S) if "I/O model grid" in svg)
+        assert len(re.findall(r"<title>[^<]*MiB/s", grid_svg)) == len(site["cells"])
+
+
+def test_a_bad_grid_file_given_to_report_is_one_line_and_no_report(ioassess, site_grid, tmp_path):
+    assert ioassess("run", "--trace-dir", tmp_path / "t", "--", "cat", "/etc/hostname").returncode == 0
+    broken = read_json(site_grid)
+    broken["cells"][0]["mib_per_s"] = -1
+    (tmp_path / "bad.json").write_text(json.dumps(broken))
+    for grid, problem in ((tmp_path / "bad.json", "cells[0].mib_per_s: must be a positive number, got -1"),
+                          (tmp_path / "missing.json", "no such grid file")):
+        result = ioassess("report", tmp_path / "t", "--site-grid", grid, "-o", tmp_path / "r.html", "--json",
+                          tmp_path / "a.json")
+        assert result.returncode == 2
+        assert result.stderr == f"ioassess: {grid}: {problem}\n"
+        assert not (tmp_path / "r.html").exists() and not (tmp_path / "a.json").exists()
+
+
+def test_a_broken_site_grid_costs_run_no_report(ioassess, tmp_path):
+    """A broken $IOASSESS_SITE_GRID: the report is written without a placement and says why,
+    one line on stderr says it too, and the exit status stays the command's."""
+    (tmp_path / "grid.json").write_text("{")
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", "sh", "-c", "cat /etc/hostname; exit 3",
+                      env={"IOASSESS_SITE_GRID": str(tmp_path / "grid.json")})
+    assert result.returncode == 3
+    problem = "invalid JSON: Expecting property name enclosed in double quotes at line 1 column 2"
+    assert [line for line in result.stderr.splitlines() if "site grid" in line] == \
+        [f"ioassess: site grid not used: {tmp_path / 'grid.json'}: {problem}"]
+    assessment = read_json(tmp_path / "t" / "assessment.json")
+    assert assessment["site_grid"] == {"path": str(tmp_path / "grid.json"), "problem": problem, "placement": None,
+                                       "cells": []}
+    assert f"The site's I/O-model grid was not used: {tmp_path / 'grid.json'}: {problem}" in \
+        page_text(tmp_path / "t" / "report.html")
+
+
+# ---- per rank ----
+
+def test_the_rank_that_does_most_io_is_the_slowest_and_the_spread_is_the_traces(ioassess, tmp_path):
+    """Rank 5 writes and reads 64 times the blocks of the others: it is the slowest, and the
+    mean, median and imbalance of the per-rank I/O time are those of the traces' op times."""
+    heavy = 5
+    (tmp_path / "data").mkdir()
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--",
+                      *on_two_nodes("fpp", tmp_path / "data", -1, heavy))
+    assert result.returncode == 0, result.stderr
+    assert f"rank {heavy} of {RANKS}: wrote {BLOCKS * HEAVY * BLOCK} bytes" in result.stdout.splitlines()
+    ranks, directions, _, start, end = posix_ops(tmp_path / "t")
+    io_s = np.bincount(ranks, end - start, RANKS)
+    assert int(np.argmax(io_s)) == heavy
+
+    assessment = read_json(tmp_path / "t" / "assessment.json")
+    view = assessment["per_process"]
+    assert (view["unit"], view["count"], view["shared"]) == ("rank", RANKS, None)
+    io = view["io"]
+    assert (io["max"]["rank"], io["max"]["hostname"]) == (heavy, f"node{heavy // PER_NODE}")
+    assert io["max"]["seconds"] == pytest.approx(io_s[heavy], rel=1e-6)
+    assert io["mean_s"] == pytest.approx(io_s.mean(), rel=1e-6)
+    assert io["median_s"] == pytest.approx(statistics.median(io_s), rel=1e-6)
+    assert io["imbalance"] == pytest.approx(io_s[heavy] / io_s.mean(), rel=1e-6) and io["imbalance"] > 2
+    lost = np.zeros(RANKS)   # mpiexec's processes have rank 0 too: a rank is all its processes
+    for row in assessment["processes"]:
+        lost[row["rank"]] += row["lost_high_s"]
+    assert view["lost"]["mean_s"] == pytest.approx(lost.mean(), rel=1e-6)
+    assert view["plot"]["io_s_mean"] == pytest.approx(io_s, rel=1e-6)
+    named = [u["rank"] for u in view["most_lost"]]
+    assert named == [int(r) for r in np.argsort(-lost, kind="stable")[:len(named)]]
+    text = page_text(tmp_path / "t" / "report.html")
+    assert "The ranks that lost most: rank " in text and "I/O time per rank" in text

@@ -6,8 +6,10 @@ import re
 import signal
 import subprocess
 
+import numpy as np
 import pytest
 
+from ioassess import read_trace_dir
 from ioassess.models.training import workload_program_path
 from ioassess.report.render import seconds_text
 
@@ -229,6 +231,7 @@ def test_every_shipped_darshan_log_gets_a_report(ioassess, tmp_path, log):
     assessment = read_json(tmp_path / "a.json")
     html = (tmp_path / "r.html").read_text()
     assert assessment["job"]["inputs"][0]["kind"] == "darshan"
+    check_per_rank_view_of_darshan(assessment, html)
     if os.path.basename(log) in DXT_LOGS:
         assert assessment["tier"] in ("ops", "mixed") and assessment["scatter"]["ops_total"] > 0
         assert "ops drawn" in html
@@ -238,6 +241,55 @@ def test_every_shipped_darshan_log_gets_a_report(ioassess, tmp_path, log):
         if assessment["tier"] == "counters":
             assert assessment["headline"]["estimate"]
             assert any(r["title"] == "Estimates from counters only" for r in assessment["recommendations"])
+
+
+def check_per_rank_view_of_darshan(assessment, html):
+    """Every rank of the log's job counts; I/O in records shared by all ranks (rank -1) is no
+    rank's: said, and the ranks' own I/O plus it is all the I/O."""
+    view = assessment["per_process"]
+    if view is None:
+        assert assessment["headline"]["io_s"] == 0
+        return
+    assert (view["unit"], view["count"]) == ("rank", assessment["job"]["nprocs"])
+    own = view["io"]["mean_s"] * view["count"] if view["io"] else 0.0
+    shared = view["shared"]["seconds"] if view["shared"] else 0.0
+    assert own + shared == pytest.approx(assessment["headline"]["io_s"], rel=1e-9)
+    if view["shared"]:
+        assert "are in records shared by all ranks" in html
+    if view["io"] is None:
+        assert "no rank has I/O of its own in the inputs, so the time of each rank is not known" in html
+        assert view["shared"] and view["plot"] is None
+    else:
+        assert len(view["plot"]["start"]) <= 200
+        assert view["io"]["imbalance"] >= 1
+
+
+def test_thousands_of_processes_are_drawn_in_bins_with_their_maximum(ioassess, tmp_path):
+    """450 processes read a file: the per-process plot draws bins of 3 (by pid), each the mean
+    and the maximum of its processes' I/O time, as the traces give it."""
+    data = tmp_path / "data"
+    data.write_bytes(os.urandom(100_000))
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", "sh", "-c",
+                      'for i in $(seq 450); do cat "$0" >/dev/null; done', data)
+    assert result.returncode == 0, result.stderr
+    traces = read_trace_dir(tmp_path / "t")
+    pids = np.array([traces.processes[p].pid for p in traces.ops["process"]])
+    readers, io_ns = np.unique(pids, return_inverse=True)
+    io_s = np.bincount(io_ns, traces.ops["duration_ns"]) / 1e9   # ascending pids, as the plot's
+    assert len(readers) == 450
+
+    view = read_json(tmp_path / "t" / "assessment.json")["per_process"]
+    assert (view["unit"], view["count"]) == ("process", 450)
+    plot = view["plot"]
+    assert plot["units_per_bin"] == 3 and plot["start"] == list(range(0, 450, 3))
+    assert plot["io_s_mean"] == pytest.approx(io_s.reshape(-1, 3).mean(axis=1), rel=1e-9)
+    assert plot["io_s_max"] == pytest.approx(io_s.reshape(-1, 3).max(axis=1), rel=1e-9)
+    assert view["io"]["max"]["pid"] == int(readers[np.argmax(io_s)])
+    assert view["io"]["imbalance"] == pytest.approx(io_s.max() / io_s.mean(), rel=1e-9)
+    page = (tmp_path / "t" / "report.html").read_text()
+    (plot_svg,) = [svg for svg in re.findall(r"<svg.*?</svg>", page, re.S) if "per process" in svg]
+    assert "mean of 3 processes a bar" in plot_svg and "slowest process of a bin" in plot_svg
+    assert len(plot_svg) < 40_000
 
 
 def test_a_trace_and_a_darshan_log_of_other_jobs_are_refused(ioassess, tmp_path):

@@ -2,7 +2,8 @@
 in headless Chromium (Debian's `chromium`, which `make test` installs) and inspected through the
 Chrome DevTools Protocol. The page must load with no console message, no JavaScript exception and
 no request but its own file, draw something, show every section heading of the template, and show
-hostile file names as text.
+hostile file names as text. The job is placed on a site grid measured by `ioassess iomodels`, whose
+host name is made hostile too.
 """
 import base64
 import io
@@ -25,6 +26,7 @@ from conftest import JOB_ID_VARIABLES
 TEMPLATE = pathlib.Path(__file__).resolve().parents[1] / "report" / "templates" / "report.html.j2"
 SCRIPT_NAME = "<script>alert(1)</script>.dat"
 QUOTES_NAME = "q\"uote'amp&é名.dat"
+HOSTILE_HOST = "<img src=x onerror=alert(2)>node&1"
 WAIT_S = 20
 
 # Writes each file with dd, then reads it with cat and with dd in 4 KiB blocks. The '/' in
@@ -46,13 +48,28 @@ def template_section_headings():
     return headings
 
 
+def hostile_site_grid(base, env):
+    """A grid measured by `ioassess iomodels` (2 ranks, 3 models), its host name made hostile."""
+    (base / "sweep").mkdir()
+    made = subprocess.run([sys.executable, "-m", "ioassess", "iomodels", "--dir", str(base / "sweep"),
+                           "--total-bytes", "1M", "--processes", "2", "--repeats", "1", "-o", str(base / "grid.json")],
+                          cwd="/", env=env, capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    grid = json.loads((base / "grid.json").read_text())
+    grid["provenance"]["host"] = HOSTILE_HOST
+    (base / "grid.json").write_text(json.dumps(grid))
+    return base / "grid.json"
+
+
 @pytest.fixture(scope="module")
 def report(recorder_lib, tmp_path_factory):
-    """report.html written by `ioassess run` for a shell workload on files with hostile names."""
+    """report.html written by `ioassess run` for a shell workload on files with hostile names,
+    placed on a site grid ($IOASSESS_SITE_GRID)."""
     base = tmp_path_factory.mktemp("browser")
     files = [base / "work" / SCRIPT_NAME, base / "work" / QUOTES_NAME, base / "work" / "plain.dat"]
     env = {k: v for k, v in os.environ.items()
            if k not in JOB_ID_VARIABLES and k != "LD_PRELOAD" and not k.startswith("IOASSESS_")}
+    env["IOASSESS_SITE_GRID"] = str(hostile_site_grid(base, env))
     result = subprocess.run([sys.executable, "-m", "ioassess", "run", "--trace-dir", str(base / "traces"), "--",
                              "sh", "-c", WORKLOAD, "workload", *map(str, files)],
                             cwd="/", env=env, capture_output=True, text=True, timeout=120)
@@ -306,3 +323,18 @@ def test_raw_html_escapes_the_script_name(report):
     html = report.read_text(encoding="utf-8")
     assert "&lt;script&gt;alert(1)&lt;/script&gt;.dat" in html
     assert "<script" not in html.lower()
+    assert "measured on &lt;img src=x onerror=alert(2)&gt;node&amp;1," in html and "<img" not in html
+
+
+def test_the_site_grid_is_drawn_and_its_hostile_host_is_text(page):
+    text = evaluate(page, "document.getElementById('site-grid').textContent")
+    assert text.startswith("Your model (") and "the best model in the sweep (" in text
+    assert HOSTILE_HOST in evaluate(page, "document.body.innerText")
+    assert evaluate(page, "document.querySelectorAll('img').length") == 0
+    # the grid: a drawn cell with a tooltip per (P, k) of the 2-rank sweep: (1, 1), (2, 1), (2, 2)
+    tooltips = evaluate(page, "Array.from(document.querySelectorAll('svg rect > title')).map(t => t.textContent)")
+    assert sorted(t.split(":")[0] for t in tooltips) == ["file per process, P = 2, k = 1", "serial, P = 1, k = 1",
+                                                         "shared file, P = 2, k = 2"]
+    sizes = evaluate(page, "Array.from(document.querySelectorAll('svg rect > title'))"
+                           ".map(t => t.parentElement.getBoundingClientRect().width)")
+    assert all(size > 10 for size in sizes)

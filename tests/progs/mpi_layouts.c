@@ -3,9 +3,10 @@
  *   fpp     file per process: DIR/rank.<rank>
  *   shared  one shared file: DIR/shared, rank r's blocks at offsets (i * size + r) * BLOCK
  *   node    file per node: DIR/node.<rank / PER_NODE>, shared by PER_NODE consecutive ranks
- * usage: mpi_layouts fpp|shared|node DIR [PER_NODE [KILLED_RANK]]
+ * usage: mpi_layouts fpp|shared|node DIR [PER_NODE [KILLED_RANK [HEAVY_RANK]]]
  * Prints "rank R of N: wrote B bytes" per rank; exit 0, or 1 with a message on an I/O error.
- * KILLED_RANK (a walltime kill simulated): that rank sends itself SIGKILL after its writes. */
+ * KILLED_RANK (a walltime kill simulated): that rank sends itself SIGKILL after its writes;
+ * -1: none. HEAVY_RANK (an imbalanced job): that rank writes and reads HEAVY times the blocks. */
 #include <fcntl.h>
 #include <mpi.h>
 #include <signal.h>
@@ -14,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { BLOCK = 65536, BLOCKS = 16 };
+enum { BLOCK = 65536, BLOCKS = 16, HEAVY = 64 };
 
 int main(int argc, char **argv)
 {
@@ -23,11 +24,12 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (argc < 3) {
-        fprintf(stderr, "usage: mpi_layouts fpp|shared|node DIR [PER_NODE [KILLED_RANK]]\n");
+        fprintf(stderr, "usage: mpi_layouts fpp|shared|node DIR [PER_NODE [KILLED_RANK [HEAVY_RANK]]]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int per_node = argc > 3 ? atoi(argv[3]) : 4;
     int killed_rank = argc > 4 ? atoi(argv[4]) : -1;
+    int blocks = argc > 5 && atoi(argv[5]) == rank ? BLOCKS * HEAVY : BLOCKS;
     char path[4096];
     int slot = rank, stride = 1;   /* block i of this rank goes to (i * stride + slot) * BLOCK */
     if (strcmp(argv[1], "fpp") == 0) {
@@ -49,7 +51,7 @@ int main(int argc, char **argv)
     }
     memset(buffer, 'a' + rank % 26, BLOCK);
     long written = 0;
-    for (int i = 0; i < BLOCKS; i++) {
+    for (int i = 0; i < blocks; i++) {
         off_t offset = ((off_t)i * stride + slot) * BLOCK;
         if (pwrite(fd, buffer, BLOCK, offset) != BLOCK) {
             perror("pwrite");
@@ -60,7 +62,7 @@ int main(int argc, char **argv)
     if (rank == killed_rank)
         raise(SIGKILL);
     MPI_Barrier(MPI_COMM_WORLD);
-    for (int i = 0; i < BLOCKS; i++) {
+    for (int i = 0; i < blocks; i++) {
         off_t offset = ((off_t)i * stride + slot) * BLOCK;
         if (pread(fd, buffer, BLOCK, offset) != BLOCK || buffer[0] != 'a' + rank % 26) {
             fprintf(stderr, "rank %d: read back wrong data\n", rank);
