@@ -404,7 +404,9 @@ def make_job_report(work):
     bad_traces = [note for note in assessment["job"]["notes"] if note.split(": ", 1)[0] in traces]
     more_logs = ([f"{len(darshan_logs)} Darshan logs of this job: assessed the largest, {darshan_logs[0]}"]
                  if len(darshan_logs) > 1 else [])
-    return more_logs + bad_traces + [f"wrote {' and '.join(destinations)}"]
+    grid = assessment.get("site_grid") or {}
+    bad_grid = [f"site grid not used: {grid['path']}: {grid['problem']}"] if grid.get("problem") else []
+    return more_logs + bad_traces + bad_grid + [f"wrote {' and '.join(destinations)}"]
 
 
 def job_trace_files(trace_dir, job_id):
