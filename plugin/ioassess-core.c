@@ -157,7 +157,7 @@ static int configure(void)
                                             "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", NULL};
     copy_bounded(ioassess_config.job_id, sizeof ioassess_config.job_id, first_env(job_vars));
     const char *rank = first_env(rank_vars);
-    ioassess_config.rank = rank ? strtoll(rank, NULL, 10) : 0;
+    ioassess_config.rank = rank ? strtoll(rank, NULL, 10) : -1;
     const char *host = getenv("IOASSESS_HOSTNAME");
     struct utsname uts;
     if (!(host && host[0]) && uname(&uts) == 0)

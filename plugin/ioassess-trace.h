@@ -144,7 +144,7 @@ struct ioassess_header {
     uint32_t flags;                /* IOASSESS_HEADER_* */
     int64_t pid;                   /* process id */
     int64_t ppid;                  /* parent process id at start */
-    int64_t rank;                  /* MPI/batch rank from the environment, 0 if none */
+    int64_t rank;                  /* MPI/batch rank from the environment, -1 if none */
     uint64_t start_ticks;          /* clock ticks when recording started */
     uint64_t start_monotonic_ns;   /* CLOCK_MONOTONIC at start_ticks */
     uint64_t start_realtime_ns;    /* CLOCK_REALTIME (ns since the epoch) at start_ticks */

@@ -531,8 +531,8 @@ def io_units(job, per_process):
     the ranks of a Darshan log), or, in a job of one rank, of its processes with I/O by pid.
     `unit` says which; `rank`, `pid` and `hostname` identify each (those of the rank's process
     with the most I/O time). A rank's processes are all those the recorder gave its rank: the
-    ones it started inherit it, and processes outside MPI (mpiexec, the commands around it) are
-    given rank 0."""
+    ones it started inherit it; processes outside MPI (mpiexec, the commands around it) have
+    rank -1 and belong to no rank."""
     ranks = np.array([p.rank for p in job.processes], np.int64)
     pids = np.array([p.pid for p in job.processes], np.int64)
     hosts = np.array([p.hostname for p in job.processes], object)

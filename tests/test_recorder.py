@@ -583,6 +583,15 @@ def test_job_and_rank_precedence(tmp_path, recorder_lib):
     assert p.hostname == os.uname().nodename
 
 
+def test_a_process_started_as_no_rank_has_rank_minus_1(tmp_path, recorder_lib):
+    """Without a rank variable (mpiexec itself, a serial program) the rank is -1, not rank 0's."""
+    rec = run([tool("dd"), "if=/dev/zero", f"of={tmp_path / 'o'}", "count=1"], preload=[recorder_lib],
+              trace_dir=tmp_path / "traces")
+    assert rec.returncode == 0
+    p = only_process(load(tmp_path / "traces"))
+    assert (p.job_id, p.rank) == ("", -1) and "_r-1_" in os.path.basename(p.path)
+
+
 def test_trace_file_and_directory_permissions(tmp_path, recorder_lib):
     tmpdir = tmp_path / "tmpdir"
     tmpdir.mkdir()
