@@ -61,7 +61,8 @@ def assess(job, model, model_source="", site_grid=None):
     per_op = classify_ops(job, model)
     per_total = estimate_totals(job, model)
     per_process = process_io(job, per_op, per_total)
-    processes = process_table(job, per_process)
+    aggregation = aggregator_work(job)
+    processes = process_table(job, per_process, aggregation)
     headline = headline_numbers(job, per_op, per_total, processes)
     cell = {**io_model_cell(job), **write_throughput(job)}
     assessment = {
@@ -74,7 +75,7 @@ def assess(job, model, model_source="", site_grid=None):
         "headline": headline,
         "classes": class_table(job, per_op, per_total),
         "layers": layer_table(job),
-        "collective_io": collective_io(job),
+        "collective_io": collective_io(job, aggregation),
         "top_files": file_table(job, per_op, per_total),
         "sizes": size_table(job, per_op, per_total),
         "timeline": timeline(job, per_op),
@@ -276,25 +277,29 @@ def _amounts(ops, member, counted_ops=0, counted_bytes=0, counted_seconds=0.0):
             "seconds": float(ops["duration_s"][member].sum() + counted_seconds)}
 
 
-def _aggregator_work(ops):
-    """The POSIX reads and writes made inside collective MPI-IO calls."""
-    return (ops["layer"] == POSIX) & (op_column(ops, "flags") & Flag.UNDER_COLLECTIVE != 0) & (ops["direction"] < 2)
-
-
-def collective_io(job):
-    """Collective MPI-IO reads and writes and the POSIX work under them, or None without any.
-    With collective buffering a few processes (the aggregators) gather the others' data and do
-    the file system I/O for all: the POSIX reads and writes made inside collective calls, per
-    process. The rest of the time in collective calls is data exchange and waiting."""
+def aggregator_work(job):
+    """Per process (index into Job.processes): the `ops`, `bytes` and `seconds` of its POSIX
+    reads and writes made inside collective MPI-IO calls, the aggregators' work."""
     ops, n = job.ops, len(job.processes)
+    under = (ops["layer"] == POSIX) & (op_column(ops, "flags") & Flag.UNDER_COLLECTIVE != 0) & (ops["direction"] < 2)
+    process = ops["process"][under]
+    return {"ops": np.bincount(process, minlength=n),
+            "bytes": np.bincount(process, np.maximum(ops["result"][under], 0), n),
+            "seconds": np.bincount(process, ops["duration_s"][under], n)}
+
+
+def collective_io(job, aggregation):
+    """Collective MPI-IO reads and writes and the POSIX work under them (aggregator_work), or
+    None without any. With collective buffering a few processes (the aggregators) gather the
+    others' data and do the file system I/O for all: the POSIX reads and writes made inside
+    collective calls, per process. The rest of the time in collective calls is data exchange
+    and waiting."""
+    ops = job.ops
     collective = (ops["layer"] == MPIIO) & (op_column(ops, "flags") & Flag.COLLECTIVE != 0) & (ops["direction"] < 2)
     if not collective.any():
         return None
-    under = _aggregator_work(ops)
     collective_s = float(ops["duration_s"][collective].sum())
-    aggregator_s = np.bincount(ops["process"][under], ops["duration_s"][under], n)
-    aggregator_bytes = np.bincount(ops["process"][under], np.maximum(ops["result"][under], 0), n)
-    aggregator_ops = np.bincount(ops["process"][under], minlength=n)
+    aggregator_s, aggregator_bytes, aggregator_ops = aggregation["seconds"], aggregation["bytes"], aggregation["ops"]
     aggregators = [{"rank": job.processes[i].rank, "pid": job.processes[i].pid,
                     "hostname": job.processes[i].hostname, "ops": int(aggregator_ops[i]),
                     "bytes": int(aggregator_bytes[i]), "seconds": float(aggregator_s[i])}
@@ -469,10 +474,10 @@ def process_io(job, per_op, per_total):
             "lost_high_s": lost + np.bincount(tp, per_total["lost_high_s"][tio], n)}
 
 
-def process_table(job, per_process):
+def process_table(job, per_process, aggregation):
     """Per process with I/O or MPI-IO calls: I/O time and time lost, most lost first; its
     MPI-IO time, and its POSIX read and write time inside collective MPI-IO calls (aggregator
-    work: `aggregator` is true for a process that did any)."""
+    work, aggregator_work: `aggregator` is true for a process that did any)."""
     n = len(job.processes)
     ops = job.ops
     mpiio, tmpiio = ops["layer"] == MPIIO, (job.totals["layer"] == MPIIO) & (job.totals["process"] >= 0)
@@ -480,9 +485,7 @@ def process_table(job, per_process):
         np.bincount(job.totals["process"][tmpiio], job.totals["seconds"][tmpiio], n)
     mpiio_count = np.bincount(ops["process"][mpiio], minlength=n) + \
         np.bincount(job.totals["process"][tmpiio], job.totals["ops"][tmpiio], n)
-    under = _aggregator_work(ops)
-    aggregator_s = np.bincount(ops["process"][under], ops["duration_s"][under], n)
-    aggregator = np.bincount(ops["process"][under], minlength=n) > 0
+    aggregator_s, aggregator = aggregation["seconds"], aggregation["ops"] > 0
     count = per_process["ops"]
     rows = [{"rank": proc.rank, "pid": proc.pid, "hostname": proc.hostname, "ops": int(count[i]),
              "io_s": float(per_process["io_s"][i]), "lost_low_s": float(per_process["lost_low_s"][i]),
