@@ -35,11 +35,12 @@ OP_COLUMNS = {
 
 
 class Flag(enum.IntFlag):
-    """Bits of Job.ops["flags"]: facts about an op that only some inputs know."""
-    COLLECTIVE = 1 << 0        # an MPI-IO call the processes of a communicator made together
-    NONBLOCKING = 1 << 1       # an MPI-IO call that only started its transfer: its time is that start
-    UNDER_MPIIO = 1 << 2       # a POSIX call made inside an MPI-IO call
-    UNDER_COLLECTIVE = 1 << 3  # a POSIX call made inside a collective MPI-IO call: aggregator work
+    """Bits of Job.ops["flags"]: facts about an op that only some inputs know. The same bits as
+    the recorder's (traceformat.OpFlag), so a trace's flags are kept as they are."""
+    COLLECTIVE = 1 << 1        # an MPI-IO call the processes of a communicator made together
+    NONBLOCKING = 1 << 2       # an MPI-IO call that only started its transfer: its time is that start
+    UNDER_MPIIO = 1 << 3       # a POSIX call made inside an MPI-IO call
+    UNDER_COLLECTIVE = 1 << 4  # a POSIX call made inside a collective MPI-IO call: aggregator work
 
 
 # Per-op columns only some inputs have: Job.ops lacks them when its input has none (read them

@@ -117,16 +117,9 @@ def _trace_process(p, start_ns):
 
 # op code -> index into LAYERS (the reader has refused unknown codes)
 _LAYER_OF_OP = np.array([LAYERS.index(tf.OP_LAYER.get(op, "posix")) for op in range(256)], np.uint8)
-# trace flag -> Job flag
-_JOB_FLAG = {tf.OpFlag.COLLECTIVE: Flag.COLLECTIVE, tf.OpFlag.NONBLOCKING: Flag.NONBLOCKING,
-             tf.OpFlag.UNDER_MPIIO: Flag.UNDER_MPIIO, tf.OpFlag.UNDER_COLLECTIVE: Flag.UNDER_COLLECTIVE}
-
-
-def _job_flags(trace_flags):
-    flags = np.zeros(len(trace_flags), np.uint16)
-    for trace_flag, job_flag in _JOB_FLAG.items():
-        flags |= np.where(trace_flags & trace_flag, np.uint16(job_flag), np.uint16(0))
-    return flags
+# The trace flags a Job keeps (Flag has the recorder's bits; APPEND is the reader's business).
+assert all(int(flag) == int(tf.OpFlag[flag.name]) for flag in Flag)
+_JOB_FLAG_BITS = np.uint16(sum(Flag))
 
 
 def _trace_op_columns(ops, file_ids, start_ns):
@@ -144,7 +137,7 @@ def _trace_op_columns(ops, file_ids, start_ns):
         "duration_s": ops["duration_ns"] / 1e9,
         "buffer": contiguous(ops["buffer"]),
         "tid": contiguous(ops["tid"]),
-        "flags": _job_flags(ops["flags"]),
+        "flags": ops["flags"] & _JOB_FLAG_BITS,
     }
 
 
