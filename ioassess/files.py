@@ -1,6 +1,7 @@
 """Writing output files so that nothing the user had is lost and nothing partial is left, and
 the file system a path is on."""
 import os
+import shutil
 import tempfile
 
 from .job import mount_of
@@ -40,3 +41,19 @@ def file_system_of(path):
     table = sorted(reversed(table), key=lambda entry: -len(entry[0]))
     mount_point, fs_type = mount_of(os.path.realpath(path), table)
     return (fs_type, mount_point) if mount_point else ("unknown", "/")
+
+
+def work_dir_problem(directory, needed_bytes, needed_for):
+    """Why directory cannot take needed_bytes of work files (one line naming it), or None: it
+    is missing, not writable, or has too little free space."""
+    if not os.path.isdir(directory):
+        return f"{directory}: not a directory"
+    try:
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".ioassess-probe-"):
+            pass
+    except OSError as error:
+        return f"{directory}: not writable ({error.strerror})"
+    free = shutil.disk_usage(directory).free
+    if free < needed_bytes:
+        return f"{directory}: needs {needed_bytes / 2**30:.1f} GiB free for {needed_for}, has {free / 2**30:.1f} GiB"
+    return None

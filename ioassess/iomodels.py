@@ -27,7 +27,7 @@ import time
 from . import recorder_library_path
 from .jsonfile import (Invalid, JsonFileError, check_format, check_keys, choice, iso_date, json_type, read_json_file,
                        typed, whole_number, write_json_file)
-from .files import file_system_of
+from .files import file_system_of, work_dir_problem
 from .progress import Progress
 
 GRID_FORMAT = "ioassess-iomodels-grid"
@@ -346,18 +346,9 @@ def check_sweep(sweep):
                             f"bytes, got {sweep.total_bytes}")
     if sweep.repeats < 1:
         raise IoModelsError(f"--repeats must be at least 1, got {sweep.repeats}")
-    if not os.path.isdir(sweep.directory):
-        raise IoModelsError(f"{sweep.directory}: not a directory")
-    try:
-        with tempfile.NamedTemporaryFile(dir=sweep.directory, prefix=".ioassess-probe-"):
-            pass
-    except OSError as error:
-        raise IoModelsError(f"{sweep.directory}: not writable ({error.strerror})") from None
-    needed = sweep.total_bytes + FREE_SPACE_MARGIN
-    free = shutil.disk_usage(sweep.directory).free
-    if free < needed:
-        raise IoModelsError(f"{sweep.directory}: needs {needed / 2**30:.1f} GiB free for the files of one model, "
-                            f"has {free / 2**30:.1f} GiB")
+    problem = work_dir_problem(sweep.directory, sweep.total_bytes + FREE_SPACE_MARGIN, "the files of one model")
+    if problem:
+        raise IoModelsError(problem)
     mpiexec = shutil.which("mpiexec")
     if mpiexec is None:
         raise IoModelsError("mpiexec not found on PATH: install MPI (Debian: apt-get install mpich libmpich-dev) "

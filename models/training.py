@@ -28,7 +28,7 @@ import zipfile
 import numpy as np
 
 from ioassess import recorder_library_path
-from ioassess.files import file_system_of
+from ioassess.files import file_system_of, work_dir_problem
 from ioassess.progress import Progress
 from ioassess.trace import read_trace_dir
 from ioassess.traceformat import Op
@@ -245,18 +245,10 @@ def workload_program_path():
 
 def check_training_dir(directory, profile):
     """Refuse a directory that is missing, not writable or too small, before anything runs."""
-    if not os.path.isdir(directory):
-        raise TrainingError(f"{directory}: not a directory")
-    try:
-        with tempfile.NamedTemporaryFile(dir=directory, prefix=".ioassess-probe-"):
-            pass
-    except OSError as error:
-        raise TrainingError(f"{directory}: not writable ({error.strerror})") from None
-    needed = profile.file_bytes + (256 << 20)
-    free = shutil.disk_usage(directory).free
-    if free < needed:
-        raise TrainingError(f"{directory}: needs {needed / 2**30:.1f} GiB free for the {profile.name} "
-                            f"profile's training file, has {free / 2**30:.1f} GiB")
+    problem = work_dir_problem(directory, profile.file_bytes + (256 << 20),
+                               f"the {profile.name} profile's training file")
+    if problem:
+        raise TrainingError(problem)
 
 
 class Trainer:
