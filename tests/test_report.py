@@ -71,7 +71,11 @@ def test_cached_reads_lose_nothing_and_uncached_reads_lose_time(ioassess, data_f
     evict(str(data_file))
     uncached = random_reads(ioassess, data_file, tmp_path / "uncached")
 
-    assert class_shares(cached, "read").get("cached", 0) >= 0.9, cached["classes"]
+    # cached or memcpy: no storage was reached. Where this machine's page cache is faster than the
+    # one the shipped model was trained on, fully cached 64 KiB reads fall below its memcpy bound;
+    # the time lost (below) does not depend on which of the two they are.
+    shares = class_shares(cached, "read")
+    assert shares.get("cached", 0) + shares.get("memcpy", 0) >= 0.9, cached["classes"]
     assert class_shares(uncached, "read").get("uncached", 0) >= 0.8, uncached["classes"]
     head_cached, head_uncached = cached["headline"], uncached["headline"]
     # near zero: a single op delayed by a few ms (the VM's scheduling) may weigh as much as all
