@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/utsname.h>
 
 #include "ioassess-internal.h"
@@ -140,6 +141,11 @@ static int tsc_usable(void)
 
 static int configure(void)
 {
+    /* A setuid or setgid program (secure execution, reached through /etc/ld.so.preload): its
+     * environment is the caller's, so a trace directory taken from it could put files owned by
+     * the program's owner wherever the caller likes. */
+    if (getauxval(AT_SECURE))
+        return -1;
     if (env_flag("IOASSESS_DISABLE"))
         return -1;
     if (configure_trace_dir() != 0)

@@ -58,11 +58,12 @@ def clean_env(extra=None):
     return env
 
 
-def run(cmd, cwd=None, env=None, preload=(), trace_dir=None, input=None, timeout=RUN_TIMEOUT_S):
+def run(cmd, cwd=None, env=None, preload=(), trace_dir=None, input=None, timeout=RUN_TIMEOUT_S, preexec_fn=None):
     """Run the argument list cmd; returns the CompletedProcess with bytes stdout and stderr.
 
     preload: libraries for LD_PRELOAD, in order (none: the plain, unrecorded run).
-    trace_dir: IOASSESS_TRACE_DIR (created with mode 0700 first). env: extra variables."""
+    trace_dir: IOASSESS_TRACE_DIR (created with mode 0700 first). env: extra variables.
+    preexec_fn: called in the child before the program starts (e.g. to set a resource limit)."""
     full_env = clean_env(env)
     if preload:
         full_env["LD_PRELOAD"] = ":".join(str(p) for p in preload)
@@ -70,7 +71,7 @@ def run(cmd, cwd=None, env=None, preload=(), trace_dir=None, input=None, timeout
         os.makedirs(trace_dir, mode=0o700, exist_ok=True)
         full_env["IOASSESS_TRACE_DIR"] = str(trace_dir)
     return subprocess.run([str(c) for c in cmd], cwd=cwd, env=full_env, input=input, capture_output=True,
-                          timeout=timeout)
+                          timeout=timeout, preexec_fn=preexec_fn)
 
 
 def describe(result):

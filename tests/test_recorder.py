@@ -677,8 +677,10 @@ def test_fork_child_has_its_own_trace(tmp_path, recorder_lib):
     assert child.start_ns >= min(r["start_ns"] for r in prow)
 
 
-def test_fork_while_other_threads_do_io(tmp_path, recorder_lib):
-    rec = run([prog("forkthreads"), tmp_path], preload=[recorder_lib], trace_dir=tmp_path / "traces", timeout=60)
+@pytest.mark.parametrize("threads", [4, 64])
+def test_fork_while_other_threads_do_io(tmp_path, recorder_lib, threads):
+    rec = run([prog("forkthreads"), tmp_path, threads], preload=[recorder_lib], trace_dir=tmp_path / "traces",
+              timeout=60)
     assert rec.returncode == 0 and rec.stdout.endswith(b"ok\n"), describe(rec)
     children = {int(m[1]): int(m[2]) for m in re.finditer(rb"child (\d+) pid (\d+)", rec.stdout)}
     assert len(children) == 20
@@ -690,7 +692,8 @@ def test_fork_while_other_threads_do_io(tmp_path, recorder_lib):
     t = total_table(ts, by=("process", "file_id", "op"))
     pi = ts.processes.index(parent[0])
     assert t == {**{(pi, str(tmp_path / "threads.dat"), "pwrite"): dict(
-        count=8000, bytes_requested=8000 * 512, bytes_returned=8000 * 512, errors=0)},
+        count=threads * 2000, bytes_requested=threads * 2000 * 512, bytes_returned=threads * 2000 * 512,
+        errors=0)},
         **{(ts.processes.index(by_pid[pid][0]), str(tmp_path / f"child{i}"), "pwrite"): dict(
             count=10, bytes_requested=1000, bytes_returned=1000, errors=0) for i, pid in children.items()}}
     for pid in children.values():

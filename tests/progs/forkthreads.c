@@ -1,7 +1,8 @@
-/* forkthreads DIR
- * 4 threads each make 2000 pwrites of 512 bytes to DIR/threads.dat (own regions) while the
- * main thread forks 20 children one after the other; child i makes 10 pwrites of 100 bytes
- * to DIR/child<i> and _exits(0). Prints the children's pids and "ok" when every call worked.
+/* forkthreads DIR [THREADS]
+ * THREADS threads (default 4, at most 256) each make 2000 pwrites of 512 bytes to
+ * DIR/threads.dat (own regions) while the main thread forks 20 children one after the
+ * other; child i makes 10 pwrites of 100 bytes to DIR/child<i> and _exits(0). Prints the
+ * children's pids and "ok" when every call worked.
  * Checks that fork in a multi-threaded process neither deadlocks nor mixes up traces. */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -29,13 +30,17 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) { fprintf(stderr, "usage: %s DIR\n", argv[0]); return 2; }
+    int threads = argc == 3 ? atoi(argv[2]) : 4;
+    if (argc < 2 || argc > 3 || threads < 1 || threads > 256) {
+        fprintf(stderr, "usage: %s DIR [THREADS]\n", argv[0]);
+        return 2;
+    }
     char path[4096];
     snprintf(path, sizeof path, "%s/threads.dat", argv[1]);
     fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) { perror(path); return 1; }
-    pthread_t th[4];
-    for (long t = 0; t < 4; t++)
+    pthread_t th[256];
+    for (long t = 0; t < threads; t++)
         pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t);
     for (int i = 0; i < 20; i++) {
         fflush(stdout);
@@ -57,7 +62,7 @@ int main(int argc, char **argv)
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) bad++;
         printf("child %d pid %d\n", i, (int)child);
     }
-    for (int t = 0; t < 4; t++)
+    for (int t = 0; t < threads; t++)
         pthread_join(th[t], NULL);
     printf(bad ? "bad %ld\n" : "ok\n", bad);
     return bad ? 1 : 0;
