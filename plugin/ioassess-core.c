@@ -162,22 +162,14 @@ static void configure_excludes(void)
     }
 }
 
-/* TSC ticks are trusted when the kernel itself uses the TSC as its clock source (that is,
- * it found it invariant and synchronised across CPUs). */
-static int tsc_usable(void)
+/* IOASSESS_CLOCK chooses the ticks; without it the writer asks the kernel at start-up. */
+static void configure_clock(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     const char *choice = getenv("IOASSESS_CLOCK");
-    if (choice && strcmp(choice, "monotonic") == 0)
-        return 0;
-    if (choice && strcmp(choice, "tsc") == 0)
-        return 1;
-    char source[32];
-    ioassess_read_small_file("/sys/devices/system/clocksource/clocksource0/current_clocksource",
-                             source, sizeof source);
-    return strncmp(source, "tsc", 3) == 0;
-#else
-    return 0;
+    int tsc = choice && strcmp(choice, "tsc") == 0;
+    ioassess_config.use_tsc = tsc;
+    ioassess_config.clock_from_kernel = !tsc && !(choice && strcmp(choice, "monotonic") == 0);
 #endif
 }
 
@@ -195,7 +187,7 @@ static int configure(void)
     ioassess_config.record_cap =
         (cap && end != cap && *end == '\0') ? parsed : IOASSESS_DEFAULT_RECORD_CAP;
     ioassess_config.obfuscate = env_flag("IOASSESS_OBFUSCATE");
-    ioassess_config.use_tsc = tsc_usable();
+    configure_clock();
     static const char *const job_vars[] = {"IOASSESS_JOB_ID", "SLURM_JOB_ID", "PBS_JOBID",
                                            "LSB_JOBID", "FLUX_JOB_ID", NULL};
     static const char *const rank_vars[] = {"IOASSESS_RANK", "PMI_RANK", "PMIX_RANK",

@@ -57,6 +57,8 @@ struct ioassess_config {
     uint64_t record_cap;                    /* op records kept individually per process */
     int obfuscate;                          /* store hashes instead of names */
     int use_tsc;                            /* ticks are TSC cycles (else CLOCK_MONOTONIC ns) */
+    int clock_from_kernel;                  /* use_tsc is to be set at start-up from the
+                                               kernel's clock source */
     int64_t rank;                           /* from the launcher's environment, else 0 */
     char job_id[64];                        /* from the batch system's environment */
     char hostname[256];                     /* uname nodename or IOASSESS_HOSTNAME */
@@ -122,7 +124,6 @@ void ioassess_thread_exit(void *state);
 /* ioassess-private.c */
 long ioassess_private_fds(long (*work)(void *), void *arg);  /* work's result, -1 if no helper */
 long ioassess_read_in_helper(const char *path, char *buf, size_t buf_bytes);
-long ioassess_read_small_file(const char *path, char *buf, size_t buf_bytes); /* NUL-ended */
 
 /* ioassess-fd.c */
 struct ioassess_ofd *ioassess_fd_discover(int fd);

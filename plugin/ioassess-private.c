@@ -1,6 +1,6 @@
 /*
- * The recorder's own work with file descriptors (opening the trace, growing and mapping it,
- * reading a small file) runs in a helper process with a private descriptor table, never in
+ * The recorder's own work with file descriptors (creating the trace, growing and mapping it,
+ * reading the files start-up needs) runs in a helper process with a private descriptor table, never in
  * the application's. An application thread can replace the file under any descriptor number
  * at any moment (dup2, also as a raw system call no wrapper sees), so a descriptor the
  * recorder opened in the shared table could name another file by the time it is written or
@@ -63,12 +63,6 @@ long ioassess_private_fds(long (*work)(void *), void *arg)
     return pid > 0 ? call.result : -1;
 }
 
-struct small_file {
-    const char *path;
-    char *buf;
-    size_t buf_bytes;
-};
-
 long ioassess_read_in_helper(const char *path, char *buf, size_t buf_bytes)
 {
     int fd = (int)ioassess_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
@@ -76,19 +70,5 @@ long ioassess_read_in_helper(const char *path, char *buf, size_t buf_bytes)
         return -1;
     long n = syscall(SYS_read, fd, buf, buf_bytes);
     ioassess_sys_close(fd);
-    return n;
-}
-
-static long read_small_file_work(void *arg)
-{
-    struct small_file *f = arg;
-    return ioassess_read_in_helper(f->path, f->buf, f->buf_bytes - 1);
-}
-
-long ioassess_read_small_file(const char *path, char *buf, size_t buf_bytes)
-{
-    struct small_file f = {path, buf, buf_bytes};
-    long n = ioassess_private_fds(read_small_file_work, &f);
-    buf[n > 0 ? n : 0] = '\0';
     return n;
 }

@@ -276,22 +276,28 @@ static int create_trace_file(size_t prefix_bytes)
     return -1;
 }
 
+#define CLOCK_SOURCE_FILE "/sys/devices/system/clocksource/clocksource0/current_clocksource"
+
 struct trace_start {
     size_t prefix_bytes;                /* trace_path holds the name up to the sequence number */
     uint64_t bytes;                     /* header page and first chunk */
     void *map;                          /* their mapping (set by the helper) */
-    const char *cmdline_path;           /* /proc/PID/cmdline of the caller */
-    char *cmdline;
-    size_t cmdline_bytes;
+    char cmdline_path[32];              /* /proc/PID/cmdline of the caller */
+    char cmdline[sizeof ((struct ioassess_header *)0)->cmdline];
     long cmdline_read;                  /* bytes read into cmdline (set by the helper) */
+    int read_clock_source;              /* read the kernel's clock source into: */
+    char clock_source[32];
 };
 
-/* In the helper: create the trace file, remember which file it is, map its header and first
- * chunk, and read the process's arguments (a file too). */
+/* In the helper: read the files start-up needs (the process's arguments, the kernel's clock
+ * source if asked), create the trace file, remember which file it is, and map its header and
+ * first chunk. */
 static long start_trace_in_helper(void *arg)
 {
     struct trace_start *s = arg;
-    s->cmdline_read = ioassess_read_in_helper(s->cmdline_path, s->cmdline, s->cmdline_bytes - 1);
+    s->cmdline_read = ioassess_read_in_helper(s->cmdline_path, s->cmdline, sizeof s->cmdline - 1);
+    if (s->read_clock_source)
+        ioassess_read_in_helper(CLOCK_SOURCE_FILE, s->clock_source, sizeof s->clock_source - 1);
     int fd = create_trace_file(s->prefix_bytes);
     if (fd < 0)
         return -1;
@@ -314,25 +320,31 @@ static void create_thread_key(void)
 
 int ioassess_writer_start(void)
 {
-    uint64_t start_ticks, start_ns;
-    ioassess_monotonic_ns();             /* the first call in a process is slow: warm it up */
-    clock_pair(&start_ticks, &start_ns);
-    struct timespec real;
-    clock_gettime(CLOCK_REALTIME, &real);
-
     pthread_once(&thread_key_once, create_thread_key);
     page_bytes = getauxval(AT_PAGESZ);
     if (page_bytes < 4096)
         page_bytes = 4096;
     pid_t pid = (pid_t)syscall(SYS_getpid);
-    char cmdline_path[32], cmdline[sizeof header->cmdline];
-    snprintf(cmdline_path, sizeof cmdline_path, "/proc/%d/cmdline", (int)pid);
     uint64_t first_slot = round_up(IOASSESS_HEADER_BYTES, page_bytes);
-    struct trace_start start = {trace_name_prefix(pid),
-                                first_slot + round_up(FIRST_CHUNK_BYTES, page_bytes), NULL,
-                                cmdline_path, cmdline, sizeof cmdline, -1};
+    struct trace_start start = {
+        .prefix_bytes = trace_name_prefix(pid),
+        .bytes = first_slot + round_up(FIRST_CHUNK_BYTES, page_bytes),
+        .read_clock_source = ioassess_config.clock_from_kernel,
+    };
+    snprintf(start.cmdline_path, sizeof start.cmdline_path, "/proc/%d/cmdline", (int)pid);
     if (start.prefix_bytes == 0 || ioassess_private_fds(start_trace_in_helper, &start) != 0)
         return -1;
+    if (ioassess_config.clock_from_kernel) {
+        /* TSC ticks are trusted when the kernel itself uses the TSC as its clock source
+         * (that is, it found it invariant and synchronised across CPUs). */
+        ioassess_config.use_tsc = strncmp(start.clock_source, "tsc", 3) == 0;
+        ioassess_config.clock_from_kernel = 0;
+    }
+    uint64_t start_ticks, start_ns;
+    ioassess_monotonic_ns();             /* the first call in a process is slow: warm it up */
+    clock_pair(&start_ticks, &start_ns);
+    struct timespec real;
+    clock_gettime(CLOCK_REALTIME, &real);
     file_bytes = start.bytes;
     chunk_next = (char *)start.map + first_slot;
     chunk_end = (char *)start.map + start.bytes;
@@ -354,13 +366,13 @@ int ioassess_writer_start(void)
     h->record_cap = ioassess_config.record_cap;
     copy_string(h->job_id, sizeof h->job_id, ioassess_config.job_id);
     copy_string(h->hostname, sizeof h->hostname, ioassess_config.hostname);
-    describe_process(h, cmdline, start.cmdline_read);
+    describe_process(h, start.cmdline, start.cmdline_read);
     __atomic_thread_fence(__ATOMIC_RELEASE);
     memcpy(h->magic, IOASSESS_MAGIC, sizeof h->magic);   /* last: the header is complete */
     header = h;
 
-    /* Start-up took some microseconds: enough for a first rough ticks-per-ns estimate
-     * (it only schedules the clock pairs; the reader fits its own from all pairs). */
+    /* Writing the header took some microseconds: enough for a first rough ticks-per-ns
+     * estimate (it only schedules the clock pairs; the reader fits its own from all pairs). */
     uint64_t now_ticks, now_ns;
     clock_pair(&now_ticks, &now_ns);
     ticks_per_ns = now_ns > start_ns ? (double)(now_ticks - start_ticks) / (now_ns - start_ns)

@@ -229,3 +229,17 @@ def test_a_set_user_id_program_does_not_record(shared, users):
         setuid = as_user(victim, cmd, {"IOASSESS_TRACE_DIR": str(trace_dir)}, work)
         assert setuid.stdout == b"loaded\nwritten\n", describe(setuid)
         assert not trace_files(own) and not (shared / "root-owned" / "new").exists(), list(shared.rglob("*"))
+
+
+def test_no_helper_process_changes_nothing(shared, users):
+    """With RLIMIT_NPROC at 1 the recorder cannot start its helper process: dd, exec'ed by
+    prlimit under the recorder, runs as without it and has no trace (prlimit, started before
+    the limit, has one)."""
+    victim, _ = users
+    own = user_dir(shared / "own-traces", victim, 0o700)
+    work = user_dir(shared / "work", victim, 0o700)
+    cmd = [tool("prlimit"), "--nproc=1", tool("dd"), "if=/dev/zero", "of=out", "bs=64k", "count=16"]
+    plain = as_user(victim, cmd, {}, work)
+    rec = as_user(victim, cmd, {"IOASSESS_TRACE_DIR": str(own), "LD_PRELOAD": str(shared / "libioassess.so")}, work)
+    assert_same_run(plain, rec, normalise=dd_without_rate)
+    assert [os.path.basename(p.exe) for p in load(own).processes] == ["prlimit"]
