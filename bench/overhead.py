@@ -4,7 +4,9 @@ Per call: 1-byte preads on a page-cached file, timed in batches of 1000 calls by
 itself (bench/pread-loop.c); each run reports its median batch. Runs with and without the
 recorder alternate, REPS times each, pinned to one CPU for the single-thread case; the added
 cost is median(with) - median(without) over the runs. The mean over all batches (which
-includes the recorder's occasional extent allocation) is reported too.
+includes the recorder's occasional extent allocation) is reported too. --compare LIBRARY adds
+a third configuration to the same alternation (say, the recorder before a change), so that two
+recorders are measured side by side.
 Memory: peak resident memory (VmHWM) with the recorder minus without, against the record cap
 in bytes plus 1 MiB.
 MPI-IO (when mpicc and libioassess-mpiio.so are there): 1-byte MPI_File_read_at and MPI_File_read
@@ -64,8 +66,9 @@ def middle(runs, key):
     return statistics.median(r[key] for r in runs)
 
 
-def compare(probe_file, calls, threads, reps, cap, cpu, work_dir):
-    """Alternating runs without and with the recorder; per-run medians across threads."""
+def compare(probe_file, calls, threads, reps, cap, cpu, work_dir, other_library=None):
+    """Alternating runs without and with the recorder (and with other_library, if given);
+    per-run medians across threads."""
     import ioassess
 
     def run_once(preload, trace_dir):
@@ -74,8 +77,16 @@ def compare(probe_file, calls, threads, reps, cap, cpu, work_dir):
         return {"median_ns": statistics.median(m for m, _ in per_thread),
                 "mean_ns": statistics.median(a for _, a in per_thread), "peak_rss_kib": peak_kib}
 
-    runs = alternate({"without": [], "with": [ioassess.recorder_library_path()]}, run_once, reps, work_dir)
+    configs = {"without": [], "with": [ioassess.recorder_library_path()]}
+    if other_library:
+        configs["other"] = [other_library]
+    runs = alternate(configs, run_once, reps, work_dir)
+    if other_library:
+        other = {"library": other_library,
+                 "added_ns_median": middle(runs["other"], "median_ns") - middle(runs["without"], "median_ns"),
+                 "added_ns_mean": middle(runs["other"], "mean_ns") - middle(runs["without"], "mean_ns")}
     return {
+        **({"other": other} if other_library else {}),
         "threads": threads,
         "calls_per_thread": calls,
         "reps": reps,
@@ -136,6 +147,7 @@ def main():
     parser.add_argument("--json", default=os.path.join(HERE, "out", "overhead.json"))
     parser.add_argument("--mpiio-calls", type=int, default=400_000)
     parser.add_argument("--only-mpiio", action="store_true", help="measure the MPI-IO recorder only")
+    parser.add_argument("--compare", metavar="LIBRARY", help="another libioassess.so measured side by side")
     args = parser.parse_args()
 
     results = {}
@@ -147,8 +159,10 @@ def main():
         with open(probe_file, "rb") as f:
             f.read()
         if not args.only_mpiio:
-            single = compare(probe_file, args.calls, 1, args.reps, cap, cpu=1, work_dir=work_dir)
-            threaded = compare(probe_file, args.calls // 16, 16, args.reps, cap, cpu=None, work_dir=work_dir)
+            single = compare(probe_file, args.calls, 1, args.reps, cap, cpu=1, work_dir=work_dir,
+                             other_library=args.compare)
+            threaded = compare(probe_file, args.calls // 16, 16, args.reps, cap, cpu=None, work_dir=work_dir,
+                               other_library=args.compare)
             results.update(single_thread=single, threads_16=threaded,
                            ratio_16_to_1=threaded["added_ns_median"] / single["added_ns_median"])
             print_posix(args, cap, single, threaded, results["ratio_16_to_1"])
@@ -180,6 +194,10 @@ def print_posix(args, cap, single, threaded, ratio_16):
           f"{threaded['added_ns_mean']:.1f} ns")
     print(f"  peak RSS added: 1 thread {added_rss} KiB, 16 threads {added_rss_16} KiB "
           f"(target <= cap {cap_kib} KiB + 1024 KiB)")
+    if "other" in single:
+        print(f"  {single['other']['library']}, side by side: added {single['other']['added_ns_median']:.1f} ns "
+              f"(1 thread), {threaded['other']['added_ns_median']:.1f} ns (16 threads); mean over all batches "
+              f"added {single['other']['added_ns_mean']:.1f} ns, {threaded['other']['added_ns_mean']:.1f} ns")
 
 
 def print_mpiio(args, measured):

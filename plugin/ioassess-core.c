@@ -45,56 +45,103 @@ static void copy_bounded(char *dst, size_t dst_bytes, const char *src)
     snprintf(dst, dst_bytes, "%s", src ? src : "");
 }
 
-/* mkdir -p with mode 0700 for the parts it creates. */
-static int make_dirs(char *path)
+/* The trace directory and every directory above it must be such that no one but root and
+ * the user can replace or add anything in the trace directory, or replace a directory on the
+ * way to it: then a trace can be written nowhere else. */
+
+/* A directory on the way: root's or the user's, and writable by no one else unless sticky
+ * (like /tmp: others may add entries, but not rename or remove the user's). */
+static int safe_on_the_way(const struct stat *st, uid_t user)
 {
+    return S_ISDIR(st->st_mode) && (st->st_uid == 0 || st->st_uid == user) &&
+           (!(st->st_mode & (S_IWGRP | S_IWOTH)) || (st->st_mode & S_ISVTX));
+}
+
+/* The trace directory itself: a directory (not a symbolic link) of the user's that no one
+ * else can write. */
+static int private_dir(const struct stat *st, uid_t user)
+{
+    return S_ISDIR(st->st_mode) && st->st_uid == user && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+static int lstat_path(const char *path, struct stat *st)
+{
+    return (int)syscall(SYS_newfstatat, -100, path, st, AT_SYMLINK_NOFOLLOW);
+}
+
+/* `path` (absolute) with the part that exists resolved by the kernel (no symbolic link, no
+ * "." or "..") and the part that does not appended as it is; -1 if that part has "." or ".."
+ * or the result does not fit. */
+static int canonical_path(const char *path, char *out, size_t out_bytes)
+{
+    char existing[IOASSESS_PATH_BYTES], resolved[IOASSESS_PATH_BYTES];
+    copy_bounded(existing, sizeof existing, path);
+    while (!realpath(existing[0] ? existing : "/", resolved)) {
+        char *last = strrchr(existing, '/');
+        if (errno != ENOENT || !last || strcmp(last, "/.") == 0 || strcmp(last, "/..") == 0)
+            return -1;
+        *last = '\0';
+    }
+    const char *rest = path + strlen(existing);
+    int n = snprintf(out, out_bytes, "%s%s", strcmp(resolved, "/") == 0 ? "" : resolved, rest);
+    return n > 0 && (size_t)n < out_bytes ? 0 : -1;
+}
+
+/* Walk the canonical `path` from /, creating what is missing with mode 0700 (only inside a
+ * directory already found safe), and check every directory on the way and the last one. */
+static int make_trace_dir(char *path)
+{
+    uid_t user = getuid();
+    struct stat st;
+    if (lstat_path("/", &st) != 0 || !safe_on_the_way(&st, user))
+        return -1;
     for (char *slash = path + 1;; slash++) {
         if (*slash != '/' && *slash != '\0')
             continue;
         char saved = *slash;
         *slash = '\0';
-        long rc = syscall(SYS_mkdirat, -100, path, 0700);
+        int found = lstat_path(path, &st) == 0 ||
+                    ((syscall(SYS_mkdirat, -100, path, 0700) == 0 || errno == EEXIST) &&
+                     lstat_path(path, &st) == 0);
         *slash = saved;
-        if (rc != 0 && errno != EEXIST)
+        if (!found)
             return -1;
-        if (saved == '\0')
-            return 0;
+        int last = saved == '\0' || slash[1] == '\0';
+        if (last)
+            return private_dir(&st, user) ? 0 : -1;
+        if (!safe_on_the_way(&st, user))
+            return -1;
     }
 }
 
-/* The default directory is private: it must be ours and not a symbolic link. */
-static int owned_private_dir(const char *path)
-{
-    struct stat st;
-    if (syscall(SYS_newfstatat, -100, path, &st, AT_SYMLINK_NOFOLLOW) != 0)
-        return 0;
-    return S_ISDIR(st.st_mode) && st.st_uid == getuid();
-}
-
+/* The trace directory: IOASSESS_TRACE_DIR (relative to the working directory) or
+ * $TMPDIR/ioassess-UID, made canonical and safe (make_trace_dir); -1 if it cannot be. */
 static int configure_trace_dir(void)
 {
-    char *dir = ioassess_config.trace_dir;
+    char wanted[IOASSESS_PATH_BYTES];
     const char *configured = getenv("IOASSESS_TRACE_DIR");
-    if (configured && configured[0]) {
-        if (configured[0] == '/') {
-            copy_bounded(dir, sizeof ioassess_config.trace_dir, configured);
-        } else {
-            char cwd[IOASSESS_PATH_BYTES];
-            if (syscall(SYS_getcwd, cwd, sizeof cwd) <= 0)
-                return -1;
-            int n = snprintf(dir, sizeof ioassess_config.trace_dir, "%.2047s/%.2047s", cwd,
-                             configured);
-            if (n < 0 || (size_t)n >= sizeof ioassess_config.trace_dir)
-                return -1;
-        }
-        return make_dirs(dir);
-    }
     const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof ioassess_config.trace_dir, "%s/ioassess-%u",
-             tmp && tmp[0] == '/' ? tmp : "/tmp", (unsigned)getuid());
-    if (make_dirs(dir) != 0)
+    int n;
+    if (configured && configured[0] == '/') {
+        n = snprintf(wanted, sizeof wanted, "%s", configured);
+    } else if (configured && configured[0]) {
+        char cwd[IOASSESS_PATH_BYTES];
+        if (syscall(SYS_getcwd, cwd, sizeof cwd) <= 0)
+            return -1;
+        n = snprintf(wanted, sizeof wanted, "%.2047s/%.2047s", cwd, configured);
+    } else {
+        n = snprintf(wanted, sizeof wanted, "%s/ioassess-%u", tmp && tmp[0] == '/' ? tmp : "/tmp",
+                     (unsigned)getuid());
+    }
+    if (n <= 0 || (size_t)n >= sizeof wanted)
         return -1;
-    return owned_private_dir(dir) ? 0 : -1;
+    struct stat st;
+    if (lstat_path(wanted, &st) == 0 && !S_ISDIR(st.st_mode))   /* a symbolic link, a file */
+        return -1;
+    char *dir = ioassess_config.trace_dir;
+    if (canonical_path(wanted, dir, sizeof ioassess_config.trace_dir) != 0)
+        return -1;
+    return make_trace_dir(dir);
 }
 
 static void configure_excludes(void)
@@ -115,38 +162,22 @@ static void configure_excludes(void)
     }
 }
 
-/* TSC ticks are trusted when the kernel itself uses the TSC as its clock source (that is,
- * it found it invariant and synchronised across CPUs). */
-static int tsc_usable(void)
+/* IOASSESS_CLOCK chooses the ticks; without it the writer asks the kernel at start-up. */
+static void configure_clock(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     const char *choice = getenv("IOASSESS_CLOCK");
-    if (choice && strcmp(choice, "monotonic") == 0)
-        return 0;
-    if (choice && strcmp(choice, "tsc") == 0)
-        return 1;
-    char source[32] = "";
-    int fd = (int)ioassess_sys_open("/sys/devices/system/clocksource/clocksource0/"
-                                    "current_clocksource", O_RDONLY | O_CLOEXEC, 0);
-    if (fd >= 0) {
-        long n = syscall(SYS_read, fd, source, sizeof source - 1);
-        source[n > 0 ? n : 0] = '\0';
-        ioassess_sys_close(fd);
-    }
-    return strncmp(source, "tsc", 3) == 0;
-#else
-    return 0;
+    int tsc = choice && strcmp(choice, "tsc") == 0;
+    ioassess_config.use_tsc = tsc;
+    ioassess_config.clock_from_kernel = !tsc && !(choice && strcmp(choice, "monotonic") == 0);
 #endif
 }
 
 static int configure(void)
 {
-    /* A setuid or setgid program (secure execution, reached through /etc/ld.so.preload): its
-     * environment is the caller's, so a trace directory taken from it could put files owned by
-     * the program's owner wherever the caller likes. */
-    if (getauxval(AT_SECURE))
-        return -1;
-    if (env_flag("IOASSESS_DISABLE"))
+    /* A set-user-ID or set-group-ID program (or one given capabilities) would create
+     * directories and traces with ids the user who named them does not have: no recording. */
+    if (env_flag("IOASSESS_DISABLE") || getauxval(AT_SECURE))
         return -1;
     if (configure_trace_dir() != 0)
         return -1;
@@ -156,7 +187,7 @@ static int configure(void)
     ioassess_config.record_cap =
         (cap && end != cap && *end == '\0') ? parsed : IOASSESS_DEFAULT_RECORD_CAP;
     ioassess_config.obfuscate = env_flag("IOASSESS_OBFUSCATE");
-    ioassess_config.use_tsc = tsc_usable();
+    configure_clock();
     static const char *const job_vars[] = {"IOASSESS_JOB_ID", "SLURM_JOB_ID", "PBS_JOBID",
                                            "LSB_JOBID", "FLUX_JOB_ID", NULL};
     static const char *const rank_vars[] = {"IOASSESS_RANK", "PMI_RANK", "PMIX_RANK",

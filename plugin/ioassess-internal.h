@@ -3,12 +3,15 @@
  *
  *   ioassess-core.c    configuration from the environment, start-up, fork, exec and exit
  *   ioassess-writer.c  the trace file: extents, op records, file names, clock pairs, summary
+ *   ioassess-private.c the helper process that does the recorder's work with descriptors
  *   ioassess-fd.c      descriptor table: which file and offset each descriptor refers to
  *   ioassess-posix.c   the interposed POSIX calls
  *   ioassess-layer.c   the entry points of layer libraries (ioassess-layer.h)
  *
  * Rules every file follows: the recorder's own I/O goes through raw syscalls (never through
- * an interposed symbol, so it is never recorded, by us or by a stacked library); errno is
+ * an interposed symbol, so it is never recorded, by us or by a stacked library) and opens
+ * files only in the helper of ioassess-private.c (never in the application's descriptor
+ * table, where another thread could swap the file under the descriptor); errno is
  * saved and restored around any recorder work; any code that takes ioassess_lock or changes
  * shared state runs with the thread's busy flag set, and an interposed call that finds the
  * flag set (a signal handler interrupting the recorder) passes straight through.
@@ -54,6 +57,8 @@ struct ioassess_config {
     uint64_t record_cap;                    /* op records kept individually per process */
     int obfuscate;                          /* store hashes instead of names */
     int use_tsc;                            /* ticks are TSC cycles (else CLOCK_MONOTONIC ns) */
+    int clock_from_kernel;                  /* use_tsc is to be set at start-up from the
+                                               kernel's clock source */
     int64_t rank;                           /* from the launcher's environment, else 0 */
     char job_id[64];                        /* from the batch system's environment */
     char hostname[256];                     /* uname nodename or IOASSESS_HOSTNAME */
@@ -115,6 +120,10 @@ void ioassess_writer_end(uint32_t reason);
 void ioassess_writer_cancel_end(void);
 void ioassess_writer_exit_status(int status);
 void ioassess_thread_exit(void *state);
+
+/* ioassess-private.c */
+long ioassess_private_fds(long (*work)(void *), void *arg);  /* work's result, -1 if no helper */
+long ioassess_read_in_helper(const char *path, char *buf, size_t buf_bytes);
 
 /* ioassess-fd.c */
 struct ioassess_ofd *ioassess_fd_discover(int fd);

@@ -118,8 +118,11 @@ enum ioassess_end_reason {
 /* Header flags (ioassess_header.flags). */
 #define IOASSESS_HEADER_OBFUSCATED (1u << 0)   /* names are hashes, not paths */
 #define IOASSESS_HEADER_EXIT_STATUS (1u << 1)  /* exit_status is valid */
-#define IOASSESS_HEADER_SPACE_FAILED (1u << 2) /* the trace file could not grow: later ops are
-                                                  in the summary table only */
+#define IOASSESS_HEADER_SPACE_FAILED (1u << 2) /* the trace file could not grow (full disk, no
+                                                  helper process, or the file at the trace's
+                                                  path is no longer the trace): later ops are
+                                                  in the summary table only, or counted in
+                                                  ops_lost if there is none */
 
 /* Op record flags (ioassess_op_record.flags). */
 #define IOASSESS_OP_APPEND (1u << 0)            /* POSIX: the descriptor had O_APPEND: offset

@@ -1,9 +1,13 @@
 /*
  * The trace file (layout: ioassess-trace.h). Everything is written through MAP_SHARED
- * mappings of extents that are written with zeros (so their blocks exist) before they are
+ * mappings of chunks that are written with zeros (so their blocks exist) before they are
  * mapped, so a kill loses nothing already stored and a full disk shows up as a failed write
- * here, never as SIGBUS in the application. No file descriptor stays open: the file is reopened by
- * path for each new extent, so the application can close or reuse any descriptor number.
+ * here, never as SIGBUS in the application. Extents (of a thread's op slots, of file names, the
+ * summary table) are carved out of the last chunk. No file descriptor stays open: the file is
+ * reopened by path for each new chunk, in a helper with a private descriptor table
+ * (ioassess-private.c), and only if it is still the file this process created; so the
+ * application can close, reuse or swap any descriptor number, and a file put in the trace's
+ * place is never written.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,11 +24,16 @@
 #define SUMMARY_ENTRIES 4096u          /* 2 MiB, allocated only when the cap is reached */
 #define SUMMARY_SPILL_AT (SUMMARY_ENTRIES / 4 * 3)
 #define MAX_CLOCK_INTERVAL_NS 10000000000ull
+#define FIRST_CHUNK_BYTES (16u << 10)   /* mapped with the header: one clone at start-up */
+#define MAX_CHUNK_BYTES (4u << 20)      /* chunks grow with the file up to this */
 
 static char trace_path[IOASSESS_PATH_BYTES];
+static dev_t trace_device;              /* the trace file as created: a reopen by path */
+static ino_t trace_inode;               /* must find this file */
 static struct ioassess_header *header;
 static uint64_t page_bytes;
 static uint64_t file_bytes;             /* current size of the trace file */
+static char *chunk_next, *chunk_end;    /* the part of the last chunk not carved out yet */
 static uint64_t op_slots_granted;       /* op slots handed out, against the record cap */
 static int space_failed;                /* the file could not grow: records stop */
 static struct ioassess_thread *threads; /* live threads with an extent */
@@ -88,41 +97,93 @@ static void prefault(void *map, uint64_t bytes)
         ((volatile char *)map)[at] = 0;
 }
 
-/* Grow the trace file by `bytes` and map the new range. */
-static void *map_new_extent(uint64_t bytes)
+/* In the helper: append `bytes` of zeros at `offset` to the file open at fd and map them;
+ * NULL if it cannot. */
+static void *grow_and_map(int fd, uint64_t offset, uint64_t bytes)
 {
-    if (space_failed)
-        return NULL;
-    int fd = (int)ioassess_sys_open(trace_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
-    if (fd < 0) {
-        space_failed = 1;
-        return NULL;
-    }
-    uint64_t offset = file_bytes;
-    void *map = MAP_FAILED;
-    int grown = grow_file(fd, offset, bytes) == 0;
-    if (grown)
-        map = (void *)syscall(SYS_mmap, NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-                              (off_t)offset);
-    /* Keep the size page aligned even after a short write, so readers see whole slots. */
-    if (!grown)
+    if (grow_file(fd, offset, bytes) != 0) {
+        /* Keep the size page aligned after a short write, so readers see whole slots. */
         syscall(SYS_ftruncate, fd, (off_t)offset);
-    ioassess_sys_close(fd);
-    if (map == MAP_FAILED || (uintptr_t)map > (uintptr_t)-4096) {
-        space_failed = 1;
-        if (header)
-            __atomic_or_fetch(&header->flags, IOASSESS_HEADER_SPACE_FAILED, __ATOMIC_RELAXED);
         return NULL;
     }
-    file_bytes = offset + bytes;
-    prefault(map, bytes);
-    return map;
+    void *map = (void *)syscall(SYS_mmap, NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                                (off_t)offset);
+    return (uintptr_t)map > (uintptr_t)-4096 ? NULL : map;
+}
+
+struct chunk_request {
+    uint64_t offset, bytes;             /* the new range of the file */
+    void *map;                          /* its mapping (set by the helper) */
+};
+
+/* In the helper: reopen the trace by path and, if it is still the file this process created,
+ * grow and map the requested range. */
+static long map_chunk_in_helper(void *arg)
+{
+    struct chunk_request *c = arg;
+    int fd = (int)ioassess_sys_open(trace_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (syscall(SYS_fstat, fd, &st) == 0 && st.st_dev == trace_device && st.st_ino == trace_inode)
+        c->map = grow_and_map(fd, c->offset, c->bytes);
+    ioassess_sys_close(fd);
+    return c->map ? 0 : -1;
 }
 
 static void unmap(void *map, size_t bytes)
 {
-    if (map)
+    if (map && bytes)
         syscall(SYS_munmap, map, bytes);
+}
+
+/* No more extents: the file could not grow, was replaced, or the helper could not start. */
+static void stop_growing(void)
+{
+    space_failed = 1;
+    if (header)
+        __atomic_or_fetch(&header->flags, IOASSESS_HEADER_SPACE_FAILED, __ATOMIC_RELAXED);
+}
+
+/* Map a new chunk with room for `bytes`: as big as the file so far, from 16 KiB to 4 MiB, so
+ * that the helper's clone (tens of microseconds) is rare. The rest of the previous chunk stays
+ * in the file as empty slots. Caller holds the lock. */
+static int map_new_chunk(uint64_t bytes)
+{
+    unmap(chunk_next, (size_t)(chunk_end - chunk_next));
+    chunk_next = chunk_end = NULL;
+    uint64_t size = file_bytes < FIRST_CHUNK_BYTES ? FIRST_CHUNK_BYTES
+                    : file_bytes > MAX_CHUNK_BYTES ? MAX_CHUNK_BYTES : file_bytes;
+    size = round_up(size > bytes ? size : bytes, page_bytes);
+    struct chunk_request c = {file_bytes, size, NULL};
+    if (ioassess_private_fds(map_chunk_in_helper, &c) != 0) {
+        stop_growing();
+        return 0;
+    }
+    chunk_next = c.map;
+    chunk_end = chunk_next + size;
+    file_bytes += size;
+    return 1;
+}
+
+/* `bytes` (whole pages) of the trace file for a new extent, mapped and faulted in; NULL when
+ * the file cannot grow. Caller holds the lock. */
+static void *map_new_extent(uint64_t bytes)
+{
+    if (space_failed)
+        return NULL;
+    if ((uint64_t)(chunk_end - chunk_next) < bytes && !map_new_chunk(bytes))
+        return NULL;
+    void *map = chunk_next;
+    chunk_next += bytes;
+    prefault(map, bytes);
+    return map;
+}
+
+/* The file offset of an address in the last chunk. */
+static uint64_t file_offset_of(const void *in_chunk)
+{
+    return file_bytes - (uint64_t)(chunk_end - (const char *)in_chunk);
 }
 
 static void copy_string(char *dst, size_t dst_bytes, const char *src)
@@ -147,28 +208,23 @@ static void sanitise(char *dst, size_t dst_bytes, const char *src, const char *i
     dst[i] = '\0';
 }
 
-static void read_small_file(const char *path, char *buf, size_t buf_bytes)
+/* /proc/PID/cmdline as read (arguments separated by NUL) made one line. */
+static void arguments_as_line(char *cmdline, long n)
 {
-    buf[0] = '\0';
-    int fd = (int)ioassess_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
-    if (fd < 0)
-        return;
-    long n = syscall(SYS_read, fd, buf, buf_bytes - 1);
-    ioassess_sys_close(fd);
-    buf[n > 0 ? n : 0] = '\0';
-    for (long i = 0; i < n; i++)        /* /proc/self/cmdline separates arguments by NUL */
-        if (buf[i] == '\0' || buf[i] == '\n')
-            buf[i] = ' ';
-    while (n > 0 && buf[n - 1] == ' ')
-        buf[--n] = '\0';
+    cmdline[n > 0 ? n : 0] = '\0';
+    for (long i = 0; i < n; i++)
+        if (cmdline[i] == '\0' || cmdline[i] == '\n')
+            cmdline[i] = ' ';
+    while (n > 0 && cmdline[n - 1] == ' ')
+        cmdline[--n] = '\0';
 }
 
-static void describe_process(struct ioassess_header *h)
+static void describe_process(struct ioassess_header *h, char *cmdline, long cmdline_bytes)
 {
-    char exe[sizeof h->exe], cmdline[sizeof h->cmdline];
+    char exe[sizeof h->exe];
     long n = syscall(SYS_readlinkat, -100, "/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = '\0';
-    read_small_file("/proc/self/cmdline", cmdline, sizeof cmdline);
+    arguments_as_line(cmdline, cmdline_bytes);
     if (ioassess_config.obfuscate) {
         snprintf(h->exe, sizeof h->exe, "obfuscated:%016llx",
                  (unsigned long long)ioassess_hash_name(exe));
@@ -181,19 +237,35 @@ static void describe_process(struct ioassess_header *h)
     }
 }
 
-/* Create this process's trace file, named so that job, host, rank and pid are recoverable;
- * the sequence number tells apart the images one pid runs through exec. */
-static int create_trace_file(pid_t pid)
+#define LONGEST_SEQUENCE "999.iot"     /* what follows the prefix, at most */
+
+/* The trace file's name up to its sequence number, named so that job, host, rank and pid are
+ * recoverable, into trace_path; its length, 0 if too long. */
+static size_t trace_name_prefix(pid_t pid)
 {
     char job[72], host[72];
     sanitise(job, sizeof job, ioassess_config.job_id, "nojob");
     sanitise(host, sizeof host, ioassess_config.hostname, "unknown");
+    int n = snprintf(trace_path, sizeof trace_path, "%s/ioassess_%s_%s_r%lld_p%d_",
+                     ioassess_config.trace_dir, job, host, (long long)ioassess_config.rank,
+                     (int)pid);
+    if (n <= 0 || (size_t)n + sizeof LONGEST_SEQUENCE > sizeof trace_path)
+        return 0;
+    return (size_t)n;
+}
+
+/* In the helper: create the trace file under the first free sequence number (it tells apart
+ * the images one pid runs through exec). */
+static int create_trace_file(size_t prefix_bytes)
+{
     for (int seq = 0; seq < 1000; seq++) {
-        int n = snprintf(trace_path, sizeof trace_path, "%s/ioassess_%s_%s_r%lld_p%d_%d.iot",
-                         ioassess_config.trace_dir, job, host,
-                         (long long)ioassess_config.rank, (int)pid, seq);
-        if (n <= 0 || (size_t)n >= sizeof trace_path)
-            return -1;
+        char *end = trace_path + prefix_bytes;
+        if (seq >= 100)
+            *end++ = (char)('0' + seq / 100);
+        if (seq >= 10)
+            *end++ = (char)('0' + seq / 10 % 10);
+        *end++ = (char)('0' + seq % 10);
+        memcpy(end, ".iot", sizeof ".iot");
         int fd = (int)ioassess_sys_open(trace_path,
                                         O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd >= 0)
@@ -204,6 +276,43 @@ static int create_trace_file(pid_t pid)
     return -1;
 }
 
+#define CLOCK_SOURCE_FILE "/sys/devices/system/clocksource/clocksource0/current_clocksource"
+
+struct trace_start {
+    size_t prefix_bytes;                /* trace_path holds the name up to the sequence number */
+    uint64_t bytes;                     /* header page and first chunk */
+    void *map;                          /* their mapping (set by the helper) */
+    char cmdline_path[32];              /* /proc/PID/cmdline of the caller */
+    char cmdline[sizeof ((struct ioassess_header *)0)->cmdline];
+    long cmdline_read;                  /* bytes read into cmdline (set by the helper) */
+    int read_clock_source;              /* read the kernel's clock source into: */
+    char clock_source[32];
+};
+
+/* In the helper: read the files start-up needs (the process's arguments, the kernel's clock
+ * source if asked), create the trace file, remember which file it is, and map its header and
+ * first chunk. */
+static long start_trace_in_helper(void *arg)
+{
+    struct trace_start *s = arg;
+    s->cmdline_read = ioassess_read_in_helper(s->cmdline_path, s->cmdline, sizeof s->cmdline - 1);
+    if (s->read_clock_source)
+        ioassess_read_in_helper(CLOCK_SOURCE_FILE, s->clock_source, sizeof s->clock_source - 1);
+    int fd = create_trace_file(s->prefix_bytes);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (syscall(SYS_fstat, fd, &st) == 0) {
+        trace_device = st.st_dev;
+        trace_inode = st.st_ino;
+        s->map = grow_and_map(fd, 0, s->bytes);
+    }
+    ioassess_sys_close(fd);
+    if (!s->map)
+        syscall(SYS_unlinkat, -100, trace_path, 0);
+    return s->map ? 0 : -1;
+}
+
 static void create_thread_key(void)
 {
     pthread_key_create(&thread_key, ioassess_thread_exit);
@@ -211,35 +320,38 @@ static void create_thread_key(void)
 
 int ioassess_writer_start(void)
 {
-    uint64_t start_ticks, start_ns;
-    ioassess_monotonic_ns();             /* the first call in a process is slow: warm it up */
-    clock_pair(&start_ticks, &start_ns);
-    struct timespec real;
-    clock_gettime(CLOCK_REALTIME, &real);
-
     pthread_once(&thread_key_once, create_thread_key);
     page_bytes = getauxval(AT_PAGESZ);
     if (page_bytes < 4096)
         page_bytes = 4096;
     pid_t pid = (pid_t)syscall(SYS_getpid);
-    int fd = create_trace_file(pid);
-    if (fd < 0)
-        return -1;
     uint64_t first_slot = round_up(IOASSESS_HEADER_BYTES, page_bytes);
-    void *map = MAP_FAILED;
-    if (grow_file(fd, 0, first_slot) == 0)
-        map = (void *)syscall(SYS_mmap, NULL, first_slot, PROT_READ | PROT_WRITE, MAP_SHARED,
-                              fd, (off_t)0);
-    ioassess_sys_close(fd);
-    if (map == MAP_FAILED || (uintptr_t)map > (uintptr_t)-4096) {
-        syscall(SYS_unlinkat, -100, trace_path, 0);
+    struct trace_start start = {
+        .prefix_bytes = trace_name_prefix(pid),
+        .bytes = first_slot + round_up(FIRST_CHUNK_BYTES, page_bytes),
+        .read_clock_source = ioassess_config.clock_from_kernel,
+    };
+    snprintf(start.cmdline_path, sizeof start.cmdline_path, "/proc/%d/cmdline", (int)pid);
+    if (start.prefix_bytes == 0 || ioassess_private_fds(start_trace_in_helper, &start) != 0)
         return -1;
+    if (ioassess_config.clock_from_kernel) {
+        /* TSC ticks are trusted when the kernel itself uses the TSC as its clock source
+         * (that is, it found it invariant and synchronised across CPUs). */
+        ioassess_config.use_tsc = strncmp(start.clock_source, "tsc", 3) == 0;
+        ioassess_config.clock_from_kernel = 0;
     }
-    file_bytes = first_slot;
+    uint64_t start_ticks, start_ns;
+    ioassess_monotonic_ns();             /* the first call in a process is slow: warm it up */
+    clock_pair(&start_ticks, &start_ns);
+    struct timespec real;
+    clock_gettime(CLOCK_REALTIME, &real);
+    file_bytes = start.bytes;
+    chunk_next = (char *)start.map + first_slot;
+    chunk_end = (char *)start.map + start.bytes;
     op_slots_granted = 0;
     space_failed = 0;
 
-    struct ioassess_header *h = map;
+    struct ioassess_header *h = start.map;
     h->version = IOASSESS_FORMAT_VERSION;
     h->header_bytes = IOASSESS_HEADER_BYTES;
     h->slot_bytes = IOASSESS_SLOT_BYTES;
@@ -254,13 +366,13 @@ int ioassess_writer_start(void)
     h->record_cap = ioassess_config.record_cap;
     copy_string(h->job_id, sizeof h->job_id, ioassess_config.job_id);
     copy_string(h->hostname, sizeof h->hostname, ioassess_config.hostname);
-    describe_process(h);
+    describe_process(h, start.cmdline, start.cmdline_read);
     __atomic_thread_fence(__ATOMIC_RELEASE);
     memcpy(h->magic, IOASSESS_MAGIC, sizeof h->magic);   /* last: the header is complete */
     header = h;
 
-    /* Start-up took some microseconds: enough for a first rough ticks-per-ns estimate
-     * (it only schedules the clock pairs; the reader fits its own from all pairs). */
+    /* Writing the header took some microseconds: enough for a first rough ticks-per-ns
+     * estimate (it only schedules the clock pairs; the reader fits its own from all pairs). */
     uint64_t now_ticks, now_ns;
     clock_pair(&now_ticks, &now_ns);
     ticks_per_ns = now_ns > start_ns ? (double)(now_ticks - start_ticks) / (now_ns - start_ns)
@@ -434,14 +546,13 @@ static struct ioassess_summary_entry *summary_table(void)
         return table;
     pthread_mutex_lock(&ioassess_lock);
     if (!summary) {
-        uint64_t offset = file_bytes;
         uint64_t bytes = round_up(SUMMARY_ENTRIES * sizeof(struct ioassess_summary_entry),
                                   page_bytes);
         table = map_new_extent(bytes);
         if (table) {
             /* Offset first: a reader that finds an offset with no entries yet walks the
              * (zero) extent as empty slots, which is what it is. */
-            __atomic_store_n(&header->summary_offset, offset, __ATOMIC_RELEASE);
+            __atomic_store_n(&header->summary_offset, file_offset_of(table), __ATOMIC_RELEASE);
             __atomic_store_n(&header->summary_entries, SUMMARY_ENTRIES, __ATOMIC_RELEASE);
             __atomic_store_n(&summary, table, __ATOMIC_RELEASE);
         }
@@ -581,6 +692,8 @@ void ioassess_writer_after_fork(void)
     unmap(summary, round_up(SUMMARY_ENTRIES * sizeof *summary, page_bytes));
     summary = NULL;
     summary_used = 0;
+    unmap(chunk_next, (size_t)(chunk_end - chunk_next));
+    chunk_next = chunk_end = NULL;
     unmap(header, round_up(IOASSESS_HEADER_BYTES, page_bytes));
     header = NULL;
 }

@@ -8,6 +8,7 @@ library itself comes from conftest.py's `recorder_lib` fixture.
 import hashlib
 import os
 import pathlib
+import pwd
 import shutil
 import subprocess
 
@@ -47,6 +48,19 @@ def tool(name):
     if path is None:
         pytest.fail(f"`{name}` is not installed; `make test` installs it (`make deps`), or install it by hand")
     return path
+
+
+def system_user(name):
+    """The passwd entry of the unprivileged user `name`, created (a system user without a
+    home or a login shell) when missing. Only root can do this, as the suite runs."""
+    if os.geteuid() != 0:
+        pytest.fail("this test runs programs as other users: run it as root (make test)")
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run([tool("useradd"), "--system", "--no-create-home", "--home-dir", "/nonexistent",
+                        "--shell", "/usr/sbin/nologin", name], check=True, capture_output=True)
+        return pwd.getpwnam(name)
 
 
 def clean_env(extra=None):
@@ -204,5 +218,5 @@ def processes_by_pid(ts):
 
 
 __all__ = ["BIN", "OP_CODES", "REPO", "assert_same_run", "assert_same_tree", "clean_env", "describe", "file_id",
-           "has_file", "load", "op_rows", "processes_by_pid", "prog", "run", "select", "tool", "total_table",
-           "trace_files", "tree_digest"]
+           "has_file", "load", "op_rows", "processes_by_pid", "prog", "run", "select", "system_user", "tool",
+           "total_table", "trace_files", "tree_digest"]

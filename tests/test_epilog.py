@@ -11,7 +11,6 @@ fixture lets others search it for the duration of these tests and restores its m
 import datetime
 import json
 import os
-import pwd
 import shutil
 import stat
 import subprocess
@@ -25,7 +24,7 @@ from darshan.log_utils import get_log_path
 
 import ioassess
 from ioassess.epilog import first_host
-from recorder_helpers import REPO, clean_env, describe, tool
+from recorder_helpers import REPO, clean_env, describe, system_user, tool
 
 USER = "ioassess-test"
 JOB = "4242"
@@ -36,14 +35,7 @@ LMOD = "/usr/share/lmod/lmod/libexec/lmod"
 
 @pytest.fixture(scope="module")
 def job_user():
-    if os.geteuid() != 0:
-        pytest.fail("these tests run the epilog as Slurm does, as root: run them as root (make test)")
-    try:
-        return pwd.getpwnam(USER)
-    except KeyError:
-        subprocess.run([tool("useradd"), "--system", "--no-create-home", "--home-dir", "/nonexistent",
-                        "--shell", "/usr/sbin/nologin", USER], check=True, capture_output=True)
-        return pwd.getpwnam(USER)
+    return system_user(USER)
 
 
 @pytest.fixture(scope="module")

@@ -850,7 +850,7 @@ def test_unwritable_trace_dir_changes_nothing(tmp_path, recorder_lib, where):
     if where == "read_only_mount":  # only the program itself runs under the recorder
         need_mount_namespace()
         wrapper = ["unshare", "-m", "/bin/sh", "-c",
-                   f'mount -t tmpfs -o ro tmpfs "{read_only}" && exec env LD_PRELOAD="{recorder_lib}" "$@"', "sh"]
+                   f'mount -t tmpfs -o ro,mode=0700 tmpfs "{read_only}" && exec env LD_PRELOAD="{recorder_lib}" "$@"', "sh"]
         preload = []
     (tmp_path / "p").mkdir()
     (tmp_path / "r").mkdir()
@@ -877,7 +877,7 @@ def test_full_file_system_changes_nothing(tmp_path, recorder_lib):
     ops = 500
     cmd = [prog("threads16"), tmp_path / "t.dat", ops, 256]
     plain = run(cmd)
-    script = (f'mount -t tmpfs -o size=128k tmpfs "{small}" || exit 99; '
+    script = (f'mount -t tmpfs -o size=128k,mode=0700 tmpfs "{small}" || exit 99; '
               f'env LD_PRELOAD="{recorder_lib}" IOASSESS_TRACE_DIR="{small}" "$@"; rc=$?; '
               f'cp -a "{small}/." "{saved}/"; exit $rc')
     rec = run(["unshare", "-m", "/bin/sh", "-c", script, "sh"] + cmd)
