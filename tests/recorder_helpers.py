@@ -27,6 +27,8 @@ RUN_TIMEOUT_S = 120
 RECORDER_ENV = ("LD_PRELOAD", "SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID", "PMI_RANK",
                 "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "STACK_PROBE_OUT")
 
+# The unprivileged user of the tests that need a second user (conftest.py's job_user).
+TEST_USER = "ioassess-test"
 OP_CODES = {name: code for code, name in OP_NAMES.items()}  # "pread" -> 3
 
 
