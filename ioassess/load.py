@@ -44,8 +44,9 @@ def input_kind(path):
 
 def load_job(paths, owner_uid=None):
     """One Job from the inputs (see the module doc). Only traces owned by owner_uid are taken
-    (default: this process's effective uid; the epilog passes the job's). An input that cannot
-    be used becomes a note, as long as another one can; otherwise raises LoadError."""
+    (default: this process's effective uid, which in the epilog's worker is the job's user's).
+    An input that cannot be used becomes a note, as long as another one can; otherwise raises
+    LoadError."""
     if not paths:
         raise LoadError("no input given")
     for path in paths:
