@@ -55,7 +55,7 @@ MAX_NAME_BYTES = 4096  # the recorder's IOASSESS_PATH_BYTES
 MAX_SUMMARY_ENTRIES = 1 << 16  # the recorder's table has 4096 entries
 MAX_TIME_NS = 1 << 62  # ns since the epoch (the year 2116); op starts and ends, process ends
 MAX_SUMMARY_AMOUNT = 1 << 48  # a summary entry's count, bytes or errors (256 TiB)
-# What a refused file is, for TraceFileError.kind: the phrase completes "N trace files ...".
+# What a refused file is, for TraceFileError.kind: the phrase completes "trace files that ...".
 NOT_A_TRACE = "are not ioassess traces"
 DAMAGED = "are damaged"
 UNREADABLE = "cannot be read"
@@ -75,18 +75,19 @@ class TraceFileError(Exception):
 
 
 def summarise_errors(errors, named=3):
-    """One line per kind of problem, however many files have it: the error itself when one
-    file has it, else how many files have it and the first `named` of them."""
+    """One line per kind of problem, however many files have it: the first file's error (so the
+    line starts with that file's path, as a single error does), then how many more files have
+    that kind of problem and the errors of the next ones up to `named` in all."""
     by_kind = {}
     for error in errors:
         by_kind.setdefault(error.kind, []).append(error)
     lines = []
     for kind, group in by_kind.items():
-        if len(group) == 1:
-            lines.append(str(group[0]))
-        else:
-            first = "; ".join(str(error) for error in group[:named])
-            lines.append(f"{len(group):,} trace files {kind}, the first {min(named, len(group))}: {first}")
+        line = str(group[0])
+        if len(group) > 1:
+            line += (f"; and {len(group) - 1:,} more trace files that {kind}, among them "
+                     + "; ".join(str(error) for error in group[1:named]))
+        lines.append(line)
     return lines
 
 

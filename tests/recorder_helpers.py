@@ -1,5 +1,5 @@
 """Plain helpers for the tests that run real programs under the recorder
-(tests/test_transparency.py, tests/test_recorder.py).
+(tests/test_transparency.py, tests/test_recorder.py), and the Darshan logs PyDarshan ships.
 
 The programs in tests/progs/ are built by `make -C tests/progs` (part of `make test`); prog()
 builds them if they are missing, so a single test file can also be run on its own. The
@@ -207,3 +207,16 @@ def processes_by_pid(ts):
 __all__ = ["BIN", "OP_CODES", "REPO", "assert_same_run", "assert_same_tree", "clean_env", "describe", "file_id",
            "has_file", "load", "op_rows", "processes_by_pid", "prog", "run", "select", "tool", "total_table",
            "trace_files", "tree_digest"]
+
+
+def shipped_darshan_logs():
+    """Every distinct log PyDarshan ships (tests/input and examples/example_logs)."""
+    import glob
+
+    import darshan
+
+    root = os.path.dirname(darshan.__file__)
+    by_name = {}
+    for path in sorted(glob.glob(f"{root}/tests/input/*.darshan") + glob.glob(f"{root}/examples/example_logs/*.darshan")):
+        by_name.setdefault(os.path.basename(path), path)
+    return sorted(by_name.values())

@@ -11,12 +11,12 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
 import pytest
 
 from ioassess import traceformat as tf
 from ioassess.load import load_job
-from recorder_helpers import clean_env
-from test_report import shipped_darshan_logs
+from recorder_helpers import clean_env, shipped_darshan_logs
 
 SEED = 20261123
 TRACE_MUTATIONS = 500
@@ -54,12 +54,7 @@ def recorded(recorder_lib, tmp_path_factory):
     return {name: record(recorder_lib, root / name, root / f"{name}-work", env) for name, env in RECORDINGS.items()}
 
 
-def with_summary_table(traces):
-    return next(path for path in traces if header_of(path)["summary_offset"])
-
-
 def header_of(path):
-    import numpy as np
     with open(path, "rb") as f:
         return np.frombuffer(f.read(tf.HEADER_DTYPE.itemsize), tf.HEADER_DTYPE)[0]
 
@@ -97,7 +92,10 @@ def set_field(data, at, dtype):
     field, offset = dtype.fields[name][:2]
     size = field.itemsize
     value = rng.choice(EXTREMES + (rng.getrandbits(64),))
-    raw = os.urandom(size) if field.kind == "S" or field.subdtype else (value % (1 << 8 * size)).to_bytes(size, "little")
+    if field.kind == "S" or field.subdtype:
+        raw = os.urandom(size)
+    else:
+        raw = (value % (1 << 8 * size)).to_bytes(size, "little")
     data[at + offset:at + offset + size] = raw
     return f"{name} at {at} = {raw.hex()}"
 
@@ -121,7 +119,8 @@ def mutate_trace(data, number):
             data[rng.randrange(len(data))] = rng.randrange(256)
         return data, "random bytes", None
     if kind == "truncate":
-        return data[:rng.choice([rng.randrange(len(data)), rng.randrange(len(data) // 4096 + 1) * 4096])], "truncated", None
+        size = rng.choice([rng.randrange(len(data)), rng.randrange(len(data) // tf.PAGE_BYTES + 1) * tf.PAGE_BYTES])
+        return data[:size], "truncated", None
     if kind == "copy" and len(slots) > 1:
         source, target = rng.sample(slots, 2)
         data[target:target + tf.SLOT_BYTES] = data[source:source + tf.SLOT_BYTES]
@@ -236,7 +235,6 @@ def test_fuzzed_traces_and_darshan_logs_are_read_or_refused_in_one_line(recorded
 # ---- A: each kind of absurd trace, through the command line ----
 
 def forge_header(path, target, **fields):
-    import numpy as np
     data = bytearray(pathlib.Path(path).read_bytes())
     header = np.frombuffer(bytes(data[:tf.HEADER_DTYPE.itemsize]), tf.HEADER_DTYPE).copy()
     for name, value in fields.items():
@@ -296,8 +294,9 @@ def test_absurd_traces_are_refused_in_one_line_each_and_the_rest_is_reported(ioa
     report = ioassess("report", *traces, *forged.values(), "-o", tmp_path / "r.html", "--json", tmp_path / "r.json")
     assert report.returncode == 0, report.stderr
     notes = json.loads((tmp_path / "r.json").read_text())["job"]["notes"]
-    first_three = "; ".join(f"{forged[name]}: {problem}" for name, (_, problem) in list(ABSURD.items())[:3])
-    assert notes[0] == f"{len(ABSURD)} trace files are damaged, the first 3: {first_three}"
+    first, *next_two = [f"{forged[name]}: {problem}" for name, (_, problem) in list(ABSURD.items())[:3]]
+    assert notes[0] == f"{first}; and {len(ABSURD) - 1} more trace files that are damaged, among them " + \
+        "; ".join(next_two)
 
     alone = ioassess("report", forged["start after 2262"], "-o", tmp_path / "alone.html")
     assert alone.returncode == 2
@@ -370,10 +369,14 @@ def test_a_hundred_thousand_bogus_traces_cost_bounded_memory_and_notes(recorded,
         job = json.loads((tmp_path / "r.json").read_text())["job"]
         assert job["processes_recorded"] == len(good)
         too_short, bad_magic = job["notes"]   # in the order of their first files
-        assert bad_magic.startswith(f"{BOGUS_FILES - BOGUS_FILES // 100:,} trace files are not ioassess traces, "
-                                    f"the first 3: {'' if arguments is names else f'{traces}/'}00001.iot: not an "
-                                    "ioassess trace (bad magic); ")
-        assert too_short.startswith(f"{BOGUS_FILES // 100:,} trace files are damaged, the first 3: ")
+        directory = "" if arguments is names else f"{traces}/"
+        assert too_short == f"{directory}00000.iot: truncated: 17 bytes, the header alone needs 4096; and " \
+            f"{BOGUS_FILES // 100 - 1:,} more trace files that are damaged, among them " \
+            f"{directory}00064.iot: truncated: 17 bytes, the header alone needs 4096; " \
+            f"{directory}000c8.iot: truncated: 17 bytes, the header alone needs 4096"
+        assert bad_magic.startswith(f"{directory}00001.iot: not an ioassess trace (bad magic); and "
+                                    f"{BOGUS_FILES - BOGUS_FILES // 100 - 1:,} more trace files that are not "
+                                    f"ioassess traces, among them {directory}00002.iot: ")
         assert len(job["inputs"]) == (len(good) if arguments is names else 1)
         assert (tmp_path / "r.json").stat().st_size < 200_000
 
@@ -443,5 +446,5 @@ def test_traces_of_another_user_are_refused(ioassess, recorded, searchable_tmp, 
     assert chosen.returncode == 0, chosen.stderr
     job = json.loads((tmp_path / "c.json").read_text())["job"]
     assert job["processes_recorded"] == len(recorded["monotonic"]) + 1   # the victim's, and the one planted in mine
-    assert job["notes"][0].startswith(f"{len(recorded['monotonic']) + 1} trace files belong to another user, "
-                                      "the first 3: ")
+    assert f"; and {len(recorded['monotonic'])} more trace files that belong to another user, among them " \
+        in job["notes"][0]
