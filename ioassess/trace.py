@@ -477,7 +477,9 @@ def _check_times(trace, offset_ns, ns_per_tick):
     longest_sum = float(np.max(trace.summary["duration_ticks"], initial=0))
     start_ns = int(header["start_realtime_ns"]) + offset_ns
     last_ns = start_ns + max(last_tick, longest_sum) * ns_per_tick
-    if not (math.isfinite(ns_per_tick) and 0 <= start_ns and last_ns < MAX_TIME_NS):
+    if start_ns < 0:
+        raise TraceFileError(path, f"corrupt: its clock readings put its start at {start_ns:.4g} ns, before 1970")
+    if not (math.isfinite(ns_per_tick) and last_ns < MAX_TIME_NS):
         raise TraceFileError(path, f"corrupt: its op times reach {last_ns:.4g} ns since the epoch ({ns_per_tick:.4g} "
                                    f"ns per tick), beyond the year 2116")
 
