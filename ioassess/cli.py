@@ -12,6 +12,7 @@ import datetime
 import functools
 import json
 import os
+import pwd
 import re
 import signal
 import subprocess
@@ -25,7 +26,7 @@ from .models.training import PROFILES, TrainingError, refit, train
 from .iomodels import (DEFAULT_REPEATS, DEFAULT_TOTAL_BYTES, LAYOUTS, SITE_GRID_ENV, SITE_GRID_PATH, GridFileError,
                        IoModelsError, Sweep, default_grid_path, default_processes, format_grid, load_site_grid,
                        measure_grid, parse_size)
-from .load import LoadError
+from .load import LoadError, input_kind
 from .report import make_report
 from .show import format_text, summarise
 from .trace import TraceFileError, read_trace_dir
@@ -101,6 +102,9 @@ def _build_parser():
     report.add_argument("-o", "--output", metavar="REPORT.html", default="report.html",
                         help="the HTML report to write (default: report.html)")
     report.add_argument("--json", metavar="ASSESSMENT.json", help="also write the assessment as JSON")
+    report.add_argument("--owner", metavar="USER|UID",
+                        help="take only the traces this user owns (default: yours; when run as root, the owner of "
+                             "the trace directories given, or of the directories of the trace files given)")
     report.add_argument("--site-grid", metavar="GRID.json",
                         help=f"the I/O-model grid (ioassess iomodels) to place the job on (default: the site's, "
                              f"${SITE_GRID_ENV} or {SITE_GRID_PATH} if it exists)")
@@ -189,12 +193,42 @@ def _show(args):
 
 def _report(args):
     try:
-        make_report(args.inputs, args.model, args.output, args.json, sys.stderr, args.site_grid)
+        owner_uid = trace_owner(args.inputs, args.owner)
+        make_report(args.inputs, args.model, args.output, args.json, sys.stderr, args.site_grid, owner_uid)
     except (LoadError, ModelFileError, GridFileError) as error:
         _print_error(error)
         return USAGE_ERROR
     _print_error(f"wrote {args.output}" + (f" and {args.json}" if args.json else ""))
     return 0
+
+
+def trace_owner(inputs, named=None):
+    """The uid whose traces `report` takes: the user named (a name or a uid); else the invoking
+    user; as root, the owner of the trace directories given (for a trace file, of its
+    directory), who must be one user."""
+    if named:
+        return _uid(named)
+    if os.geteuid() != 0:
+        return os.geteuid()
+    owners = {}
+    for path in inputs:
+        if os.path.lexists(path) and input_kind(path) == "trace":   # load_job says what is wrong with the others
+            directory = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+            owners.setdefault(os.stat(directory).st_uid, directory)
+    if len(owners) > 1:
+        named = ", ".join(f"{directory} (uid {uid})" for uid, directory in owners.items())
+        raise UsageError(f"the trace directories belong to different users: {named}; say whose traces to take "
+                         "with --owner")
+    return next(iter(owners), 0)
+
+
+def _uid(user):
+    if user.isdigit():
+        return int(user)
+    try:
+        return pwd.getpwnam(user).pw_uid
+    except KeyError:
+        raise UsageError(f"--owner {user}: no such user") from None
 
 
 def _models(args):

@@ -30,8 +30,8 @@ import warnings
 
 import numpy as np
 
-from .job import (DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, OP_COLUMNS, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Job, JobFile,
-                  JobInput, JobProcess, empty_columns, mount_of)
+from .job import (DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, MAX_RANKS, OP_COLUMNS, SIZE_BIN_COLUMNS, TOTAL_COLUMNS,
+                  Job, JobFile, JobInput, JobProcess, empty_columns, mount_of)
 
 DARSHAN_UTIL_VERSION_PREFIX = "3.5."  # the struct layouts declared below are darshan-util 3.5's
 DARSHAN_MAGIC = 6567223  # DARSHAN_MAGIC_NR, the second 8 bytes of every Darshan 3 log
@@ -319,6 +319,8 @@ def _read_contents(ffi, lib, path, said):
         job = _read_job(ffi, lib, handle)
         if job is None:
             raise DarshanLogError(path, f"truncated or corrupt: its job record cannot be read{_quoted(said())}")
+        if not 0 < job["nprocs"] <= MAX_RANKS:
+            raise DarshanLogError(path, f"corrupt: its job record says {job['nprocs']} processes")
         problems = []
         cmdline = _read_cmdline(ffi, lib, handle)
         mounts = _read_table(lambda: _read_mounts(ffi, lib, handle), said, problems,
@@ -331,9 +333,11 @@ def _read_contents(ffi, lib, path, said):
         for module, info in modules.items():
             mark = len(said())
             if module in COUNTER_MODULES:
-                counters[module], records_read, damaged = _read_counter_records(ffi, lib, handle, info["idx"], module)
+                counters[module], records_read, damaged = _read_counter_records(ffi, lib, handle, info["idx"], module,
+                                                                                job["nprocs"])
             elif module in DXT_MODULES:
-                dxt[module], records_read, damaged = _read_dxt_records(ffi, lib, handle, info["idx"], info["bytes"])
+                dxt[module], records_read, damaged = _read_dxt_records(ffi, lib, handle, info["idx"], info["bytes"],
+                                                                       job["nprocs"])
             elif module == "LUSTRE":
                 lustre, records_read, damaged = _read_lustre_records(ffi, lib, handle, info["idx"], info["bytes"])
             else:
@@ -449,6 +453,12 @@ def _each_record(ffi, lib, handle, module_index, take):
         count += 1
 
 
+def _check_rank(record, nprocs):
+    """Raise _ImpossibleRecord for a record of a rank the job did not have (-1: every rank)."""
+    if not -1 <= record.rank < nprocs:
+        raise _ImpossibleRecord
+
+
 def _check_sizes(counts, n_bytes, module_bytes):
     """Raise _ImpossibleRecord for negative counts, or more data than the module's compressed
     bytes can inflate to: damaged data that darshan-util passed on, whose counts would have us
@@ -468,7 +478,7 @@ def _counter_names(ffi, lib, table):
         index += 1
 
 
-def _read_counter_records(ffi, lib, handle, module_index, module):
+def _read_counter_records(ffi, lib, handle, module_index, module, nprocs):
     """((records, counter names, fcounter names), records read, damaged) of a POSIX, MPI-IO or
     STDIO module; records is a structured array with fields id, rank, counters and fcounters."""
     prefix = _COUNTER_NAME_TABLES[module]
@@ -477,12 +487,16 @@ def _read_counter_records(ffi, lib, handle, module_index, module):
     dtype = np.dtype([("id", "<u8"), ("rank", "<i8"), ("counters", "<i8", len(names)),
                       ("fcounters", "<f8", len(fnames))])
     chunks = []
-    records_read, damaged = _each_record(ffi, lib, handle, module_index,
-                                         lambda record: chunks.append(ffi.buffer(record, dtype.itemsize)[:]))
+
+    def take(record):
+        _check_rank(ffi.cast("struct darshan_base_record *", record), nprocs)
+        chunks.append(ffi.buffer(record, dtype.itemsize)[:])
+
+    records_read, damaged = _each_record(ffi, lib, handle, module_index, take)
     return (np.frombuffer(b"".join(chunks), dtype), names, fnames), records_read, damaged
 
 
-def _read_dxt_records(ffi, lib, handle, module_index, module_bytes):
+def _read_dxt_records(ffi, lib, handle, module_index, module_bytes, nprocs):
     """((records, segments), records read, damaged): records a structured array (id, rank,
     hostname, write_count, read_count), segments each record's write segments then its read
     segments, in record order."""
@@ -491,6 +505,7 @@ def _read_dxt_records(ffi, lib, handle, module_index, module_bytes):
 
     def take(record):
         header = ffi.cast("struct dxt_file_record *", record)
+        _check_rank(header.base_rec, nprocs)
         n_bytes = (header.write_count + header.read_count) * SEGMENT_DTYPE.itemsize
         _check_sizes((header.write_count, header.read_count), n_bytes, module_bytes)
         headers.append((header.base_rec.id, header.base_rec.rank, ffi.string(header.hostname), header.write_count,

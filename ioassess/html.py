@@ -1,6 +1,7 @@
 """What the HTML pages (the report, the training report) share: plots embedded as PNG data
 URIs, and Jinja2 templates rendered with autoescaping and written atomically."""
 import base64
+import functools
 import io
 
 import jinja2
@@ -31,8 +32,15 @@ def png_data_uri(figure):
 def write_page(path, template_dir, template_name, data, filters=None):
     """Render a template (every value escaped unless marked safe) and write it to path through
     a temporary file, so that an interrupted run never leaves a partial page behind."""
-    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(template_dir), autoescape=True,
-                                     undefined=jinja2.StrictUndefined)
+    environment = _environment(template_dir)
     environment.filters.update(filters or {})
     replace_atomically(path, environment.get_template(template_name).render(**data))
 
+
+
+@functools.lru_cache(maxsize=None)
+def _environment(template_dir):
+    """One Jinja2 environment per template directory: it keeps its compiled templates (compiling
+    the report's takes longer than rendering it)."""
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(template_dir), autoescape=True,
+                              undefined=jinja2.StrictUndefined)

@@ -15,6 +15,9 @@ import math
 import numpy as np
 
 LAYERS = ("posix", "mpiio", "stdio")
+# More ranks than any job has: an input that claims more is damaged (and the per-rank view
+# would need arrays of that length).
+MAX_RANKS = 1 << 23
 DIRECTIONS = ("read", "write", "sync")
 
 # The ops known one by one (recorder traces, Darshan DXT segments). Row order: by process,

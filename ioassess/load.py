@@ -8,6 +8,7 @@ Inputs that belong to different jobs are refused.
 """
 import collections
 import dataclasses
+import functools
 import math
 import os
 import pwd
@@ -17,7 +18,7 @@ import numpy as np
 from . import traceformat as tf
 from .job import (ALL_OP_COLUMNS, LAYERS, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Flag, Job, JobFile, JobInput,
                   JobProcess, concatenate_columns, empty_columns, mount_of, with_optional_columns)
-from .trace import DIRECTION_OF_OP, TraceFileError, read_trace_dir, sum_by
+from .trace import DIRECTION_OF_OP, TraceFileError, read_trace_dir, sum_by, summarise_errors
 
 # statfs f_type -> file system name, for the ones an HPC job meets.
 FS_TYPES = {0xEF53: "ext4", 0x58465342: "xfs", 0x9123683E: "btrfs", 0x01021994: "tmpfs", 0x6969: "nfs",
@@ -41,8 +42,11 @@ def input_kind(path):
     raise LoadError(f"{path}: not a trace directory, a trace file (*.iot) or a Darshan log (*.darshan)")
 
 
-def load_job(paths):
-    """One Job from the inputs (see the module doc). Raises LoadError."""
+def load_job(paths, owner_uid=None):
+    """One Job from the inputs (see the module doc). Only traces owned by owner_uid are taken
+    (default: this process's effective uid, which in the epilog's worker is the job's user's).
+    An input that cannot be used becomes a note, as long as another one can; otherwise raises
+    LoadError."""
     if not paths:
         raise LoadError("no input given")
     for path in paths:
@@ -51,12 +55,19 @@ def load_job(paths):
     by_kind = collections.defaultdict(list)
     for path in paths:
         by_kind[input_kind(path)].append(path)
-    jobs = []
-    if by_kind["trace"]:
-        jobs.append(job_from_traces(by_kind["trace"]))
-    for path in by_kind["darshan"]:
-        jobs.append(_read_darshan(path))
-    return merge_jobs(jobs)
+    jobs, refused = [], []
+    readers = ([functools.partial(job_from_traces, by_kind["trace"], owner_uid)] if by_kind["trace"] else []) + \
+        [functools.partial(_read_darshan, path) for path in by_kind["darshan"]]
+    for read in readers:
+        try:
+            jobs.append(read())
+        except LoadError as error:
+            refused.append(str(error))
+    if not jobs:
+        raise LoadError("; ".join(refused))
+    job = merge_jobs(jobs)
+    job.notes[:0] = [f"not used: {problem}" for problem in refused]
+    return job
 
 
 def _read_darshan(path):
@@ -67,14 +78,19 @@ def _read_darshan(path):
         raise LoadError(str(error)) from None
 
 
-def job_from_traces(paths):
-    """A Job from recorder traces: every op record, and the summary table's entries as totals."""
+def job_from_traces(paths, owner_uid=None):
+    """A Job from recorder traces: every op record, and the summary table's entries as totals.
+    Only traces owned by owner_uid (default: the effective uid) are read. The files refused
+    are summarised in Job.notes, one line per kind of problem; Job.inputs are the directories
+    given and the trace files given that were read."""
+    owner_uid = os.geteuid() if owner_uid is None else owner_uid
     try:
-        traceset = read_trace_dir(paths)
+        traceset = read_trace_dir(paths, owner_uid)
     except TraceFileError as error:
         raise LoadError(str(error)) from None
+    refused = summarise_errors(traceset.errors)
     if not traceset.processes:
-        raise LoadError(str(traceset.errors[0]) if traceset.errors else f"{paths[0]}: no trace")
+        raise LoadError("; ".join(refused) if refused else f"{paths[0]}: no trace")
     processes = traceset.processes
     start_ns = min(p.start_ns for p in processes)
     file_ids = sorted(traceset.files)
@@ -87,7 +103,7 @@ def job_from_traces(paths):
     last_op_end = float(np.max(ops["start_s"] + ops["duration_s"])) if len(ops["start_s"]) else 0.0
     end_epoch_s = (max(ends) / 1e9 if None not in ends
                    else max(start_ns / 1e9 + last_op_end, max((e for e in ends if e is not None), default=0) / 1e9))
-    notes = [str(error) for error in traceset.errors]
+    notes = list(refused)
     unfinished = [p for p in processes if p.end_ns is None]
     if unfinished:
         notes.append(f"{len(unfinished)} of {len(processes)} processes ended without finishing "
@@ -96,6 +112,7 @@ def job_from_traces(paths):
         notes.append(f"{sum(p.ops_lost for p in processes)} ops were counted nowhere (the trace could not grow)")
     job_ids = collections.Counter(p.job_id for p in processes if p.job_id)
     first = min(processes, key=lambda p: (p.rank if p.rank >= 0 else math.inf, p.start_ns))
+    read = {p.path for p in processes}
     return Job(
         job_id=job_ids.most_common(1)[0][0] if job_ids else "",
         exe=first.exe, cmdline=first.cmdline, user=_owner(first.path),
@@ -103,9 +120,9 @@ def job_from_traces(paths):
         nprocs=len(processes),
         processes=[_trace_process(p, start_ns) for p in processes],
         files=files, ops=ops, totals=totals, size_bins=size_bins, mounts=[],
-        inputs=[JobInput(path=os.fspath(path), kind="trace", tiers=("ops", "totals", "metadata"),
-                         notes=tuple(notes)) for path in paths],
-        notes=list(notes))
+        inputs=[JobInput(path=os.fspath(path), kind="trace", tiers=("ops", "totals", "metadata"))
+                for path in map(os.fspath, paths) if path in read or os.path.isdir(path)],
+        notes=notes)
 
 
 def _trace_process(p, start_ns):

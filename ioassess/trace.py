@@ -6,12 +6,15 @@ ops past the record cap. totals() adds both kinds of ops up per group. A file th
 valid trace becomes a TraceFileError in TraceSet.errors and the rest is still read.
 """
 import dataclasses
+import errno
+import math
 import os
 import stat
 
 import numpy as np
 
 from . import traceformat as tf
+from .job import MAX_RANKS
 
 OP_COLUMNS = {
     "process": np.int32,  # index into TraceSet.processes
@@ -46,15 +49,46 @@ END_REASON_NAMES = {tf.EndReason.RUNNING: "running/killed", tf.EndReason.EXIT: "
 OTHER_FILES_ID = 0
 # A process's own clock fit needs its calibration pairs to span at least this much time.
 MIN_CALIBRATION_SPAN_NS = 1000
+# Beyond what the recorder writes: a header or slot that claims more is refused, not believed
+# (and nothing is allocated for it).
+MAX_NAME_BYTES = 4096  # the recorder's IOASSESS_PATH_BYTES
+MAX_SUMMARY_ENTRIES = 1 << 16  # the recorder's table has 4096 entries
+MAX_TIME_NS = 1 << 62  # ns since the epoch (the year 2116); op starts and ends, process ends
+MAX_SUMMARY_AMOUNT = 1 << 48  # a summary entry's count, bytes or errors (256 TiB)
+# What a refused file is, for TraceFileError.kind: the phrase completes "trace files that ...".
+NOT_A_TRACE = "are not ioassess traces"
+DAMAGED = "are damaged"
+UNREADABLE = "cannot be read"
+NOT_OWNED = "belong to another user"
+NO_CLOCK = "have no usable clock"
 
 
 class TraceFileError(Exception):
-    """A trace file that cannot be read; str() is the one line `PATH: problem`."""
+    """A trace file that cannot be read; str() is the one line `PATH: problem`. kind says what
+    sort of problem it is (NOT_A_TRACE, DAMAGED, ...), for summaries of many files."""
 
-    def __init__(self, path, problem):
+    def __init__(self, path, problem, kind=DAMAGED):
         self.path = os.fspath(path)
         self.problem = problem
+        self.kind = kind
         super().__init__(" ".join(f"{self.path}: {problem}".splitlines()))
+
+
+def summarise_errors(errors, named=3):
+    """One line per kind of problem, however many files have it: the first file's error (so the
+    line starts with that file's path, as a single error does), then how many more files have
+    that kind of problem and the errors of the next ones up to `named` in all."""
+    by_kind = {}
+    for error in errors:
+        by_kind.setdefault(error.kind, []).append(error)
+    lines = []
+    for kind, group in by_kind.items():
+        line = str(group[0])
+        if len(group) > 1:
+            line += (f"; and {len(group) - 1:,} more trace files that {kind}, among them "
+                     + "; ".join(str(error) for error in group[1:named]))
+        lines.append(line)
+    return lines
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,17 +145,17 @@ class _ParsedTrace:
     summary: np.ndarray  # SUMMARY_ENTRY_DTYPE, entries in use only
 
 
-def read_trace_dir(path_or_paths):
+def read_trace_dir(path_or_paths, owner_uid=None):
     """Read every *.iot file of a directory (or of several; plain file paths are read as traces).
 
-    Bad files are reported in TraceSet.errors. Raises TraceFileError if a path does not exist
-    or a directory holds no trace file."""
-    return _read_traces(trace_file_paths(path_or_paths))
+    Bad files, and with owner_uid files that uid does not own, are reported in TraceSet.errors.
+    Raises TraceFileError if a path does not exist or a directory holds no trace file."""
+    return _read_traces(trace_file_paths(path_or_paths), owner_uid)
 
 
 def read_trace_file(path):
     """Read one trace file; raises TraceFileError if it is not a valid, calibratable trace."""
-    traceset = _read_traces([os.fspath(path)])
+    traceset = _read_traces([os.fspath(path)], None)
     if traceset.errors:
         raise traceset.errors[0]
     return traceset
@@ -203,21 +237,24 @@ def sum_by(keys, values):
     return grouped
 
 
-def _read_traces(paths):
+def _read_traces(paths, owner_uid):
     parsed, errors = [], []
     for path in paths:
         try:
-            parsed.append(_parse_trace_file(path))
+            parsed.append(_parse_trace_file(path, owner_uid))
         except TraceFileError as error:
-            errors.append(error)
+            errors.append(error.with_traceback(None))   # its frames would keep each file's data
     calibrations = _calibrate(parsed)
     good = []
     for trace, calibration in zip(parsed, calibrations):
-        if calibration is None:
-            errors.append(TraceFileError(trace.path, "cannot calibrate its clock: too few clock readings and "
-                                                     "no other process on its host to borrow a rate from"))
-        else:
+        try:
+            if calibration is None:
+                raise TraceFileError(trace.path, "cannot calibrate its clock: too few clock readings and no other "
+                                                 "process on its host to borrow a rate from", NO_CLOCK)
+            _check_times(trace, *calibration)
             good.append((trace, calibration))
+        except TraceFileError as error:
+            errors.append(error)
     position = {path: index for index, path in enumerate(paths)}
     errors.sort(key=lambda error: position[error.path])
     return _assemble(good, errors)
@@ -229,36 +266,38 @@ READ_CHUNK_SLOTS = 1 << 20
 _RARE_TYPES = (tf.SlotType.FILE, tf.SlotType.NAME_PART, tf.SlotType.CLOCK)
 
 
-def _parse_trace_file(path):
-    with _open_regular(path) as f:
-        size = os.fstat(f.fileno()).st_size
+def _parse_trace_file(path, owner_uid):
+    f, size = _open_trace(path, owner_uid)
+    with f:
         header = _parse_header(path, _read_exactly(path, f, min(size, tf.HEADER_BYTES)), size)
         summary_slots, summary = _read_summary(path, f, header)
-        ops, types, rare_slots, rare_rows = _read_slots(path, f, (size - tf.HEADER_BYTES) // tf.SLOT_BYTES,
-                                                        summary_slots)
+        ops, rare_slots, rare_rows = _read_slots(path, f, size, summary_slots, int(header["record_cap"]))
     _check_op_kinds(path, summary["op"], np.arange(len(summary)), "summary entry")
-    clocks = rare_rows[types[rare_slots] == tf.SlotType.CLOCK].view(tf.CLOCK_RECORD_DTYPE).ravel()
+    _check_summary_amounts(path, summary)
+    clocks = rare_rows[rare_rows[:, 0] == tf.SlotType.CLOCK].view(tf.CLOCK_RECORD_DTYPE).ravel()
     starts = [(header["start_ticks"], header["start_monotonic_ns"])]
     ends = [(header["end_ticks"], header["end_monotonic_ns"])] if _has_ended(header) else []
     clock_pairs = np.concatenate([np.array(starts, np.uint64).reshape(-1, 2),
                                   np.stack([clocks["ticks"], clocks["monotonic_ns"]], axis=1),
                                   np.array(ends, np.uint64).reshape(-1, 2)])
-    return _ParsedTrace(path, header, ops, _parse_files(path, types, rare_slots, rare_rows), clock_pairs, summary)
+    files = _parse_files(path, (size - tf.HEADER_BYTES) // tf.SLOT_BYTES, rare_slots, rare_rows)
+    return _ParsedTrace(path, header, ops, files, clock_pairs, summary)
 
 
-def _read_slots(path, f, n_slots, summary_slots):
-    """The op records as contiguous columns (field -> array, in slot order), the type of every
-    slot, and the rare slots' numbers and raw 64-byte rows; read chunk by chunk, so memory
-    holds the columns and one chunk. Slots of the summary table count as EMPTY."""
+def _read_slots(path, f, size, summary_slots, record_cap):
+    """The op records as contiguous columns (field -> array, in slot order), and the rare
+    slots' numbers and raw 64-byte rows. Only what the file stores is read, chunk by chunk:
+    time goes with the bytes stored, not with the size a sparse file claims, and memory holds
+    the columns and one chunk. Slots of the summary table count as EMPTY. More op records
+    than the record cap are refused before they are stored: the recorder never writes more."""
+    capacity = min(record_cap, sum(count for _, count in _stored_slot_chunks(f, size)))
     # pages beyond the ops found are never touched, so a column costs only what it holds
-    ops = {name: np.empty(n_slots, tf.OP_RECORD_DTYPE[name]) for name in tf.OP_RECORD_DTYPE.names}
-    types = np.empty(n_slots, np.uint8)
+    ops = {name: np.empty(capacity, tf.OP_RECORD_DTYPE[name]) for name in tf.OP_RECORD_DTYPE.names}
     n_ops, rare_slots, rare_rows = 0, [], []
-    for first in range(0, n_slots, READ_CHUNK_SLOTS):
-        count = min(READ_CHUNK_SLOTS, n_slots - first)
+    for first, count in _stored_slot_chunks(f, size):
+        f.seek(tf.HEADER_BYTES + first * tf.SLOT_BYTES)
         chunk = _read_exactly(path, f, count * tf.SLOT_BYTES).reshape(count, tf.SLOT_BYTES)
-        chunk_types = types[first:first + count]
-        chunk_types[:] = chunk[:, 0]
+        chunk_types = chunk[:, 0].copy()
         in_summary = slice(max(summary_slots.start - first, 0), max(min(summary_slots.stop - first, count), 0))
         chunk_types[in_summary] = tf.SlotType.EMPTY
         unknown = np.flatnonzero(chunk_types > max(tf.SlotType))
@@ -266,6 +305,9 @@ def _read_slots(path, f, n_slots, summary_slots):
             raise TraceFileError(path, f"corrupt: slot {first + unknown[0]} has unknown type "
                                        f"{chunk_types[unknown[0]]}")
         op_rows = np.flatnonzero(chunk_types == tf.SlotType.OP)
+        if n_ops + len(op_rows) > capacity:
+            raise TraceFileError(path, f"corrupt: more op records than its record cap of {record_cap}"
+                                 if n_ops + len(op_rows) > record_cap else "changed while being read")
         records = chunk[op_rows].view(tf.OP_RECORD_DTYPE).ravel()
         _check_op_kinds(path, records["op"], first + op_rows, "slot")
         for name, column in ops.items():
@@ -274,9 +316,29 @@ def _read_slots(path, f, n_slots, summary_slots):
         rare = np.flatnonzero(np.isin(chunk_types, _RARE_TYPES))
         rare_slots.append(first + rare)
         rare_rows.append(chunk[rare])
-    return ({name: column[:n_ops] for name, column in ops.items()}, types,
+    return ({name: column[:n_ops] for name, column in ops.items()},
             np.concatenate(rare_slots or [np.zeros(0, np.int64)]),
             np.concatenate(rare_rows or [np.zeros((0, tf.SLOT_BYTES), np.uint8)]))
+
+
+def _stored_slot_chunks(f, size):
+    """(first slot, count) of the slots the file stores, in order and at most READ_CHUNK_SLOTS
+    at a time. Holes (SEEK_HOLE) are left out: they read as zeros, i.e. as EMPTY slots."""
+    fd, n_slots = f.fileno(), (size - tf.HEADER_BYTES) // tf.SLOT_BYTES
+    position = tf.HEADER_BYTES
+    while position < size:
+        try:
+            data = os.lseek(fd, position, os.SEEK_DATA)
+            hole = os.lseek(fd, data, os.SEEK_HOLE)
+        except OSError as error:
+            if error.errno == errno.ENXIO:   # a hole up to the end
+                return
+            data, hole = position, size  # the file system cannot say where its holes are
+        first = (data - tf.HEADER_BYTES) // tf.SLOT_BYTES
+        stop = min(-(-(hole - tf.HEADER_BYTES) // tf.SLOT_BYTES), n_slots)
+        for chunk_first in range(first, stop, READ_CHUNK_SLOTS):
+            yield chunk_first, min(READ_CHUNK_SLOTS, stop - chunk_first)
+        position = tf.HEADER_BYTES + max(stop, first + 1) * tf.SLOT_BYTES
 
 
 def _read_summary(path, f, header):
@@ -287,25 +349,33 @@ def _read_summary(path, f, header):
     nbytes = entries * tf.SUMMARY_ENTRY_DTYPE.itemsize
     f.seek(offset)
     table = _read_exactly(path, f, nbytes).view(tf.SUMMARY_ENTRY_DTYPE)
-    f.seek(tf.HEADER_BYTES)
     first = (offset - tf.HEADER_BYTES) // tf.SLOT_BYTES
     return range(first, first + nbytes // tf.SLOT_BYTES), table[table["state"] == tf.SummaryState.IN_USE]
 
 
-def _open_regular(path):
+def _open_trace(path, owner_uid):
+    """The open file and its size. Opened without blocking (a FIFO in a trace's place must not
+    hang the reader), then checked on the open file: a regular file, owned by owner_uid."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise TraceFileError(path, "not a regular file")
-        return open(path, "rb")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as error:
-        raise TraceFileError(path, f"cannot read: {error.strerror}") from None
+        raise TraceFileError(path, f"cannot read: {error.strerror}", UNREADABLE) from None
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode):
+        os.close(fd)
+        raise TraceFileError(path, "not a regular file", UNREADABLE)
+    if owner_uid is not None and status.st_uid != owner_uid:
+        os.close(fd)
+        raise TraceFileError(path, f"belongs to uid {status.st_uid}, not to uid {owner_uid} whose traces these are: "
+                                   "refused", NOT_OWNED)
+    return os.fdopen(fd, "rb"), status.st_size
 
 
 def _read_exactly(path, f, nbytes):
     try:
         data = f.read(nbytes)
     except OSError as error:
-        raise TraceFileError(path, f"cannot read: {error.strerror}") from None
+        raise TraceFileError(path, f"cannot read: {error.strerror}", UNREADABLE) from None
     if len(data) != nbytes:
         raise TraceFileError(path, "truncated while being read (the file shrank)")
     return np.frombuffer(data, np.uint8)
@@ -313,9 +383,10 @@ def _read_exactly(path, f, nbytes):
 
 def _parse_header(path, data, size):
     if size >= len(tf.MAGIC) and data[:len(tf.MAGIC)].tobytes() != tf.MAGIC:
-        raise TraceFileError(path, "not an ioassess trace (bad magic)")
+        raise TraceFileError(path, "not an ioassess trace (bad magic)", NOT_A_TRACE)
     if size < tf.HEADER_BYTES:
-        raise TraceFileError(path, f"truncated: {size} bytes, the header alone needs {tf.HEADER_BYTES}")
+        raise TraceFileError(path, f"truncated: {size} bytes, the header alone needs {tf.HEADER_BYTES}",
+                             NOT_A_TRACE if size < len(tf.MAGIC) else DAMAGED)
     header = data[:tf.HEADER_DTYPE.itemsize].copy().view(tf.HEADER_DTYPE)[0]
     # The byte order mark first: with the wrong byte order every other number is wrong too.
     if header["byte_order_mark"] != tf.BYTE_ORDER_MARK:
@@ -323,7 +394,7 @@ def _parse_header(path, data, size):
                                    f"0x{tf.BYTE_ORDER_MARK:08x}: written with another byte order, or corrupt")
     if header["version"] > tf.FORMAT_VERSION:
         raise TraceFileError(path, f"trace format version {header['version']} is newer than this reader "
-                                   f"supports ({tf.FORMAT_VERSION})")
+                                   f"supports ({tf.FORMAT_VERSION})", NOT_A_TRACE)
     expected = {"version": tf.FORMAT_VERSION, "header_bytes": tf.HEADER_BYTES, "slot_bytes": tf.SLOT_BYTES}
     for field, value in expected.items():
         if header[field] != value:
@@ -335,6 +406,8 @@ def _parse_header(path, data, size):
         raise TraceFileError(path, f"truncated: {size} bytes is not the {tf.HEADER_BYTES}-byte header plus "
                                    f"whole {tf.PAGE_BYTES}-byte pages")
     _check_summary_extent(path, header, size)
+    _check_rank(path, header)
+    _check_process_times(path, header)
     return header
 
 
@@ -347,10 +420,33 @@ def _check_summary_extent(path, header, size):
     if offset < tf.HEADER_BYTES or (offset - tf.HEADER_BYTES) % tf.SLOT_BYTES:
         raise TraceFileError(path, f"corrupt: summary table offset {offset} is not on a slot boundary "
                                    f"after the header")
+    if entries > MAX_SUMMARY_ENTRIES:
+        raise TraceFileError(path, f"corrupt: {entries} summary entries, more than the {MAX_SUMMARY_ENTRIES} "
+                                   "this reader takes (the recorder writes 4096)")
     end = offset + entries * tf.SUMMARY_ENTRY_DTYPE.itemsize
     if end > size:
         raise TraceFileError(path, f"truncated: the summary table [{offset}, {end}) extends past the end of "
                                    f"the file ({size} bytes)")
+
+
+def _check_rank(path, header):
+    rank = int(header["rank"])
+    if not -1 <= rank < MAX_RANKS:
+        raise TraceFileError(path, f"corrupt: rank {rank}, not -1 (none) nor one of the {MAX_RANKS} ranks a job "
+                                   "can have")
+
+
+def _check_process_times(path, header):
+    start = int(header["start_realtime_ns"])
+    if start >= MAX_TIME_NS:
+        raise TraceFileError(path, f"corrupt: starts at {start} ns since the epoch, after the year 2116")
+    if _has_ended(header):
+        ran_ns = int(header["end_monotonic_ns"]) - int(header["start_monotonic_ns"])
+        if ran_ns < 0:
+            raise TraceFileError(path, "corrupt: its process ends before it starts (end_monotonic_ns is "
+                                       "before start_monotonic_ns)")
+        if start + ran_ns >= MAX_TIME_NS:
+            raise TraceFileError(path, f"corrupt: ends at {start + ran_ns} ns since the epoch, after the year 2116")
 
 
 def _check_op_kinds(path, op_codes, positions, what):
@@ -359,23 +455,58 @@ def _check_op_kinds(path, op_codes, positions, what):
         raise TraceFileError(path, f"corrupt: {what} {positions[bad[0]]} has unknown op kind {op_codes[bad[0]]}")
 
 
-def _parse_files(path, types, rare_slots, rare_rows):
+def _check_summary_amounts(path, summary):
+    for field in ("count", "bytes_requested", "bytes_returned", "errors"):
+        bad = np.flatnonzero(summary[field] > MAX_SUMMARY_AMOUNT)
+        if len(bad):
+            raise TraceFileError(path, f"corrupt: summary entry {bad[0]} has {field.replace('_', ' ')} "
+                                       f"{summary[field][bad[0]]}, more than any process can have "
+                                       f"({MAX_SUMMARY_AMOUNT})")
+
+
+def _check_times(trace, offset_ns, ns_per_tick):
+    """Refuse a trace whose ops start before its process (the recorder takes the start before
+    any op) or whose times in ns since the epoch reach MAX_TIME_NS (nothing real does, and the
+    int64 columns would overflow)."""
+    header, ops, path = trace.header, trace.ops, trace.path
+    since_start = (ops["start_ticks"] - np.uint64(header["start_ticks"])).view(np.int64)
+    early = np.count_nonzero(since_start < 0)
+    if early:
+        raise TraceFileError(path, f"corrupt: {early} op records start before the process started")
+    last_tick = float(np.max(since_start + 0.0 + ops["duration_ticks"], initial=0.0))
+    longest_sum = float(np.max(trace.summary["duration_ticks"], initial=0))
+    start_ns = int(header["start_realtime_ns"]) + offset_ns
+    last_ns = start_ns + max(last_tick, longest_sum) * ns_per_tick
+    if start_ns < 0:
+        raise TraceFileError(path, f"corrupt: its clock readings put its start at {start_ns:.4g} ns, before 1970")
+    if not (math.isfinite(ns_per_tick) and last_ns < MAX_TIME_NS):
+        raise TraceFileError(path, f"corrupt: its op times reach {last_ns:.4g} ns since the epoch ({ns_per_tick:.4g} "
+                                   f"ns per tick), beyond the year 2116")
+
+
+def _parse_files(path, n_slots, rare_slots, rare_rows):
     """file_id -> FileInfo of the FILE slots, each with the name from its NAME_PART slots (rare
     rows are in slot order, so a FILE row's name parts are the rows after it)."""
+    types = rare_rows[:, 0]
     records = rare_rows.view(tf.FILE_RECORD_DTYPE).ravel()
     parts = rare_rows.view(tf.NAME_PART_DTYPE).ravel()["bytes"]
     files = {}
-    for row in np.flatnonzero(types[rare_slots] == tf.SlotType.FILE):
+    for row in np.flatnonzero(types == tf.SlotType.FILE):
         slot, record = int(rare_slots[row]), records[row]
         name_bytes = int(record["name_bytes"])
+        if name_bytes > MAX_NAME_BYTES:
+            raise TraceFileError(path, f"corrupt: FILE slot {slot} has a name of {name_bytes} bytes, more than "
+                                       f"the recorder writes ({MAX_NAME_BYTES})")
         n_parts = -(-name_bytes // tf.NAME_PART_BYTES)
-        if slot + n_parts >= len(types):
+        if slot + n_parts >= n_slots:
             raise TraceFileError(path, f"corrupt: the name of the FILE slot {slot} runs past the end of the file")
-        if np.any(types[slot + 1:slot + 1 + n_parts] != tf.SlotType.NAME_PART):
+        following = slice(row + 1, row + 1 + n_parts)
+        if not (np.array_equal(rare_slots[following], np.arange(slot + 1, slot + 1 + n_parts))
+                and np.all(types[following] == tf.SlotType.NAME_PART)):
             raise TraceFileError(path, f"corrupt: FILE slot {slot} is not followed by its {n_parts} NAME_PART slots")
         file_id = int(record["file_id"])
         if file_id not in files:
-            name = parts[row + 1:row + 1 + n_parts].tobytes()[:name_bytes]
+            name = parts[following].tobytes()[:name_bytes]
             files[file_id] = FileInfo(file_id, name.decode("utf-8", "backslashreplace"), int(record["mode"]),
                                       int(record["device"]), int(record["inode"]), int(record["fs_magic"]))
     return files

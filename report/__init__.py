@@ -20,15 +20,17 @@ LOAD_SHARE, ASSESS_SHARE, RENDER_SHARE = 0.5, 0.2, 0.3
 QUIET_FOR_S = 1.0
 
 
-def make_report(inputs, model_name_or_path, html_path=None, json_path=None, stream=None, site_grid=None):
+def make_report(inputs, model_name_or_path, html_path=None, json_path=None, stream=None, site_grid=None,
+                owner_uid=None):
     """Load the inputs, assess them under the model, write the HTML report and/or the JSON;
     returns the assessment. Raises LoadError, ModelFileError or GridFileError (one line each)
     before anything is written. site_grid: the I/O-model grid file to place the job on; without
-    it, the site's (find_site_grid)."""
+    it, the site's (find_site_grid). owner_uid: whose traces are taken (load_job; default: the
+    effective uid's)."""
     model = load_model(model_name_or_path)
     grid = find_site_grid(site_grid, stream)
     progress = Progress(1.0, stream, quiet_for_s=QUIET_FOR_S) if stream is not None else None
-    job = load_job(inputs)
+    job = load_job(inputs, owner_uid)
     _advance(progress, LOAD_SHARE, "loaded")
     assessment = json_safe(assess(job, model, model_path(model_name_or_path), grid))
     _advance(progress, ASSESS_SHARE, "assessed")

@@ -416,7 +416,8 @@ def timeline(job, per_op, bins=TIMELINE_BINS):
         return {"bin_s": None, "start_s": [], "seconds": {}}
     span = max(float(np.max(start + job.ops["duration_s"][io])), 1e-9)
     width = span / bins
-    which = np.minimum((start / width).astype(np.int64), bins - 1)
+    # clipped: a fitted TSC clock can put an op a few ns before the job's start
+    which = np.clip((start / width).astype(np.int64), 0, bins - 1)
     seconds = {cls: np.bincount(which[per_op["class"][io] == code],
                                 job.ops["duration_s"][io][per_op["class"][io] == code], bins).tolist()
                for code, cls in enumerate(ROW_CLASSES[:-1]) if np.any(per_op["class"][io] == code)}

@@ -15,18 +15,29 @@ Shared fixtures for tests that run real programs under the real recorder:
                    captured; never raises on a non-zero exit status.
     ioassess       ioassess(*args, cwd=None, env=None) runs the installed command line as a user
                    does (python -m ioassess from a directory without a source tree).
+
+For tests that need a second, unprivileged user (they run as root):
+
+    job_user       the passwd entry of TEST_USER, created with useradd if missing (module scope).
+    installation_reachable
+                   lets others search the directories above the installed Python, ioassess and
+                   PyDarshan until the module's tests are done, so that TEST_USER can run them.
 """
 import os
 import pathlib
+import stat
 import subprocess
 import sys
 
+import darshan
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:] = [entry for entry in sys.path if pathlib.Path(entry or ".").resolve() != REPO]
 
 import ioassess as installed_package  # noqa: E402  (after the path fix above)
+
+from recorder_helpers import TEST_USER, system_user  # noqa: E402
 
 RUN_TIMEOUT_S = 300
 JOB_ID_VARIABLES = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID")
@@ -69,3 +80,27 @@ def ioassess(recorder_lib):
         return subprocess.run([sys.executable, "-m", "ioassess", *map(str, args)], cwd=cwd or "/", env=full_env,
                               capture_output=True, text=True, timeout=300, **popen_options)
     return run
+
+
+@pytest.fixture(scope="module")
+def job_user():
+    """The unprivileged user TEST_USER (created if missing): the tests run as root."""
+    return system_user(TEST_USER)
+
+
+@pytest.fixture(scope="module")
+def installation_reachable(job_user):
+    """Let others search the directories above the installed Python and ioassess that they
+    cannot (e.g. /root of a pyenv install), until the module's tests are done."""
+    changed = {}
+    for path in (os.path.realpath(sys.executable), installed_package.__file__, darshan.__file__):
+        directory = os.path.dirname(path)
+        while directory != "/":
+            mode = os.stat(directory).st_mode
+            if not mode & stat.S_IXOTH and directory not in changed:
+                changed[directory] = stat.S_IMODE(mode)
+                os.chmod(directory, stat.S_IMODE(mode) | stat.S_IXOTH)
+            directory = os.path.dirname(directory)
+    yield
+    for directory, mode in changed.items():
+        os.chmod(directory, mode)

@@ -1,10 +1,11 @@
 """Plain helpers for the tests that run real programs under the recorder
-(tests/test_transparency.py, tests/test_recorder.py).
+(tests/test_transparency.py, tests/test_recorder.py), and the Darshan logs PyDarshan ships.
 
 The programs in tests/progs/ are built by `make -C tests/progs` (part of `make test`); prog()
 builds them if they are missing, so a single test file can also be run on its own. The
 library itself comes from conftest.py's `recorder_lib` fixture.
 """
+import glob
 import hashlib
 import os
 import pathlib
@@ -12,6 +13,7 @@ import pwd
 import shutil
 import subprocess
 
+import darshan
 import numpy as np
 import pytest
 
@@ -28,6 +30,9 @@ RUN_TIMEOUT_S = 120
 RECORDER_ENV = ("LD_PRELOAD", "SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID", "PMI_RANK",
                 "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "STACK_PROBE_OUT")
 
+# The unprivileged user of the tests that need a second user (conftest.py's job_user).
+TEST_USER = "ioassess-test"           # the job's user in tests that need one besides root
+ATTACKER_USER = "ioassess-attacker"   # a second unprivileged user, who attacks the first
 OP_CODES = {name: code for code, name in OP_NAMES.items()}  # "pread" -> 3
 
 
@@ -217,6 +222,16 @@ def processes_by_pid(ts):
     return out
 
 
-__all__ = ["BIN", "OP_CODES", "REPO", "assert_same_run", "assert_same_tree", "clean_env", "describe", "file_id",
-           "has_file", "load", "op_rows", "processes_by_pid", "prog", "run", "select", "system_user", "tool",
-           "total_table", "trace_files", "tree_digest"]
+def shipped_darshan_logs():
+    """Every distinct log PyDarshan ships (tests/input and examples/example_logs)."""
+    root = os.path.dirname(darshan.__file__)
+    by_name = {}
+    for path in sorted(glob.glob(f"{root}/tests/input/*.darshan") + glob.glob(f"{root}/examples/example_logs/*.darshan")):
+        by_name.setdefault(os.path.basename(path), path)
+    return sorted(by_name.values())
+
+
+__all__ = ["ATTACKER_USER", "BIN", "OP_CODES", "REPO", "TEST_USER", "assert_same_run", "assert_same_tree",
+           "clean_env", "describe", "file_id", "has_file", "load", "op_rows", "processes_by_pid", "prog",
+           "run", "select", "shipped_darshan_logs", "system_user", "tool", "total_table", "trace_files",
+           "tree_digest"]

@@ -18,42 +18,17 @@ import sys
 import tempfile
 import time
 
-import darshan
 import pytest
 from darshan.log_utils import get_log_path
 
 import ioassess
 from ioassess.epilog import first_host
-from recorder_helpers import REPO, clean_env, describe, system_user, tool
+from recorder_helpers import REPO, TEST_USER as USER, clean_env, describe, tool
 
-USER = "ioassess-test"
 JOB = "4242"
 # The job of PyDarshan's sample-dxt-simple.darshan (16 processes, DXT on).
 DARSHAN_JOB = "4233209"
 LMOD = "/usr/share/lmod/lmod/libexec/lmod"
-
-
-@pytest.fixture(scope="module")
-def job_user():
-    return system_user(USER)
-
-
-@pytest.fixture(scope="module")
-def installation_reachable(job_user):
-    """Let others search the directories above the installed Python and ioassess that they
-    cannot (e.g. /root of a pyenv install), until the module's tests are done."""
-    changed = {}
-    for path in (os.path.realpath(sys.executable), ioassess.__file__, darshan.__file__):
-        directory = os.path.dirname(path)
-        while directory != "/":
-            mode = os.stat(directory).st_mode
-            if not mode & stat.S_IXOTH and directory not in changed:
-                changed[directory] = stat.S_IMODE(mode)
-                os.chmod(directory, stat.S_IMODE(mode) | stat.S_IXOTH)
-            directory = os.path.dirname(directory)
-    yield
-    for directory, mode in changed.items():
-        os.chmod(directory, mode)
 
 
 class Site:
@@ -196,6 +171,7 @@ def garbage(site, job):
     os.makedirs(site.trace_dir(job), exist_ok=True)
     with open(path, "wb") as f:
         f.write(os.urandom(8192))
+    os.chown(path, site.user.pw_uid, site.user.pw_gid)
     return path, "not an ioassess trace (bad magic)"
 
 
@@ -206,6 +182,7 @@ def truncated(site, job, recorder_lib):
     os.makedirs(site.trace_dir(job), exist_ok=True)
     with open(real, "rb") as source, open(path, "wb") as f:
         f.write(source.read(100))
+    os.chown(path, site.user.pw_uid, site.user.pw_gid)
     return path, "truncated: 100 bytes"
 
 
@@ -226,6 +203,29 @@ def test_a_corrupt_trace_beside_good_ones_is_named_and_the_report_still_written(
     assert len(lines) == 2, lines
     assert lines[0].endswith(f"{path}: {problem}") and lines[1].endswith(f"wrote {site.report()}")
     assert os.stat(site.report()).st_uid == site.user.pw_uid
+
+
+def test_a_trace_another_user_planted_is_refused_and_named(ioassess, site, recorder_lib, tmp_path):
+    """A real trace of the same job id and rank 0, but of another program and owned by another
+    user (root), put into the job's trace directory: it must not become the job's headline."""
+    own = site.record_job(recorder_lib)
+    foreign = tmp_path / "foreign"
+    env = clean_env({"LD_PRELOAD": recorder_lib, "IOASSESS_TRACE_DIR": str(foreign), "SLURM_JOB_ID": JOB,
+                     "IOASSESS_RANK": "0"})
+    subprocess.run([tool("cat"), "/etc/hostname"], env=env, check=True, capture_output=True)
+    (trace,) = foreign.glob("*.iot")
+    planted = os.path.join(site.trace_dir(), trace.name)
+    shutil.copyfile(trace, planted)
+    os.chmod(planted, 0o644)
+    result = epilog(ioassess, site.settings(), site.slurm_environment())
+    assert result.returncode == 0, describe(result)
+    lines = site.log_lines()
+    assert len(lines) == 2, lines
+    assert lines[0].endswith(f"{planted}: belongs to uid 0, not to uid {site.user.pw_uid} whose traces these are: "
+                             "refused")
+    with open(site.report(suffix="json")) as f:
+        job = json.load(f)["job"]
+    assert os.path.basename(job["exe"]) == "dd" and job["processes_recorded"] == len(own)
 
 
 def test_a_job_without_traces_is_one_logged_line_and_exit_0(ioassess, site):

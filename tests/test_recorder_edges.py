@@ -5,7 +5,6 @@ and where it cannot, it stays out of the way.
 """
 import os
 import pathlib
-import pwd
 import resource
 import shutil
 import stat
@@ -16,7 +15,6 @@ import pytest
 
 from recorder_helpers import assert_same_run, describe, load, prog, run, tool, trace_files
 
-UNPRIVILEGED_USER = "ioassess-test"
 EDGES_OPS = 128   # `edges io` and each half of `closeall`: 64 pwrites and 64 preads of 4 KiB
 
 
@@ -79,18 +77,6 @@ def test_static_program_is_untouched(tmp_path, recorder_lib):
     assert trace_files(traces) == []
 
 
-@pytest.fixture(scope="module")
-def unprivileged_user():
-    if os.geteuid() != 0:
-        pytest.fail("this test runs a setuid program as another user: run it as root (make test)")
-    try:
-        return pwd.getpwnam(UNPRIVILEGED_USER)
-    except KeyError:
-        subprocess.run([tool("useradd"), "--system", "--no-create-home", "--home-dir", "/nonexistent",
-                        "--shell", "/usr/sbin/nologin", UNPRIVILEGED_USER], check=True, capture_output=True)
-        return pwd.getpwnam(UNPRIVILEGED_USER)
-
-
 @pytest.fixture
 def searchable_tmp():
     """A fresh directory that every user can search (pytest's tmp_path is private to root)."""
@@ -100,7 +86,7 @@ def searchable_tmp():
     shutil.rmtree(path)
 
 
-def test_setuid_program_with_the_recorder_in_ld_so_preload(searchable_tmp, recorder_lib, unprivileged_user):
+def test_setuid_program_with_the_recorder_in_ld_so_preload(searchable_tmp, recorder_lib, job_user):
     """A site that puts the recorder in /etc/ld.so.preload (here a private /etc in a mount
     namespace) also loads it into setuid programs, where the environment is the caller's. A
     setuid-root program run by an unprivileged user who names a trace directory of their choice
@@ -129,7 +115,7 @@ def test_setuid_program_with_the_recorder_in_ld_so_preload(searchable_tmp, recor
         os.chmod(path, 0o1777)
     chosen = playground / "chosen-by-the-user"
     own = playground / "own-traces"
-    as_user = [tool("setpriv"), f"--reuid={unprivileged_user.pw_uid}", f"--regid={unprivileged_user.pw_gid}",
+    as_user = [tool("setpriv"), f"--reuid={job_user.pw_uid}", f"--regid={job_user.pw_gid}",
                "--clear-groups", "env"]
     script = (f'mount --bind "{etc}" /etc && '
               f'{" ".join(as_user)} IOASSESS_TRACE_DIR="{chosen}" "{setuid_program}" io "{setuid_work}" && '
@@ -139,7 +125,7 @@ def test_setuid_program_with_the_recorder_in_ld_so_preload(searchable_tmp, recor
     assert result.stdout == b"io sum 28360704\nio sum 28360704\n" and result.stderr == b"", describe(result)
     assert not os.path.lexists(chosen), sorted(os.listdir(playground))
     (trace,) = trace_files(own)
-    assert os.stat(trace).st_uid == unprivileged_user.pw_uid
+    assert os.stat(trace).st_uid == job_user.pw_uid
     assert stat.S_IMODE(os.stat(own).st_mode) == 0o700
 
 

@@ -22,7 +22,8 @@ import textwrap
 
 import pytest
 
-from recorder_helpers import assert_same_run, clean_env, describe, load, prog, run, system_user, tool, trace_files
+from recorder_helpers import (ATTACKER_USER, TEST_USER, assert_same_run, clean_env, describe, load, prog, run,
+                              system_user, tool, trace_files)
 
 VICTIM_PATTERN = bytes((i * 131 + 7) & 0xFF for i in range(256))  # fdswap's: byte i of the victim
 FDSWAP_THREADS = 160
@@ -69,7 +70,7 @@ def test_swapping_descriptors_never_touches_another_file(tmp_path, recorder_lib,
 
 @pytest.fixture(scope="module")
 def users():
-    return system_user("ioassess-test"), system_user("ioassess-attacker")
+    return system_user(TEST_USER), system_user(ATTACKER_USER)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import pytest
 from ioassess import read_trace_dir
 from ioassess.models.training import workload_program_path
 from ioassess.report.render import seconds_text
+from recorder_helpers import shipped_darshan_logs
 
 FILE_BYTES = 512 << 20   # 8192 slots of READ_BYTES: few reads find a page an earlier read brought in
 READ_BYTES = 64 << 10
@@ -205,19 +206,6 @@ def test_a_trace_of_ten_million_ops_gives_a_report_under_3_mb(ioassess, tmp_path
     assert 10_000 < size < 3 << 20
     html = (tmp_path / "t" / "report.html").read_text()
     assert f"{len(assessment['scatter']['size'])} of {assessment['scatter']['ops_total']} ops drawn" in html
-
-
-def shipped_darshan_logs():
-    """Every distinct log PyDarshan ships (tests/input and examples/example_logs)."""
-    import glob
-
-    import darshan
-
-    root = os.path.dirname(darshan.__file__)
-    by_name = {}
-    for path in sorted(glob.glob(f"{root}/tests/input/*.darshan") + glob.glob(f"{root}/examples/example_logs/*.darshan")):
-        by_name.setdefault(os.path.basename(path), path)
-    return sorted(by_name.values())
 
 
 DXT_LOGS = {"dxt.darshan", "ior_hdf5_example.darshan", "sample-dxt-simple.darshan"}

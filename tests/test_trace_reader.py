@@ -27,7 +27,8 @@ def slot(dtype, **fields):
 
 
 def op_slot(op=tf.Op.READ, **fields):
-    return slot(tf.OP_RECORD_DTYPE, type=tf.SlotType.OP, op=op, **fields)
+    """An op record; it starts when the process starts unless start_ticks says otherwise."""
+    return slot(tf.OP_RECORD_DTYPE, type=tf.SlotType.OP, op=op, **{"start_ticks": START_MONOTONIC_NS, **fields})
 
 
 def clock_slot(ticks, monotonic_ns):

@@ -1,0 +1,450 @@
+"""Damaged, absurd, forged, planted and very many inputs. The traces are recorded here by real
+programs under the real recorder, then damaged (by a seeded fuzzer and by hand), made sparse
+and huge, multiplied, or handed to another user; the Darshan logs are PyDarshan's shipped ones,
+damaged. Each bad input must be refused with one line naming the file and the problem, never a
+traceback, in bounded time and memory, and the rest of the job must still be reported."""
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+
+from ioassess import traceformat as tf
+from ioassess.load import load_job
+from recorder_helpers import clean_env, shipped_darshan_logs
+
+SEED = 20261123
+TRACE_MUTATIONS = 500
+DARSHAN_MUTATIONS = 100
+# The fuzz loop's child: address space beyond what it has after its imports, time per input.
+MEMORY_HEADROOM_BYTES = 1 << 30
+SECONDS_PER_INPUT = 20
+# Darshan logs small enough to assess quickly, to mutate.
+DARSHAN_SEED_BYTES = 20_000
+BOGUS_FILES = 100_000
+PEAK_RSS_LIMIT_KB = 500 * 1024
+TB = 1 << 40
+
+# The program whose traces are mutated: a shell, dd and two cats (several processes, file
+# names, clock pairs); run once as rank 1 on the TSC with a record cap small enough for a summary table,
+# once on the monotonic clock.
+PROGRAM = "dd if=/dev/zero of=data bs=4k count=40 2>/dev/null && cat data >/dev/null && cat data | cat >/dev/null"
+RECORDINGS = {"tsc-capped": {"IOASSESS_CLOCK": "tsc", "IOASSESS_MAX_RECORDS": "12", "IOASSESS_RANK": "1"},
+              "monotonic": {"IOASSESS_CLOCK": "monotonic"}}
+
+
+def record(recorder_lib, trace_dir, work, env):
+    os.makedirs(work, exist_ok=True)
+    full_env = clean_env({"LD_PRELOAD": recorder_lib, "IOASSESS_TRACE_DIR": str(trace_dir), **env})
+    result = subprocess.run(["sh", "-c", PROGRAM], cwd=work, env=full_env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    return sorted(str(p) for p in pathlib.Path(trace_dir).glob("*.iot"))
+
+
+@pytest.fixture(scope="module")
+def recorded(recorder_lib, tmp_path_factory):
+    """{recording: its trace files}, recorded once for the module."""
+    root = tmp_path_factory.mktemp("recorded")
+    return {name: record(recorder_lib, root / name, root / f"{name}-work", env) for name, env in RECORDINGS.items()}
+
+
+def header_of(path):
+    with open(path, "rb") as f:
+        return np.frombuffer(f.read(tf.HEADER_DTYPE.itemsize), tf.HEADER_DTYPE)[0]
+
+
+# ---- A: the fuzzer, in a child process with limited address space and time per input ----
+
+FUZZ_CHILD = r'''
+import json, os, random, resource, signal, sys, traceback
+from ioassess import traceformat as tf
+from ioassess.load import LoadError
+from ioassess.models.modelfile import DEFAULT_MODEL
+from ioassess.report import make_report
+from ioassess.show import format_text, summarise
+from ioassess.trace import TraceFileError, read_trace_dir
+
+job = json.loads(sys.argv[1])
+vm_bytes = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmSize:"))
+resource.setrlimit(resource.RLIMIT_AS, (vm_bytes + job["headroom"],) * 2)
+rng = random.Random(job["seed"])
+EXTREMES = (0, 1, 0x7F, 0xFF, 2**31 - 1, 2**31, 2**32 - 1, 2**53, 2**62, 2**63 - 1, 2**63, 2**64 - 1)
+SLOT_DTYPES = {tf.SlotType.OP: tf.OP_RECORD_DTYPE, tf.SlotType.FILE: tf.FILE_RECORD_DTYPE,
+               tf.SlotType.NAME_PART: tf.NAME_PART_DTYPE, tf.SlotType.CLOCK: tf.CLOCK_RECORD_DTYPE}
+
+
+class OutOfTime(Exception):
+    pass
+
+
+def out_of_time(signum, frame):
+    raise OutOfTime
+
+
+def set_field(data, at, dtype):
+    name = rng.choice(dtype.names)
+    field, offset = dtype.fields[name][:2]
+    size = field.itemsize
+    value = rng.choice(EXTREMES + (rng.getrandbits(64),))
+    if field.kind == "S" or field.subdtype:
+        raw = os.urandom(size)
+    else:
+        raw = (value % (1 << 8 * size)).to_bytes(size, "little")
+    data[at + offset:at + offset + size] = raw
+    return f"{name} at {at} = {raw.hex()}"
+
+
+def mutate_trace(data, number):
+    """The damaged bytes, how they were damaged, and the size to give the file (sparse)."""
+    data = bytearray(data)
+    if number % 50 == 0:
+        return data, "sparse 1 TB", (1 << 40) + tf.HEADER_BYTES
+    kind = rng.choice(["header", "header", "slot", "slot", "summary", "bytes", "truncate", "copy"])
+    slots = [at for at in range(tf.HEADER_BYTES, len(data), tf.SLOT_BYTES) if data[at] in SLOT_DTYPES]
+    summary_offset = int.from_bytes(data[128:136], "little")
+    if kind == "slot" and slots:
+        at = rng.choice(slots)
+        return data, set_field(data, at, SLOT_DTYPES[data[at]]), None
+    if kind == "summary" and summary_offset:
+        at = summary_offset + tf.SUMMARY_ENTRY_DTYPE.itemsize * rng.randrange(8)
+        return data, set_field(data, at, tf.SUMMARY_ENTRY_DTYPE), None
+    if kind == "bytes":
+        for _ in range(rng.randint(1, 8)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        return data, "random bytes", None
+    if kind == "truncate":
+        size = rng.choice([rng.randrange(len(data)), rng.randrange(len(data) // tf.PAGE_BYTES + 1) * tf.PAGE_BYTES])
+        return data[:size], "truncated", None
+    if kind == "copy" and len(slots) > 1:
+        source, target = rng.sample(slots, 2)
+        data[target:target + tf.SLOT_BYTES] = data[source:source + tf.SLOT_BYTES]
+        return data, "slot copied", None
+    return data, set_field(data, 0, tf.HEADER_DTYPE), None
+
+
+def mutate_darshan(data):
+    data = bytearray(data)
+    kind = rng.choice(["bytes", "word", "truncate"])
+    if kind == "truncate":
+        return data[:rng.randrange(len(data))], "truncated"
+    if kind == "word":
+        at = rng.randrange(len(data) - 8)
+        data[at:at + 8] = (rng.choice(EXTREMES) % (1 << 64)).to_bytes(8, "little")
+        return data, f"word at {at}"
+    for _ in range(rng.randint(1, 16)):
+        data[rng.randrange(len(data))] = rng.randrange(256)
+    return data, "random bytes"
+
+
+def write(path, data, size=None):
+    if os.path.exists(path):
+        os.unlink(path)
+    with open(path, "wb") as f:
+        f.write(data)
+        if size:
+            f.truncate(size)
+
+
+results = {"reports": 0, "refused": 0, "failures": [], "timeouts": []}
+
+
+def fail(what, problem):
+    results["failures"].append(f"{what}: {problem}")
+
+
+def check(what, inputs, expect_report, mutated):
+    """make_report and `show`'s summary on the inputs; a refused input must be named in one line."""
+    signal.alarm(job["seconds"])
+    try:
+        try:
+            assessment = make_report(inputs, DEFAULT_MODEL, job["html"], job["json"])
+        except LoadError as error:
+            if expect_report or "\n" in str(error) or not str(error).startswith(f"{mutated}: "):
+                fail(what, f"LoadError {error}")
+            results["refused"] += 1
+        else:
+            results["reports"] += 1
+            paths = [i["path"] for i in assessment["job"]["inputs"]]
+            named = [note for note in assessment["job"]["notes"] if note.startswith(f"{mutated}: ")]
+            if mutated not in paths:
+                results["refused"] += 1
+                if len(named) != 1 or "\n" in named[0]:
+                    fail(what, f"neither read nor named in one note: {assessment['job']['notes']}")
+            if expect_report and inputs[0] not in paths:
+                fail(what, f"the good trace was not reported: {paths}")
+        if mutated.endswith(".iot"):
+            try:
+                format_text(summarise(read_trace_dir(inputs)))
+            except TraceFileError:
+                pass
+    except OutOfTime:
+        results["timeouts"].append(what)
+    except BaseException:
+        fail(what, traceback.format_exc())
+    finally:
+        signal.alarm(0)
+
+
+signal.signal(signal.SIGALRM, out_of_time)
+mutated_trace = os.path.join(job["dir"], "mutated.iot")
+for number in range(job["trace_mutations"]):
+    good, victim = rng.choice(job["pairs"])
+    with open(victim, "rb") as f:
+        data, how, size = mutate_trace(f.read(), number)
+    write(mutated_trace, data, size)
+    check(f"trace {number} ({os.path.basename(victim)}: {how})", [good, mutated_trace], True, mutated_trace)
+mutated_log = os.path.join(job["dir"], "mutated.darshan")
+for number in range(job["darshan_mutations"]):
+    log = rng.choice(job["logs"])
+    with open(log, "rb") as f:
+        data, how = mutate_darshan(f.read())
+    write(mutated_log, data)
+    check(f"darshan {number} ({os.path.basename(log)}: {how})", [mutated_log], False, mutated_log)
+results["max_rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps(results))
+'''
+
+
+def test_fuzzed_traces_and_darshan_logs_are_read_or_refused_in_one_line(recorded, tmp_path):
+    pairs = []
+    for traces in recorded.values():
+        good = min(traces, key=os.path.getsize)   # a small companion keeps the assessment fast
+        pairs += [(good, victim) for victim in traces if os.path.getsize(victim) > tf.HEADER_BYTES]
+    logs = [log for log in shipped_darshan_logs() if os.path.getsize(log) < DARSHAN_SEED_BYTES]
+    job = {"seed": SEED, "pairs": pairs, "logs": logs, "dir": str(tmp_path), "html": str(tmp_path / "r.html"),
+           "json": str(tmp_path / "r.json"), "trace_mutations": TRACE_MUTATIONS,
+           "darshan_mutations": DARSHAN_MUTATIONS, "headroom": MEMORY_HEADROOM_BYTES, "seconds": SECONDS_PER_INPUT}
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    child = subprocess.run([sys.executable, "-c", FUZZ_CHILD, json.dumps(job)], cwd="/", env=env,
+                           capture_output=True, text=True,
+                           timeout=SECONDS_PER_INPUT * (TRACE_MUTATIONS + DARSHAN_MUTATIONS))
+    assert child.returncode == 0, child.stderr[-5000:]
+    results = json.loads(child.stdout.splitlines()[-1])
+    assert results["failures"] == [] and results["timeouts"] == []
+    assert results["reports"] >= TRACE_MUTATIONS   # every trace mutation still reported the good trace
+    assert results["refused"] >= (TRACE_MUTATIONS + DARSHAN_MUTATIONS) // 5   # the damage is seen
+    assert results["max_rss_kb"] < PEAK_RSS_LIMIT_KB
+
+
+# ---- A: each kind of absurd trace, through the command line ----
+
+def forge_header(path, target, **fields):
+    data = bytearray(pathlib.Path(path).read_bytes())
+    header = np.frombuffer(bytes(data[:tf.HEADER_DTYPE.itemsize]), tf.HEADER_DTYPE).copy()
+    for name, value in fields.items():
+        header[name] = value
+    data[:tf.HEADER_DTYPE.itemsize] = header.tobytes()
+    pathlib.Path(target).write_bytes(bytes(data))
+    return target
+
+
+def first_op_slot(data):
+    return next(at for at in range(tf.HEADER_BYTES, len(data), tf.SLOT_BYTES) if data[at] == tf.SlotType.OP)
+
+
+def op_before_start(path, target):
+    data = bytearray(pathlib.Path(path).read_bytes())
+    at = first_op_slot(data) + tf.OP_RECORD_DTYPE.fields["start_ticks"][1]
+    data[at:at + 8] = (int(header_of(path)["start_ticks"]) - 10**9).to_bytes(8, "little")
+    pathlib.Path(target).write_bytes(bytes(data))
+    return target
+
+
+def sparse_terabyte(path, target):
+    pathlib.Path(target).write_bytes(pathlib.Path(path).read_bytes())
+    os.truncate(target, TB + tf.HEADER_BYTES)
+    return target
+
+
+def over_the_record_cap(path, target):
+    return forge_header(path, target, record_cap=1)
+
+
+ABSURD = {
+    "op before start": (op_before_start, "corrupt: 1 op records start before the process started"),
+    "start after 2262": (lambda p, t: forge_header(p, t, start_realtime_ns=2**63 + 5),
+                         f"corrupt: starts at {2**63 + 5} ns since the epoch, after the year 2116"),
+    "summary table of 2^40 entries": (
+        lambda p, t: forge_header(p, t, summary_offset=tf.HEADER_BYTES, summary_entries=1 << 40),
+        f"corrupt: {1 << 40} summary entries, more than the 65536 this reader takes (the recorder writes 4096)"),
+    "more ops than the cap": (over_the_record_cap, "corrupt: more op records than its record cap of 1"),
+}
+
+
+def test_absurd_traces_are_refused_in_one_line_each_and_the_rest_is_reported(ioassess, recorded, tmp_path):
+    traces = recorded["monotonic"]
+    victim = max(traces, key=os.path.getsize)   # the one with ops
+    forged = {name: make(victim, str(tmp_path / f"{i}.iot")) for i, (name, (make, _)) in enumerate(ABSURD.items())}
+    sparse = sparse_terabyte(victim, str(tmp_path / "sparse.iot"))
+
+    shown = ioassess("show", *traces, *forged.values(), sparse, "--json")
+    assert shown.returncode == 2 and "Traceback" not in shown.stderr
+    assert shown.stderr.splitlines() == [f"ioassess: {forged[name]}: {problem}" for name, (_, problem) in
+                                         ABSURD.items()]
+    summary = json.loads(shown.stdout)
+    assert summary["process_count"] == len(traces) + 1   # the sparse one holds the victim's data: it is read
+    assert sorted(p["path"] for p in summary["processes"]) == sorted(traces + [sparse])
+
+    report = ioassess("report", *traces, *forged.values(), "-o", tmp_path / "r.html", "--json", tmp_path / "r.json")
+    assert report.returncode == 0, report.stderr
+    notes = json.loads((tmp_path / "r.json").read_text())["job"]["notes"]
+    first, *next_two = [f"{forged[name]}: {problem}" for name, (_, problem) in list(ABSURD.items())[:3]]
+    assert notes[0] == f"{first}; and {len(ABSURD) - 1} more trace files that are damaged, among them " + \
+        "; ".join(next_two)
+
+    alone = ioassess("report", forged["start after 2262"], "-o", tmp_path / "alone.html")
+    assert alone.returncode == 2
+    assert alone.stderr.splitlines() == [f"ioassess: {forged['start after 2262']}: {ABSURD['start after 2262'][1]}"]
+    assert not (tmp_path / "alone.html").exists()
+
+
+def test_a_sparse_terabyte_trace_costs_the_time_and_memory_of_what_it_stores(recorded, tmp_path):
+    victim = max(recorded["monotonic"], key=os.path.getsize)
+    sparse = sparse_terabyte(victim, str(tmp_path / "sparse.iot"))
+    limit = "import resource; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30)); "
+    child = subprocess.run(
+        [sys.executable, "-c", limit + "import sys; from ioassess.load import load_job; "
+                                       "print(load_job(sys.argv[1:]).processes[0].pid)", sparse],
+        cwd="/", env=dict(os.environ, OPENBLAS_NUM_THREADS="1"), capture_output=True, text=True, timeout=30)
+    assert child.returncode == 0, child.stderr
+    assert int(child.stdout) == int(header_of(victim)["pid"])
+
+
+def test_a_damaged_darshan_log_beside_good_traces_is_a_note(ioassess, recorded, tmp_path):
+    log = tmp_path / "damaged.darshan"
+    shipped = next(p for p in shipped_darshan_logs() if os.path.basename(p) == "sample-dxt-simple.darshan")
+    log.write_bytes(pathlib.Path(shipped).read_bytes()[:100])
+    traces = recorded["monotonic"]
+    result = ioassess("report", *traces, log, "-o", tmp_path / "r.html", "--json", tmp_path / "r.json")
+    assert result.returncode == 0, result.stderr
+    job = json.loads((tmp_path / "r.json").read_text())["job"]
+    assert job["processes_recorded"] == len(traces)
+    (note,) = [note for note in job["notes"] if str(log) in note]
+    assert note.startswith(f"not used: {log}: ") and "\n" not in note
+    alone = ioassess("report", log, "-o", tmp_path / "alone.html")
+    assert alone.returncode == 2 and len(alone.stderr.splitlines()) == 1
+    assert alone.stderr.startswith(f"ioassess: {log}: ")
+
+
+# ---- B: very many bogus traces ----
+
+PEAK_RSS_WRAPPER = r'''
+import resource, subprocess, sys
+resource.setrlimit(resource.RLIMIT_STACK, (256 << 20, 256 << 20))   # room for 100,000 arguments
+status = subprocess.run(sys.argv[2:], cwd=sys.argv[1], capture_output=True, text=True)
+print(status.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.stderr.write(status.stderr)
+'''
+
+
+def report_peak_rss(cwd, *args):
+    """(exit status, peak RSS in KiB, stderr) of `ioassess report ARGS`, measured alone."""
+    wrapper = subprocess.run([sys.executable, "-c", PEAK_RSS_WRAPPER, cwd, sys.executable, "-m", "ioassess",
+                              "report", *map(str, args)], capture_output=True, text=True, timeout=300)
+    status, peak_kb = map(int, wrapper.stdout.split())
+    return status, peak_kb, wrapper.stderr
+
+
+def test_a_hundred_thousand_bogus_traces_cost_bounded_memory_and_notes(recorded, tmp_path):
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    good = recorded["monotonic"]
+    for path in good:
+        (traces / os.path.basename(path)).write_bytes(pathlib.Path(path).read_bytes())
+    for i in range(BOGUS_FILES):
+        (traces / f"{i:05x}.iot").write_bytes(b"not a trace at all" if i % 100 else tf.MAGIC + b"cut short")
+    names = sorted(os.listdir(traces))
+
+    for arguments in (names, [traces]):
+        status, peak_kb, stderr = report_peak_rss(traces, *arguments, "-o", tmp_path / "r.html", "--json",
+                                                  tmp_path / "r.json")
+        assert status == 0, stderr
+        assert peak_kb < PEAK_RSS_LIMIT_KB
+        job = json.loads((tmp_path / "r.json").read_text())["job"]
+        assert job["processes_recorded"] == len(good)
+        too_short, bad_magic = job["notes"]   # in the order of their first files
+        directory = "" if arguments is names else f"{traces}/"
+        assert too_short == f"{directory}00000.iot: truncated: 17 bytes, the header alone needs 4096; and " \
+            f"{BOGUS_FILES // 100 - 1:,} more trace files that are damaged, among them " \
+            f"{directory}00064.iot: truncated: 17 bytes, the header alone needs 4096; " \
+            f"{directory}000c8.iot: truncated: 17 bytes, the header alone needs 4096"
+        assert bad_magic.startswith(f"{directory}00001.iot: not an ioassess trace (bad magic); and "
+                                    f"{BOGUS_FILES - BOGUS_FILES // 100 - 1:,} more trace files that are not "
+                                    f"ioassess traces, among them {directory}00002.iot: ")
+        assert len(job["inputs"]) == (len(good) if arguments is names else 1)
+        assert (tmp_path / "r.json").stat().st_size < 200_000
+
+
+# ---- C: traces of another user ----
+
+def planted(recorded, directory, owner, intruder):
+    """The monotonic recording in directory, owned by owner, and the TSC one's largest trace
+    (another run, another executable name in its header) owned by intruder."""
+    directory.mkdir()
+    for path in recorded["monotonic"]:
+        copy = directory / os.path.basename(path)
+        copy.write_bytes(pathlib.Path(path).read_bytes())
+        os.chown(copy, owner, -1)
+    intruder_trace = forge_header(max(recorded["tsc-capped"], key=os.path.getsize), directory / "z-planted.iot",
+                                  exe=b"/home/attacker/evil", rank=0)
+    os.chown(intruder_trace, intruder, -1)
+    os.chmod(intruder_trace, 0o644)
+    return str(intruder_trace)
+
+
+@pytest.fixture
+def searchable_tmp():
+    """A temporary directory every user can search (pytest's tmp_path is under root's 0700 one)."""
+    root = tempfile.mkdtemp(prefix="ioassess-owner-", dir="/tmp")
+    os.chmod(root, 0o755)
+    yield pathlib.Path(root)
+    shutil.rmtree(root)
+
+
+def test_traces_of_another_user_are_refused(ioassess, recorded, searchable_tmp, job_user, installation_reachable):
+    tmp_path = searchable_tmp
+    victim_dir = tmp_path / "victim"
+    plant = planted(recorded, victim_dir, job_user.pw_uid, 0)
+    os.chown(victim_dir, job_user.pw_uid, -1)
+    refused = f"{plant}: belongs to uid 0, not to uid {job_user.pw_uid} whose traces these are: refused"
+
+    # as root, the owner of the directory given
+    result = ioassess("report", victim_dir, "-o", tmp_path / "r.html", "--json", tmp_path / "r.json")
+    assert result.returncode == 0, result.stderr
+    job = json.loads((tmp_path / "r.json").read_text())["job"]
+    assert job["notes"][0] == refused and job["exe"] != "/home/attacker/evil"
+    assert job["processes_recorded"] == len(recorded["monotonic"])
+
+    # as the victim, its own uid
+    out = tmp_path / "out"
+    out.mkdir()
+    os.chown(out, job_user.pw_uid, -1)
+    as_victim = subprocess.run([sys.executable, "-m", "ioassess", "report", victim_dir, "-o", out / "r.html",
+                                "--json", out / "r.json"], cwd="/", user=job_user.pw_uid, group=job_user.pw_gid,
+                               extra_groups=[], capture_output=True, text=True, timeout=120,
+                               env=clean_env({"PATH": "/usr/bin:/bin"}))
+    assert as_victim.returncode == 0, as_victim.stderr
+    assert json.loads((out / "r.json").read_text())["job"]["notes"][0] == refused
+
+    # load_job with the owner given, as the epilog gives the job's uid
+    assert [p.pid for p in load_job([str(victim_dir)], owner_uid=0).processes] == [int(header_of(plant)["pid"])]
+
+    # --owner, and directories of two users
+    mine = tmp_path / "mine"
+    planted(recorded, mine, 0, job_user.pw_uid)
+    both = ioassess("report", victim_dir, mine, "-o", tmp_path / "both.html")
+    assert both.returncode == 2 and len(both.stderr.splitlines()) == 1
+    assert "the trace directories belong to different users" in both.stderr and "--owner" in both.stderr
+    chosen = ioassess("report", victim_dir, mine, "--owner", job_user.pw_name, "-o", tmp_path / "c.html",
+                      "--json", tmp_path / "c.json")
+    assert chosen.returncode == 0, chosen.stderr
+    job = json.loads((tmp_path / "c.json").read_text())["job"]
+    assert job["processes_recorded"] == len(recorded["monotonic"]) + 1   # the victim's, and the one planted in mine
+    assert f"; and {len(recorded['monotonic'])} more trace files that belong to another user, among them " \
+        in job["notes"][0]
