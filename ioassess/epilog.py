@@ -15,6 +15,7 @@ import configparser
 import ctypes
 import dataclasses
 import datetime
+import errno
 import grp
 import json
 import os
@@ -198,7 +199,9 @@ class EpilogLog:
         try:
             fd = os.open(path, flags, 0o640)
         except OSError as error:
-            return self._refuse(path, error.strerror)
+            # A FIFO with no reader, or a socket: ENXIO where a blocking open would wait.
+            return self._refuse(path, "not a regular file (a FIFO or socket)" if error.errno == errno.ENXIO
+                                else error.strerror)
         problem = log_file_problem(os.fstat(fd), os.geteuid())
         if problem:
             os.close(fd)
@@ -611,11 +614,18 @@ def make_job_report(work, left_out):
                                  mode=mode, group=group)
     except OSError as error:
         raise EpilogError(f"{work.output}: cannot write the report: {error.strerror}") from None
-    left_out += [note for note in assessment["job"]["notes"] if note.split(": ", 1)[0] in traces]
+    left_out += trace_problems(assessment["job"]["notes"], traces)
     grid = assessment.get("site_grid") or {}
     if grid.get("problem"):
         left_out.append(f"site grid {grid['path']}: {grid['problem']}")
     return f"wrote {' and '.join(destinations)}{unshared}"
+
+
+def trace_problems(notes, traces):
+    """The job's notes that say why one of the traces could not be read: those that start with
+    its path, as TraceFileError puts it on one line (line breaks as spaces)."""
+    prefixes = tuple(" ".join(f"{path}: ".splitlines()) for path in traces)
+    return [note for note in notes if note.startswith(prefixes)]
 
 
 def report_permissions(group_name):
