@@ -402,9 +402,12 @@ def run_worker(job, work, time_limit):
     finally:
         os.close(result_read)
         worker.stdout.close()
-    if not finished:
-        return _stopped(time_limit, left)
-    return worker_outcome(worker.returncode, result.data, output.data)
+    line = (worker_outcome(worker.returncode, result.data, output.data) if finished else
+            f"the report took longer than the time limit of {time_limit:g} s and was stopped: no report written")
+    if left:
+        line += (f"; processes it started ({', '.join(map(str, left))}) did not end after SIGKILL (stuck in a "
+                 "file system?) and were left")
+    return line
 
 
 def worker_command(result_fd):
@@ -520,14 +523,6 @@ def _read_available(streams):
                 stream.read()
         except BlockingIOError:
             pass
-
-
-def _stopped(time_limit, left):
-    stopped = f"the report took longer than the time limit of {time_limit:g} s and was stopped"
-    if left:
-        return f"{stopped}; its processes {', '.join(map(str, left))} did not end after SIGKILL (stuck in a " \
-               "file system?) and were left"
-    return f"{stopped}: no report written"
 
 
 def worker_outcome(returncode, result, output):
@@ -654,14 +649,19 @@ def job_trace_files(trace_dir, job_id, uid, left_out):
         raise EpilogError(f"{trace_dir}: cannot list the traces: {error.strerror}") from None
     prefix = f"ioassess_{job_id}_"
     named = sorted((entry.path for entry in entries if entry.name.startswith(prefix) and entry.name.endswith(".iot")))
-    traces = []
-    for path in named:
+    return users_files(named, uid, left_out)
+
+
+def users_files(paths, uid, left_out):
+    """The paths that are regular files of uid's; the others are appended to left_out."""
+    kept = []
+    for path in paths:
         problem = not_the_users_file(path, uid)
         if problem:
             left_out.append(f"{path}: {problem}")
         else:
-            traces.append(path)
-    return traces
+            kept.append(path)
+    return kept
 
 
 def not_the_users_file(path, uid):
@@ -704,23 +704,20 @@ def choose_darshan_log(paths, uid, job_id, left_out):
     """[the largest of paths that is a regular file of the job's user and, read with the
     project's Darshan reader, a log of job job_id], or []; the others are appended to left_out."""
     from .darshan_log import DarshanLogError, read_darshan_log
-    chosen = []
-    for path in paths:
-        problem = not_the_users_file(path, uid)
-        if not problem and chosen:
-            problem = f"another Darshan log of this job: not assessed, {chosen[0]} is larger"
-        elif not problem:
-            try:
-                logged_job = read_darshan_log(path).job_id
-            except DarshanLogError as error:
-                logged_job, problem = None, error.problem
-            if logged_job not in (None, job_id):
-                problem = f"the log of job {logged_job}, not of job {job_id}: left out"
-        if problem:
-            left_out.append(f"{path}: {problem}")
-        else:
-            chosen.append(path)
-    return chosen
+    owned = users_files(paths, uid, left_out)
+    for index, path in enumerate(owned):
+        try:
+            logged_job = read_darshan_log(path).job_id
+        except DarshanLogError as error:
+            left_out.append(str(error))
+            continue
+        if logged_job != job_id:
+            left_out.append(f"{path}: the log of job {logged_job}, not of job {job_id}: left out")
+            continue
+        left_out += [f"{other}: another Darshan log of this job: not assessed, {path} is larger"
+                     for other in owned[index + 1:]]
+        return [path]
+    return []
 
 
 def check_destination(path, uid):
