@@ -506,15 +506,17 @@ FLOOD_MIB = 256
 # The epilog's own peak resident size; reading all of the flood would take more than FLOOD_MIB.
 PARENT_RSS_LIMIT_MIB = 120
 # The epilog, with its worker started as it was before the worker was isolated: user
-# site-packages on and HOME the user's; prints its peak resident size (KiB) on stdout.
+# site-packages on and HOME the user's; prints its peak resident size (VmHWM, KiB: that of its
+# own program, where getrusage's ru_maxrss would count the test's process it was forked from).
 NOT_ISOLATED = """
-import resource, sys
+import sys
 import ioassess.cli, ioassess.epilog as epilog
 home = sys.argv.pop(1)
 epilog.worker_command = lambda fd: ["/usr/bin/env", "HOME=" + home, sys.executable, "-c", epilog.WORKER_BOOTSTRAP,
                                     epilog.PACKAGE_PARENT, str(fd)]
 status = ioassess.cli.main(sys.argv[1:])
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+with open("/proc/self/status") as f:
+    print(next(line.split()[1] for line in f if line.startswith("VmHWM:")))
 sys.exit(status)
 """
 
