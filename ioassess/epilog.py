@@ -373,14 +373,15 @@ def work_for(job, settings):
 def run_worker(job, work, time_limit):
     """Run the worker as the job's user for at most time_limit seconds; the line to log: its
     outcome (summary_line), or why there is none. Whatever the worker started is ended when it
-    ends or is stopped (end_descendants), and of its output only the last OUTPUT_TAIL bytes are
-    kept, for the line saying why it failed."""
+    ends or is stopped (end_cgroup, end_descendants), and of its output only the last
+    OUTPUT_TAIL bytes are kept, for the line saying why it failed."""
     options = {}
     if os.geteuid() == 0:
         # subprocess sets the supplementary groups, then the group, then the user (real,
         # effective and saved), in the child before it runs Python.
         options = {"user": work.uid, "group": work.gid, "extra_groups": work.groups}
     become_child_subreaper()
+    cgroup = new_cgroup()
     result_read, result_write = os.pipe()
     try:
         worker = subprocess.Popen(worker_command(result_write), cwd="/", env=_worker_environment(job), umask=0o077,
@@ -388,20 +389,26 @@ def run_worker(job, work, time_limit):
                                   stderr=subprocess.STDOUT, pass_fds=(result_write,), **options)
     except OSError as error:
         os.close(result_read)
+        remove_cgroup(cgroup)
         raise EpilogError(f"{sys.executable}: cannot start the report process: {error.strerror}") from None
     finally:
         os.close(result_write)
+    # Before it has its work the worker runs only the epilog's code: nothing it starts is
+    # outside the cgroup.
+    cgroup = moved_into(cgroup, worker.pid)
     result, output = Kept(result_read, RESULT_LIMIT, keep="first"), Kept(worker.stdout.fileno(), OUTPUT_TAIL)
     try:
         _send(worker.stdin, json.dumps(dataclasses.asdict(work)).encode())
         finished = _read_until_exit(worker, (result, output), time.monotonic() + time_limit)
         if not finished:
             worker.kill()
+        end_cgroup(cgroup)
         left = end_descendants()
         _read_available((result, output))
     finally:
         os.close(result_read)
         worker.stdout.close()
+        remove_cgroup(cgroup)
     line = (worker_outcome(worker.returncode, result.data, output.data) if finished else
             f"the report took longer than the time limit of {time_limit:g} s and was stopped: no report written")
     if left:
@@ -431,6 +438,64 @@ def become_child_subreaper():
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         raise EpilogError(f"cannot collect the report's processes (prctl PR_SET_CHILD_SUBREAPER): "
                           f"{os.strerror(ctypes.get_errno())}")
+
+
+def new_cgroup():
+    """The path of a new cgroup (v2) below this process's own, for the worker, or None where
+    one cannot be made (no cgroup2 file system, not root, a cgroup tree managed otherwise):
+    then end_descendants alone ends the worker's processes."""
+    try:
+        with open("/proc/self/mounts") as mounts:
+            mount = next(fields[1] for fields in map(str.split, mounts) if fields[2] == "cgroup2")
+        with open("/proc/self/cgroup") as cgroups:
+            own = next(line[3:].strip() for line in cgroups if line.startswith("0::"))
+        path = os.path.join(mount, own.lstrip("/"), f"ioassess-epilog-{os.getpid()}")
+        os.mkdir(path, 0o700)
+    except (OSError, StopIteration):
+        return None
+    return path
+
+
+def moved_into(cgroup, pid):
+    """cgroup, with pid moved into it; None (and the cgroup removed) if it cannot be moved."""
+    if cgroup is None:
+        return None
+    try:
+        with open(os.path.join(cgroup, "cgroup.procs"), "w") as procs:
+            procs.write(str(pid))
+    except OSError:
+        remove_cgroup(cgroup)
+        return None
+    return cgroup
+
+
+def end_cgroup(cgroup):
+    """SIGKILL every process in the cgroup, at once with cgroup.kill (Linux 5.14), else one by
+    one; end_descendants then reaps them (they are all descendants of this process)."""
+    if cgroup is None:
+        return
+    try:
+        with open(os.path.join(cgroup, "cgroup.kill"), "w") as kill:
+            kill.write("1")
+        return
+    except FileNotFoundError:
+        pass
+    with open(os.path.join(cgroup, "cgroup.procs")) as procs:
+        for pid in map(int, procs.read().split()):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def remove_cgroup(cgroup):
+    """Remove the cgroup once empty; one that a stuck process keeps is left (and said so by
+    end_descendants)."""
+    if cgroup is not None:
+        try:
+            os.rmdir(cgroup)
+        except OSError:
+            pass
 
 
 def end_descendants():

@@ -659,3 +659,36 @@ def test_report_group_shares_the_reports_with_a_group_the_user_is_in(ioassess, s
     for path in (site.report(), site.report(suffix="json")):
         status = os.stat(path)
         assert (stat.S_IMODE(status.st_mode), status.st_gid == gid) == ((0o640, True) if member else (0o600, False))
+
+
+def test_the_worker_runs_in_a_cgroup_of_its_own_that_is_removed_after(site, recorder_lib):
+    """Where a cgroup v2 can be made (as root, with cgroup2 mounted, as here), the worker is
+    moved into one of its own before it has its work, so that cgroup.kill ends all it starts;
+    seen while the worker blocks opening a FIFO as its model, until the time limit."""
+    with open("/proc/self/mounts") as mounts:
+        assert any(fields[2] == "cgroup2" for fields in map(str.split, mounts)), "no cgroup2 file system mounted"
+    site.record_job(recorder_lib)
+    fifo = os.path.join(site.root, "model.json")
+    os.mkfifo(fifo, 0o644)
+    settings = site.settings(model=fifo, time_limit="5")
+    epilog_process = subprocess.Popen([sys.executable, "-m", "ioassess", "epilog", "--config", settings], cwd="/",
+                                      env=clean_env(site.slurm_environment()), stderr=subprocess.PIPE, text=True)
+    cgroup_name = f"ioassess-epilog-{epilog_process.pid}"
+    seen = None
+    while seen is None and epilog_process.poll() is None:
+        seen = next((line for pid in _processes_of(site.user.pw_uid) for line in _cgroups(pid)
+                     if line.endswith(f"/{cgroup_name}")), None)
+    _, stderr = epilog_process.communicate(timeout=300)
+    assert seen, f"no process of {USER} was seen in a cgroup {cgroup_name}; the epilog said: {stderr}"
+    assert "the report took longer than the time limit of 5 s" in stderr
+    mount = next(fields[1] for fields in map(str.split, open("/proc/self/mounts")) if fields[2] == "cgroup2")
+    assert not os.path.exists(os.path.join(mount, seen.split("::", 1)[1].lstrip("/")))
+    assert _processes_of(site.user.pw_uid) == []
+
+
+def _cgroups(pid):
+    try:
+        with open(f"/proc/{pid}/cgroup") as f:
+            return f.read().splitlines()
+    except FileNotFoundError:
+        return []
