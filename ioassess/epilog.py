@@ -7,8 +7,9 @@ environment, decides whether this node makes the report, and starts the worker, 
 user), which checks its own ids before it opens anything. Only the worker touches the job's
 files: it finds the traces and the Darshan log, checks them and where the report goes, writes
 the report, and sends its outcome on a pipe of its own. The parent, child subreaper of
-everything the worker starts, waits at most the time limit, ends every process the worker left,
-logs exactly one line and exits 0 whatever happened: Slurm drains a node whose Epilog fails.
+everything the worker starts (and with the worker in a cgroup of its own where one can be
+made), waits at most the time limit, ends every process the worker left, logs exactly one line
+and exits 0 whatever happened: Slurm drains a node whose Epilog fails.
 """
 import argparse
 import configparser
