@@ -50,10 +50,14 @@ OUTPUT_TAIL = 4096
 # The longest line the epilog logs, in characters.
 LOG_LINE_LIMIT = 2000
 PR_SET_CHILD_SUBREAPER = 36   # <linux/prctl.h>
-# The worker's program, run by `python -I -c`: argv[1] the directory ioassess is imported from,
-# argv[2] the file descriptor of its result.
-WORKER_BOOTSTRAP = ("import sys; sys.path.insert(0, sys.argv[1]); from ioassess.epilog import worker_main; "
-                    "sys.exit(worker_main(int(sys.argv[2])))")
+# The worker's program, run by `python -I -c`: argv[1] the directory ioassess is imported from
+# (put first, as PYTHONPATH would be, when it is not on the isolated interpreter's path, as for
+# an installation on PYTHONPATH), argv[2] the file descriptor of its result.
+WORKER_BOOTSTRAP = ("import sys\n"
+                    "if sys.argv[1] not in sys.path:\n"
+                    "    sys.path.insert(0, sys.argv[1])\n"
+                    "from ioassess.epilog import worker_main\n"
+                    "sys.exit(worker_main(int(sys.argv[2])))\n")
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLACEHOLDER = re.compile(r"%(.?)")
 PLACEHOLDERS = "%j job id, %u user name, %U uid, %h node, %w job's working directory, %H home, %% a %"
