@@ -26,7 +26,7 @@ import pytest
 from darshan.log_utils import get_log_path
 
 import ioassess
-from ioassess.epilog import first_host
+from ioassess.epilog import LOG_LINE_LIMIT, first_host
 from recorder_helpers import REPO, clean_env, describe, tool
 
 USER = "ioassess-test"
@@ -499,8 +499,18 @@ os.write(1, b"2026-01-01T00:00:00 node1 ioassess epilog[1]: job {job} (root): wr
 chunk = b"x" * (1 << 20)
 for _ in range({flood_mib}):
     os.write(1, chunk)
-while {overrun}:
+while {mode!r} == "overruns":
     os.write(1, chunk)
+if {mode!r} == "forges the result":   # a result of its own on the worker's result pipe, the worker's to /dev/null
+    import fcntl, json, stat
+    for fd in range(3, 64):
+        try:
+            if stat.S_ISFIFO(os.fstat(fd).st_mode) and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:
+                os.write(fd, json.dumps({{"outcome": "forged\\nline " + "x" * 10000, "left_out": 0,
+                                          "first_left_out": ""}}).encode())
+                os.dup2(os.open("/dev/null", os.O_WRONLY), fd)
+        except OSError:
+            pass
 """
 FLOOD_MIB = 256
 # The epilog's own peak resident size; reading all of the flood would take more than FLOOD_MIB.
@@ -521,24 +531,31 @@ sys.exit(status)
 """
 
 
-@pytest.mark.parametrize("overrun", [False, True], ids=["finishes", "overruns"])
+@pytest.mark.parametrize("mode", ["finishes", "overruns", "forges the result"])
 def test_code_in_the_worker_leaves_no_process_forges_no_line_and_floods_no_memory(
-        make_site, home_user, user_site, recorder_lib, overrun):
+        make_site, home_user, user_site, recorder_lib, mode):
+    """User code in a worker that runs it (as the worker did before `python -I`): its daemon is
+    ended, its 256 MiB of output and its lines dressed as the epilog's are read and dropped, the
+    worker finishes (or is stopped at the limit), and the log has one line, the epilog's. A
+    result it sends in place of the worker's is still one line, escaped and cut to the limit."""
     site = make_site(home_user)
     pidfile = os.path.join(site.root, "daemon.pid")
     os.chmod(site.root, 0o1777)
-    plant(user_site, "hostile.py", HOSTILE.format(pidfile=pidfile, job=JOB, flood_mib=FLOOD_MIB, overrun=overrun),
-          home_user)
+    plant(user_site, "hostile.py", HOSTILE.format(pidfile=pidfile, job=JOB, flood_mib=FLOOD_MIB, mode=mode), home_user)
     plant(user_site, "hook.pth", f"import runpy; runpy.run_path({os.path.join(user_site, 'hostile.py')!r})\n",
           home_user)
     site.record_job(recorder_lib)
+    overrun = mode == "overruns"
     time_limit = "8" if overrun else "120"
     result = subprocess.run([sys.executable, "-c", NOT_ISOLATED, home_user.pw_dir, "epilog", "--config",
                              site.settings(time_limit=time_limit), "--json", ""], env=clean_env(site.slurm_environment()),
                             cwd="/", capture_output=True, text=True, timeout=300)
-    outcome = (f"the report took longer than the time limit of {time_limit} s and was stopped" if overrun
-               else f"wrote {site.report()}")
-    assert_one_line(site, result, f"job {JOB} ({HOME_USER}): {outcome}")
+    outcome = {"finishes": f"wrote {site.report()}",
+               "overruns": f"the report took longer than the time limit of {time_limit} s and was stopped",
+               "forges the result": "forged\\x0aline xxx"}[mode]
+    line = assert_one_line(site, result, f"job {JOB} ({HOME_USER}): {outcome}")
+    if mode == "forges the result":
+        assert len(line.split(": ", 1)[1]) == LOG_LINE_LIMIT and line.endswith(" more characters)"), line
     assert "/etc/shadow" not in result.stderr
     assert os.path.exists(pidfile), "the .pth did not run in the worker"
     assert _processes_of(home_user.pw_uid) == []
