@@ -20,6 +20,7 @@ import sys
 
 from . import mpiio_library_path, recorder_library_path
 from .epilog import add_options as add_epilog_options, run as run_epilog
+from .escape import printable
 from .files import file_system_of
 from .models.modelfile import DEFAULT_MODEL, ModelFileError, list_models, load_model, model_path, model_summary
 from .models.training import PROFILES, TrainingError, refit, train
@@ -178,7 +179,8 @@ def _describe(error):
 
 
 def _print_error(message):
-    print(f"ioassess: {message}", file=sys.stderr)
+    """One line on stderr; the file names in it are the job's, so printed with escapes."""
+    print(f"ioassess: {printable(str(message))}", file=sys.stderr)
 
 
 def _show(args):
@@ -350,7 +352,7 @@ def _report_after_run(trace_dir, model):
         _print_error(f"no report: {_describe(error)}")
         return
     except Exception as error:  # a defect of the reporter must not change the command's exit status
-        _print_error(f"no report: internal error ({type(error).__name__}: {' '.join(str(error).split())})")
+        _print_error(f"no report: internal error ({type(error).__name__}: {error})")
         return
     _print_error(f"wrote {html} and {assessment}")
 

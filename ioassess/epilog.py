@@ -2,26 +2,36 @@
 the job) or TaskEpilog (as the job's user, after every task). Settings and layout: docs/epilog.md.
 
 The process Slurm starts (the parent) reads the site's settings and the job's facts from the
-environment, decides whether this node makes the report, and starts the worker,
-`python -m ioassess.epilog`, as the job's user (supplementary groups, then group, then user),
-which checks its own ids before it opens anything. Only the worker touches the job's files: it
-finds the traces and the Darshan log, checks where the report goes and writes it. The parent
-waits at most the time limit, kills the worker's process group past it, logs one line per
-outcome and exits 0 whatever happened: Slurm drains a node whose Epilog fails.
+environment, decides whether this node makes the report, and starts the worker, an isolated
+`python -I` running worker_main, as the job's user (supplementary groups, then group, then
+user), which checks its own ids before it opens anything. Only the worker touches the job's
+files: it finds the traces and the Darshan log, checks them and where the report goes, writes
+the report, and sends its outcome on a pipe of its own. The parent, child subreaper of
+everything the worker starts (and with the worker in a cgroup of its own where one can be
+made), waits at most the time limit, ends every process the worker left, logs exactly one line
+and exits 0 whatever happened: Slurm drains a node whose Epilog fails.
 """
 import argparse
 import configparser
+import ctypes
 import dataclasses
 import datetime
+import errno
+import grp
 import json
 import os
 import pwd
 import re
+import select
 import signal
 import socket
 import stat
 import subprocess
 import sys
+import syslog
+import time
+
+from .escape import printable
 
 from .models.modelfile import DEFAULT_MODEL
 
@@ -31,6 +41,24 @@ NODES = ("first", "all")
 # After SIGKILL, how long the parent waits for the worker to be gone; a worker stuck in the
 # kernel (a hung file system) cannot die, and is left behind rather than holding up the node.
 REAP_GRACE_S = 5.0
+# How often the parent checks whether the worker has ended while it reads its output.
+EXIT_POLL_S = 0.05
+# What the parent keeps of the worker's result and of its output (stdout and stderr), in bytes;
+# the rest is read and discarded.
+RESULT_LIMIT = 64 * 1024
+OUTPUT_TAIL = 4096
+# The longest line the epilog logs, in characters.
+LOG_LINE_LIMIT = 2000
+PR_SET_CHILD_SUBREAPER = 36   # <linux/prctl.h>
+# The worker's program, run by `python -I -c`: argv[1] the directory ioassess is imported from
+# (put first, as PYTHONPATH would be, when it is not on the isolated interpreter's path, as for
+# an installation on PYTHONPATH), argv[2] the file descriptor of its result.
+WORKER_BOOTSTRAP = ("import sys\n"
+                    "if sys.argv[1] not in sys.path:\n"
+                    "    sys.path.insert(0, sys.argv[1])\n"
+                    "from ioassess.epilog import worker_main\n"
+                    "sys.exit(worker_main(int(sys.argv[2])))\n")
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLACEHOLDER = re.compile(r"%(.?)")
 PLACEHOLDERS = "%j job id, %u user name, %U uid, %h node, %w job's working directory, %H home, %% a %"
 
@@ -51,6 +79,7 @@ class Settings:
     nodes: str = "first"
     time_limit: float = 60.0
     log: str = ""
+    report_group: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +109,7 @@ class Work:
     output: str
     json: str
     model: str
+    report_group: str
 
 
 def _days(text):
@@ -130,7 +160,11 @@ def add_options(parser):
            help="make the report on the first node of the job only, or on every node (default: first)")
     option("--time-limit", metavar="SECONDS", type=_seconds,
            help=f"stop the report after this long (default: {defaults.time_limit:g})")
-    option("--log", metavar="FILE", help="also append the lines said to this file (default: stderr only)")
+    option("--log", metavar="FILE",
+           help="also append the lines said to this file, if it is a regular file of root's (default: stderr only)")
+    option("--report-group", metavar="GROUP",
+           help="make the reports readable by this group (mode 0640) when the job's user is in it "
+                "(default: none, mode 0600)")
 
 
 def run(args):
@@ -144,8 +178,7 @@ def run(args):
             return 0
         job = job_context(os.environ)
         log.prefix = f"job {job.job_id} ({job.user}): "
-        for line in run_worker(job, work_for(job, settings), settings.time_limit):
-            log.line(line)
+        log.line(run_worker(job, work_for(job, settings), settings.time_limit))
     except EpilogError as error:
         log.line(str(error))
     except Exception as error:   # a bug must not drain the node: it is one line in the log too
@@ -154,33 +187,75 @@ def run(args):
 
 
 class EpilogLog:
-    """One line per outcome, on stderr and appended to the site's log file when there is one."""
+    """One line per outcome, on stderr and appended to the site's log file when it is a safe
+    one (log_file_problem), else sent to syslog. Every line is printed with its control
+    characters escaped and is at most LOG_LINE_LIMIT characters long."""
 
     def __init__(self, stream):
         self.stream = stream
         self.fd = None
+        self.to_syslog = False
         self.prefix = ""
 
     def open(self, path):
+        """Open the log without following a link and without blocking (a FIFO would block a
+        writer until someone reads it), and keep it only if it is safe to append root's lines to."""
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         try:
-            self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o640)
+            fd = os.open(path, flags, 0o640)
         except OSError as error:
-            self.line(f"{path}: cannot open the log: {error.strerror}; logging on stderr only")
+            # A FIFO with no reader, or a socket: ENXIO where a blocking open would wait.
+            return self._refuse(path, "not a regular file (a FIFO or socket)" if error.errno == errno.ENXIO
+                                else error.strerror)
+        problem = log_file_problem(os.fstat(fd), os.geteuid())
+        if problem:
+            os.close(fd)
+            return self._refuse(path, problem)
+        self.fd = fd
+
+    def _refuse(self, path, problem):
+        self.to_syslog = True
+        syslog.openlog("ioassess-epilog", syslog.LOG_PID, syslog.LOG_DAEMON)
+        self.line(f"{path}: not used as the log: {problem}; the lines go to syslog and stderr")
 
     def line(self, message):
+        message = bounded(printable(self.prefix + message), LOG_LINE_LIMIT)
         now = datetime.datetime.now().isoformat(timespec="seconds")
-        text = f"{now} {socket.gethostname()} ioassess epilog[{os.getpid()}]: {self.prefix}{' '.join(message.split())}\n"
+        text = f"{now} {socket.gethostname()} ioassess epilog[{os.getpid()}]: {message}\n"
         # A log that cannot be written (stderr closed, disk full) must not fail the epilog either.
         try:
             self.stream.write(text)
             self.stream.flush()
         except OSError:
             pass
+        if self.to_syslog:
+            syslog.syslog(syslog.LOG_NOTICE, message)
         if self.fd is not None:
             try:
                 os.write(self.fd, text.encode("utf-8", "backslashreplace"))
             except OSError:
                 pass
+
+
+def log_file_problem(status, euid):
+    """Why an opened log file must not receive the epilog's lines, or None. It must be a regular
+    file with one link, owned by root or by the epilog's own user (TaskEpilog): a file another
+    user owns, or a hard link to a file of root's elsewhere, would get root's lines."""
+    if not stat.S_ISREG(status.st_mode):
+        return "not a regular file"
+    if status.st_uid not in (0, euid):
+        return f"belongs to uid {status.st_uid}, not root" + ("" if euid == 0 else f" or uid {euid}")
+    if status.st_nlink != 1:
+        return f"has {status.st_nlink} hard links"
+    return None
+
+
+def bounded(text, limit):
+    """text cut to at most limit characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    cut = f"... ({len(text) - limit} more characters)"
+    return text[:limit - len(cut)] + cut
 
 
 def load_settings(args):
@@ -296,73 +371,271 @@ def work_for(job, settings):
     return Work(job_id=job.job_id, user=job.user, uid=job.uid, gid=job.gid, groups=list(job.groups),
                 trace_dir=expand(settings.trace_dir, job), darshan_logpath=settings.darshan_logpath,
                 darshan_days=settings.darshan_days, output=expand(settings.output, job),
-                json=expand(settings.json, job) if settings.json else "", model=settings.model)
+                json=expand(settings.json, job) if settings.json else "", model=settings.model,
+                report_group=settings.report_group)
 
 
 def run_worker(job, work, time_limit):
-    """Run the worker as the job's user, at most time_limit seconds; its lines, or the line
-    saying why there are none."""
+    """Run the worker as the job's user for at most time_limit seconds; the line to log: its
+    outcome (summary_line), or why there is none. Whatever the worker started is ended when it
+    ends or is stopped (end_cgroup, end_descendants), and of its output only the last
+    OUTPUT_TAIL bytes are kept, for the line saying why it failed."""
     options = {}
     if os.geteuid() == 0:
         # subprocess sets the supplementary groups, then the group, then the user (real,
         # effective and saved), in the child before it runs Python.
         options = {"user": work.uid, "group": work.gid, "extra_groups": work.groups}
+    become_child_subreaper()
+    cgroup = new_cgroup()
+    result_read, result_write = os.pipe()
     try:
-        worker = subprocess.Popen([sys.executable, "-m", "ioassess.epilog"], cwd="/", env=_worker_environment(job),
-                                  umask=0o077, start_new_session=True, stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **options)
+        worker = subprocess.Popen(worker_command(result_write), cwd="/", env=_worker_environment(job), umask=0o077,
+                                  start_new_session=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, pass_fds=(result_write,), **options)
     except OSError as error:
+        os.close(result_read)
+        remove_cgroup(cgroup)
         raise EpilogError(f"{sys.executable}: cannot start the report process: {error.strerror}") from None
+    finally:
+        os.close(result_write)
+    # Before it has its work the worker runs only the epilog's code: nothing it starts is
+    # outside the cgroup.
+    cgroup = moved_into(cgroup, worker.pid)
+    result, output = Kept(result_read, RESULT_LIMIT, keep="first"), Kept(worker.stdout.fileno(), OUTPUT_TAIL)
     try:
-        out, err = worker.communicate(json.dumps(dataclasses.asdict(work)), timeout=time_limit)
-    except subprocess.TimeoutExpired:
-        return [_stop(worker, time_limit)]
-    lines = out.splitlines()
-    if worker.returncode != 0:
-        last = err.strip().splitlines()[-1:] or ["no message"]
-        lines.append(f"the report process failed (exit status {worker.returncode}): {last[0]}")
-    return lines
+        _send(worker.stdin, json.dumps(dataclasses.asdict(work)).encode())
+        finished = _read_until_exit(worker, (result, output), time.monotonic() + time_limit)
+        if not finished:
+            worker.kill()
+        end_cgroup(cgroup)
+        left = end_descendants()
+        _read_available((result, output))
+    finally:
+        os.close(result_read)
+        worker.stdout.close()
+        remove_cgroup(cgroup)
+    line = (worker_outcome(worker.returncode, result.data, output.data) if finished else
+            f"the report took longer than the time limit of {time_limit:g} s and was stopped: no report written")
+    if left:
+        line += (f"; processes it started ({', '.join(map(str, left))}) did not end after SIGKILL (stuck in a "
+                 "file system?) and were left")
+    return line
+
+
+def worker_command(result_fd):
+    """`python -I`: none of the user's Python environment (user site-packages and the .pth files
+    there, PYTHON* variables, the working directory) reaches the worker. It imports ioassess from
+    where the epilog did, and sends its outcome on result_fd."""
+    return [sys.executable, "-I", "-c", WORKER_BOOTSTRAP, PACKAGE_PARENT, str(result_fd)]
 
 
 def _worker_environment(job):
     """A small, fixed environment: none of the job's variables, no LD_PRELOAD (no recorder or
-    Darshan in the epilog); PYTHONPATH as the epilog's, so that the worker imports the same
-    ioassess; PYTHONSAFEPATH so that the working directory is not searched for modules."""
-    environment = {"PATH": "/usr/bin:/bin", "PYTHONSAFEPATH": "1", "LANG": "C.UTF-8", "USER": job.user,
-                   "LOGNAME": job.user, "HOME": job.home}
-    if os.environ.get("PYTHONPATH"):
-        environment["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    return environment
+    Darshan in the epilog), no PYTHON* variable, and a HOME where no library finds the user's
+    configuration files."""
+    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "USER": job.user, "LOGNAME": job.user, "HOME": "/nonexistent"}
 
 
-def _stop(worker, time_limit):
+def become_child_subreaper():
+    """Make this process the one that inherits the orphans of its descendants (a daemon the
+    worker started with setsid and left), so that end_descendants finds them all."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise EpilogError(f"cannot collect the report's processes (prctl PR_SET_CHILD_SUBREAPER): "
+                          f"{os.strerror(ctypes.get_errno())}")
+
+
+def new_cgroup():
+    """The path of a new cgroup (v2) below this process's own, for the worker, or None where
+    one cannot be made (no cgroup2 file system, not root, a cgroup tree managed otherwise):
+    then end_descendants alone ends the worker's processes."""
     try:
-        os.killpg(worker.pid, signal.SIGKILL)   # the worker and every process it started
-    except ProcessLookupError:
+        with open("/proc/self/mounts") as mounts:
+            mount = next(fields[1] for fields in map(str.split, mounts) if fields[2] == "cgroup2")
+        with open("/proc/self/cgroup") as cgroups:
+            own = next(line[3:].strip() for line in cgroups if line.startswith("0::"))
+        path = os.path.join(mount, own.lstrip("/"), f"ioassess-epilog-{os.getpid()}")
+        os.mkdir(path, 0o700)
+    except (OSError, StopIteration):
+        return None
+    return path
+
+
+def moved_into(cgroup, pid):
+    """cgroup, with pid moved into it; None (and the cgroup removed) if it cannot be moved."""
+    if cgroup is None:
+        return None
+    try:
+        with open(os.path.join(cgroup, "cgroup.procs"), "w") as procs:
+            procs.write(str(pid))
+    except OSError:
+        remove_cgroup(cgroup)
+        return None
+    return cgroup
+
+
+def end_cgroup(cgroup):
+    """SIGKILL every process in the cgroup, at once with cgroup.kill (Linux 5.14), else one by
+    one; end_descendants then reaps them (they are all descendants of this process)."""
+    if cgroup is None:
+        return
+    try:
+        with open(os.path.join(cgroup, "cgroup.kill"), "w") as kill:
+            kill.write("1")
+        return
+    except FileNotFoundError:
         pass
-    stopped = f"the report took longer than the time limit of {time_limit:g} s and was stopped"
+    with open(os.path.join(cgroup, "cgroup.procs")) as procs:
+        for pid in map(int, procs.read().split()):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def remove_cgroup(cgroup):
+    """Remove the cgroup once empty; one that a stuck process keeps is left (and said so by
+    end_descendants)."""
+    if cgroup is not None:
+        try:
+            os.rmdir(cgroup)
+        except OSError:
+            pass
+
+
+def end_descendants():
+    """SIGKILL this process's children until it has none: as child subreaper, it inherits the
+    orphans of every descendant, so this ends everything the worker started, in whatever session
+    or process group. The pids that are still there REAP_GRACE_S later (stuck in the kernel, in
+    a hung file system) are returned and left."""
+    deadline = time.monotonic() + REAP_GRACE_S
+    while True:
+        children = child_pids(os.getpid())
+        for pid in children:
+            os.kill(pid, signal.SIGKILL)   # our unreaped child: its pid cannot have been reused
+        _reap_children()
+        if not children or time.monotonic() > deadline:
+            return children
+        time.sleep(0.01)   # for the killed to die and their children to be handed to us
+
+
+def child_pids(parent):
+    """The pids whose parent is `parent`, from /proc."""
+    pids = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):   # not a process, or one that has just ended
+            continue
+        if int(fields[1]) == parent:
+            pids.append(int(name))
+    return pids
+
+
+def _reap_children():
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+class Kept:
+    """A pipe read to its end, of which only the first or the last `limit` bytes are kept."""
+
+    def __init__(self, fd, limit, keep="last"):
+        self.fd = fd
+        self.limit = limit
+        self.keep = keep
+        self.data = b""
+        self.ended = False
+
+    def read(self):
+        chunk = os.read(self.fd, 65536)
+        self.ended = not chunk
+        joined = self.data + chunk
+        self.data = joined[:self.limit] if self.keep == "first" else joined[-self.limit:]
+
+
+def _send(pipe, data):
+    """data (the Work, far smaller than a pipe's buffer) to the worker's stdin, closed after."""
     try:
-        worker.communicate(timeout=REAP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        return f"{stopped}; its process {worker.pid} did not end after SIGKILL (stuck in a file system?) and was left"
-    return f"{stopped}: no report written"
+        pipe.write(data)
+        pipe.close()
+    except BrokenPipeError:   # the worker ended without reading it: its outcome says why
+        pass
+
+
+def _read_until_exit(worker, streams, deadline):
+    """Read the worker's streams (Kept: the rest is discarded, and the worker never blocks
+    writing) until it exits (True) or the deadline passes (False)."""
+    while worker.poll() is None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        reading = {stream.fd: stream for stream in streams if not stream.ended}
+        ready, _, _ = select.select(list(reading), [], [], min(remaining, EXIT_POLL_S))
+        for fd in ready:
+            reading[fd].read()
+    return True
+
+
+def _read_available(streams):
+    """What is left in the streams once their writers have ended, without waiting for more
+    (a writer stuck in the kernel could keep one open)."""
+    for stream in streams:
+        os.set_blocking(stream.fd, False)
+        try:
+            while not stream.ended:
+                stream.read()
+        except BlockingIOError:
+            pass
+
+
+def worker_outcome(returncode, result, output):
+    """The line to log from the worker's exit status, its result (JSON: outcome, left_out, the
+    first left out) and the end of its output. The result is checked as any input is: code of
+    the user's in the worker could have written it."""
+    try:
+        sent = json.loads(result)
+        outcome, left_out, first = sent["outcome"], sent["left_out"], sent["first_left_out"]
+        valid = isinstance(outcome, str) and type(left_out) is int and isinstance(first, str)
+    except (ValueError, TypeError, KeyError):
+        valid = False
+    last = output.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
+    if returncode != 0 or not valid:
+        return f"the report process failed (exit status {returncode}): {last[0]}"
+    return summary_line(outcome, left_out, first)
+
+
+def summary_line(outcome, left_out, first):
+    """The outcome and, when inputs were left out, how many and the first of them."""
+    if not left_out:
+        return outcome
+    return f"{outcome}; {left_out} {'input' if left_out == 1 else 'inputs'} left out, the first: {first}"
 
 
 # ---- the worker: runs as the job's user ----
 
-def worker_main():
-    """The worker: the Work as JSON on stdin, one line per outcome on stdout."""
+def worker_main(result_fd):
+    """The worker: the Work as JSON on stdin; its outcome as JSON on result_fd."""
     from .load import LoadError
     from .models.modelfile import ModelFileError
+    left_out = []
     try:
         work = Work(**json.load(sys.stdin))
         check_identity(work)
-        lines = make_job_report(work)
+        outcome = make_job_report(work, left_out)
     except (EpilogError, LoadError, ModelFileError) as error:
-        lines = [str(error)]
+        outcome = str(error)
     except Exception as error:   # the parent logs one line; a traceback would not fit the log
-        lines = [f"internal error: {type(error).__name__}: {error}"]
-    print("\n".join(lines), flush=True)
+        outcome = f"internal error: {type(error).__name__}: {error}"
+    result = {"outcome": outcome, "left_out": len(left_out), "first_left_out": (left_out or [""])[0]}
+    with open(result_fd, "w", encoding="utf-8") as out:
+        json.dump(result, out)
     return 0
 
 
@@ -382,36 +655,62 @@ def check_identity(work):
     raise EpilogError("root could be had back after dropping to the job's user: refusing to go on")
 
 
-def make_job_report(work):
-    """Find the job's traces and Darshan log and write its report; the lines to log."""
+def make_job_report(work, left_out):
+    """Find the job's traces and Darshan log and write its report; the outcome to log. The
+    inputs left out (another user's files, a Darshan log of another job, traces that cannot be
+    read) are appended to left_out, one `PATH: problem` each."""
     from .report import make_report
-    traces = job_trace_files(work.trace_dir, work.job_id)
+    traces = job_trace_files(work.trace_dir, work.job_id, work.uid, left_out)
     darshan_logs = (job_darshan_logs(work.darshan_logpath, work.user, work.job_id, work.darshan_days)
                     if work.darshan_logpath else [])
-    if not traces and not darshan_logs:
+    darshan_log = choose_darshan_log(darshan_logs, work.uid, work.job_id, left_out)
+    if not traces and not darshan_log:
         where = f"no trace {os.path.join(work.trace_dir, f'ioassess_{work.job_id}_*.iot')}"
         if work.darshan_logpath:
             where += (f" and no Darshan log {work.darshan_logpath}/YEAR/MONTH/DAY/"
                       f"{work.user}_*_id{work.job_id}_*.darshan of the last {work.darshan_days + 1} days")
-        return [f"nothing to report: {where}"]
+        return f"nothing to report: {where}"
     destinations = [path for path in (work.output, work.json) if path]
     for path in destinations:
         check_destination(path, work.uid)
+    mode, group, unshared = report_permissions(work.report_group)
     try:
-        assessment = make_report(traces + darshan_logs[:1], work.model, work.output, work.json or None)
+        assessment = make_report(traces + darshan_log, work.model, work.output, work.json or None,
+                                 mode=mode, group=group)
     except OSError as error:
         raise EpilogError(f"{work.output}: cannot write the report: {error.strerror}") from None
-    bad_traces = [note for note in assessment["job"]["notes"] if note.split(": ", 1)[0] in traces]
-    more_logs = ([f"{len(darshan_logs)} Darshan logs of this job: assessed the largest, {darshan_logs[0]}"]
-                 if len(darshan_logs) > 1 else [])
+    left_out += trace_problems(assessment["job"]["notes"], traces)
     grid = assessment.get("site_grid") or {}
-    bad_grid = [f"site grid not used: {grid['path']}: {grid['problem']}"] if grid.get("problem") else []
-    return more_logs + bad_traces + bad_grid + [f"wrote {' and '.join(destinations)}"]
+    if grid.get("problem"):
+        left_out.append(f"site grid {grid['path']}: {grid['problem']}")
+    return f"wrote {' and '.join(destinations)}{unshared}"
 
 
-def job_trace_files(trace_dir, job_id):
+def trace_problems(notes, traces):
+    """The job's notes that say why one of the traces could not be read: those that start with
+    its path, as TraceFileError puts it on one line (line breaks as spaces)."""
+    prefixes = tuple(" ".join(f"{path}: ".splitlines()) for path in traces)
+    return [note for note in notes if note.startswith(prefixes)]
+
+
+def report_permissions(group_name):
+    """(mode, gid, remark) of the reports: 0600, or 0640 and the site's report_group when the
+    job's user is in it; remark: why the report is not shared with the group, for the line."""
+    if not group_name:
+        return 0o600, -1, ""
+    try:
+        gid = grp.getgrnam(group_name).gr_gid
+    except KeyError:
+        return 0o600, -1, f" (mode 0600: report_group {group_name} does not exist)"
+    if gid not in os.getgroups() and gid != os.getegid():
+        return 0o600, -1, f" (mode 0600: the job's user is not in report_group {group_name})"
+    return 0o640, gid, ""
+
+
+def job_trace_files(trace_dir, job_id, uid, left_out):
     """The job's traces in trace_dir: regular files ioassess_<job id>_*.iot (the recorder names
-    them by the job id in their header), sorted."""
+    them by the job id in their header) owned by the job's user (uid), sorted. Other files of
+    that name (another user's, links) are appended to left_out."""
     try:
         entries = list(os.scandir(trace_dir))
     except FileNotFoundError:
@@ -419,15 +718,41 @@ def job_trace_files(trace_dir, job_id):
     except OSError as error:
         raise EpilogError(f"{trace_dir}: cannot list the traces: {error.strerror}") from None
     prefix = f"ioassess_{job_id}_"
-    return sorted(entry.path for entry in entries
-                  if entry.name.startswith(prefix) and entry.name.endswith(".iot") and entry.is_file())
+    named = sorted((entry.path for entry in entries if entry.name.startswith(prefix) and entry.name.endswith(".iot")))
+    return users_files(named, uid, left_out)
+
+
+def users_files(paths, uid, left_out):
+    """The paths that are regular files of uid's; the others are appended to left_out."""
+    kept = []
+    for path in paths:
+        problem = not_the_users_file(path, uid)
+        if problem:
+            left_out.append(f"{path}: {problem}")
+        else:
+            kept.append(path)
+    return kept
+
+
+def not_the_users_file(path, uid):
+    """Why path (not followed if a link) is not a regular file of uid's, or None."""
+    try:
+        status = os.lstat(path)
+    except OSError as error:
+        return f"cannot read: {error.strerror}"
+    if not stat.S_ISREG(status.st_mode):
+        return "not a regular file: left out"
+    if status.st_uid != uid:
+        return f"belongs to uid {status.st_uid}, not the job's user: left out"
+    return None
 
 
 def job_darshan_logs(logpath, user, job_id, days, today=None):
-    """The job's Darshan logs, largest first. Darshan writes LOGPATH/<year>/<month>/<day>/
-    <user>_<exe>_id<job id>_<month>-<day>-<seconds>-<hash>.darshan, dated by the job's start in
-    local time, without leading zeros; the day directories from today back `days` days are
-    searched, newest first, and the first that holds any of the job's logs ends the search."""
+    """The files named as the job's Darshan logs, largest first. Darshan writes LOGPATH/<year>/
+    <month>/<day>/<user>_<exe>_id<job id>_<month>-<day>-<seconds>-<hash>.darshan, dated by the
+    job's start in local time, without leading zeros; the day directories from today back
+    `days` days are searched, newest first, and the first that holds any ends the search. The
+    day directories are writable by every user: choose_darshan_log checks what is found."""
     today = today or datetime.date.today()
     for back in range(days + 1):
         day = today - datetime.timedelta(days=back)
@@ -438,10 +763,30 @@ def job_darshan_logs(logpath, user, job_id, days, today=None):
             continue
         except OSError as error:
             raise EpilogError(f"{directory}: cannot list the Darshan logs: {error.strerror}") from None
-        found = [entry for entry in entries if entry.name.startswith(f"{user}_") and entry.is_file()
+        found = [entry for entry in entries if entry.name.startswith(f"{user}_")
                  and f"_id{job_id}_" in entry.name and entry.name.endswith(".darshan")]
         if found:
-            return [entry.path for entry in sorted(found, key=lambda entry: -entry.stat().st_size)]
+            return [entry.path for entry in sorted(found, key=lambda entry: -entry.stat(follow_symlinks=False).st_size)]
+    return []
+
+
+def choose_darshan_log(paths, uid, job_id, left_out):
+    """[the largest of paths that is a regular file of the job's user and, read with the
+    project's Darshan reader, a log of job job_id], or []; the others are appended to left_out."""
+    from .darshan_log import DarshanLogError, read_darshan_log
+    owned = users_files(paths, uid, left_out)
+    for index, path in enumerate(owned):
+        try:
+            logged_job = read_darshan_log(path).job_id
+        except DarshanLogError as error:
+            left_out.append(str(error))
+            continue
+        if logged_job != job_id:
+            left_out.append(f"{path}: the log of job {logged_job}, not of job {job_id}: left out")
+            continue
+        left_out += [f"{other}: another Darshan log of this job: not assessed, {path} is larger"
+                     for other in owned[index + 1:]]
+        return [path]
     return []
 
 
@@ -469,6 +814,3 @@ def check_destination(path, uid):
     if not stat.S_ISREG(status.st_mode):
         raise EpilogError(f"{path}: exists and is not a regular file: no report written")
 
-
-if __name__ == "__main__":
-    sys.exit(worker_main())

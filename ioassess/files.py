@@ -7,14 +7,12 @@ import tempfile
 from .job import mount_of
 
 
-def replace_atomically(path, text, mode=None):
+def replace_atomically(path, text, mode=0o600, group=-1):
     """Write text to path through a temporary file beside it, synced, then renamed over path:
     an interrupted write never leaves a partial file, and an earlier file stays whole until the
-    new one is complete. mode: the file's permissions (default: 0666 less the umask)."""
-    if mode is None:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
+    new one is complete. The file gets exactly mode (default 0600: only its owner reads it,
+    whatever the umask or the mode of a file it replaces) and, when given, the group gid
+    `group`, both set before it appears at path."""
     handle, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)),
                                          prefix=f".{os.path.basename(path)}.", suffix=".part")
     try:
@@ -22,7 +20,8 @@ def replace_atomically(path, text, mode=None):
             out.write(text)
             out.flush()
             os.fsync(out.fileno())  # so that a crash after the rename cannot leave an empty file
-        os.chmod(temporary, mode)
+            os.fchown(out.fileno(), -1, group)
+            os.fchmod(out.fileno(), mode)
         os.replace(temporary, path)
     except BaseException:
         os.unlink(temporary)

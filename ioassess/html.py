@@ -29,13 +29,13 @@ def png_data_uri(figure):
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def write_page(path, template_dir, template_name, data, filters=None):
+def write_page(path, template_dir, template_name, data, filters=None, mode=0o600, group=-1):
     """Render a template (every value escaped unless marked safe) and write it to path through
-    a temporary file, so that an interrupted run never leaves a partial page behind."""
+    a temporary file, so that an interrupted run never leaves a partial page behind; mode and
+    group as for replace_atomically."""
     environment = _environment(template_dir)
     environment.filters.update(filters or {})
-    replace_atomically(path, environment.get_template(template_name).render(**data))
-
+    replace_atomically(path, environment.get_template(template_name).render(**data), mode, group)
 
 
 @functools.lru_cache(maxsize=None)

@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 
 from . import traceformat as tf
+from .escape import printable
 from .trace import OTHER_FILES_ID, totals
 
 TOP_FILES = 10
@@ -102,8 +103,10 @@ def _seconds(value):
 
 
 def _table(headings, rows):
-    """Indented columns; numbers right-aligned, text left-aligned."""
+    """Indented columns; numbers right-aligned, text left-aligned. Text comes from the job (file
+    names, hosts, executables): it is printed with its control characters escaped."""
     cells = [headings] + [[_Number(value) if isinstance(value, int) else value for value in row] for row in rows]
+    cells = [[value if isinstance(value, _Number) else printable(str(value)) for value in row] for row in cells]
     widths = [max(len(str(row[col])) for row in cells) for col in range(len(headings))]
     numeric = [any(isinstance(row[col], _Number) for row in cells[1:]) for col in range(len(headings))]
     lines = []

@@ -73,5 +73,6 @@ def report_data(model, measurements):
 
 
 def write_training_report(path, model, measurements):
+    # Readable by the site's users, as the model file it describes: it holds no job's data.
     write_page(path, os.path.join(os.path.dirname(__file__), "templates"), "training.html.j2",
-               report_data(model, measurements))
+               report_data(model, measurements), mode=0o644)

@@ -5,6 +5,7 @@ templates/report.html.j2) and assessment.json.
 import json
 import math
 
+from ioassess.escape import printable
 from ioassess.files import replace_atomically
 from ioassess.iomodels import GridFileError, load_site_grid
 from ioassess.load import load_job
@@ -21,12 +22,13 @@ QUIET_FOR_S = 1.0
 
 
 def make_report(inputs, model_name_or_path, html_path=None, json_path=None, stream=None, site_grid=None,
-                owner_uid=None):
+                owner_uid=None, mode=0o600, group=-1):
     """Load the inputs, assess them under the model, write the HTML report and/or the JSON;
     returns the assessment. Raises LoadError, ModelFileError or GridFileError (one line each)
     before anything is written. site_grid: the I/O-model grid file to place the job on; without
     it, the site's (find_site_grid). owner_uid: whose traces are taken (load_job; default: the
-    effective uid's)."""
+    effective uid's). Both files get exactly mode and, when given, the group gid `group`: 0600
+    by default, as the job's traces, since they name its files and command line."""
     model = load_model(model_name_or_path)
     grid = find_site_grid(site_grid, stream)
     progress = Progress(1.0, stream, quiet_for_s=QUIET_FOR_S) if stream is not None else None
@@ -35,9 +37,9 @@ def make_report(inputs, model_name_or_path, html_path=None, json_path=None, stre
     assessment = json_safe(assess(job, model, model_path(model_name_or_path), grid))
     _advance(progress, ASSESS_SHARE, "assessed")
     if json_path:
-        replace_atomically(json_path, json.dumps(assessment, indent=1, allow_nan=False) + "\n")
+        replace_atomically(json_path, json.dumps(assessment, indent=1, allow_nan=False) + "\n", mode, group)
     if html_path:
-        write_report(html_path, assessment)
+        write_report(html_path, assessment, mode, group)
     _advance(progress, RENDER_SHARE, "written")
     return assessment
 
@@ -53,7 +55,7 @@ def find_site_grid(explicit, stream=None):
         if explicit:
             raise
         if stream is not None:
-            stream.write(f"ioassess: site grid not used: {error}\n")
+            stream.write(f"ioassess: site grid not used: {printable(str(error))}\n")
         return {"path": error.path, "problem": error.problem}
     return None if found is None else {"path": found[0], "grid": found[1]}
 

@@ -205,7 +205,8 @@ def interval_text(low, high, unit=seconds_text):
 FILTERS = {"seconds": seconds_text, "bytes": bytes_text, "share": share_text, "rate": rate_text}
 
 
-def write_report(path, assessment):
+def write_report(path, assessment, mode=0o600, group=-1):
+    """The report page at path, with mode and group as for ioassess.files.replace_atomically."""
     data = page_data(assessment)
     data["interval"] = interval_text
-    write_page(path, TEMPLATE_DIR, "report.html.j2", data, FILTERS)
+    write_page(path, TEMPLATE_DIR, "report.html.j2", data, FILTERS, mode, group)

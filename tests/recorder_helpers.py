@@ -55,16 +55,18 @@ def tool(name):
     return path
 
 
-def system_user(name):
-    """The passwd entry of the unprivileged user `name`, created (a system user without a
-    home or a login shell) when missing. Only root can do this, as the suite runs."""
+def system_user(name, home="/nonexistent"):
+    """The passwd entry of the unprivileged user `name`, created (a system user without a login
+    shell, with its home unless /nonexistent) when missing. Only root can do this, as the suite
+    runs."""
     if os.geteuid() != 0:
         pytest.fail("this test runs programs as other users: run it as root (make test)")
     try:
         return pwd.getpwnam(name)
     except KeyError:
-        subprocess.run([tool("useradd"), "--system", "--no-create-home", "--home-dir", "/nonexistent",
-                        "--shell", "/usr/sbin/nologin", name], check=True, capture_output=True)
+        made = ["--create-home"] if home != "/nonexistent" else ["--no-create-home"]
+        subprocess.run([tool("useradd"), "--system", *made, "--home-dir", home, "--shell", "/usr/sbin/nologin", name],
+                       check=True, capture_output=True)
         return pwd.getpwnam(name)
 
 

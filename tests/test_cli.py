@@ -2,15 +2,19 @@
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from ioassess import mpiio_library_path, read_trace_dir, totals
 from ioassess import traceformat as tf
+from ioassess.escape import printable
 from ioassess.files import file_system_of
+from recorder_helpers import tool
 
 
 def stderr_lines(result):
@@ -246,3 +250,43 @@ def test_file_system_of_gives_the_mount_df_names(tmp_path):
         df = subprocess.run(["df", "--output=fstype,target", str(path)], capture_output=True, text=True, check=True)
         fs_type, mount_point = df.stdout.splitlines()[1].split(maxsplit=1)
         assert file_system_of(str(path)) == (fs_type, mount_point)
+
+
+# --- names from the job, printed for a terminal ----------------------------------------------
+
+# File names with terminal controls (CSI clearing the screen, OSC setting the title, a C1 CSI),
+# line breaks, and Unicode bidirectional controls (right-to-left override, isolates, marks).
+CONTROL_NAMES = ["esc\x1b[2Jclear", "osc\x1b]0;title\x07end", "cr\rlf\nsplit", "c1\x9bcsi", "rlo\u202etxt.exe",
+                 "lri\u2066x\u2069lrm\u200e"]
+RAW_CONTROLS = "\x1b\x07\r\x9b\u202e\u2066\u2069\u200e"
+SET_HOSTNAME_AND_EXEC = "import os, socket, sys; socket.sethostname(sys.argv[1]); os.execv(sys.argv[2], sys.argv[2:])"
+
+
+def test_show_escapes_control_characters_in_names_from_the_job(ioassess, run_recorded, tmp_path):
+    """A real program under the recorder, started from a directory and on a host whose names
+    hold controls too, creates files with such names; `show` prints each name on its line with
+    the controls escaped, its JSON keeps them exact, and an error naming such a file is one line."""
+    files = tmp_path / "files"
+    files.mkdir()
+    exe = tmp_path / "bin\x1b[31m" / "dd"
+    exe.parent.mkdir()
+    shutil.copy(tool("dd"), exe)
+    host = "host\x1b[2J\u202e"
+    paths = [str(files / name) for name in CONTROL_NAMES]
+    loop = 'for name in "$@"; do "$0" if=/dev/zero of="$name" bs=1M count=1 2>/dev/null; done'
+    ran = run_recorded([tool("unshare"), "--uts", sys.executable, "-c", SET_HOSTNAME_AND_EXEC, host,
+                        "/bin/sh", "-c", loop, exe, *paths], tmp_path / "traces")
+    assert ran.returncode == 0, ran.stderr
+    text = ioassess("show", tmp_path / "traces")
+    assert text.returncode == 0, text.stderr
+    assert not any(char in text.stdout for char in RAW_CONTROLS)
+    lines = text.stdout.splitlines()
+    for path in paths:
+        assert any(line.endswith(f" {printable(path)}") for line in lines), printable(path)
+    assert printable(host) in text.stdout and printable(str(exe)) in text.stdout
+    _, summary = show_json(ioassess, tmp_path / "traces")
+    assert set(paths) <= {f["name"] for f in summary["top_files"]}
+    assert host in {h["hostname"] for h in summary["hosts"]}
+    assert str(exe) in {p["exe"] for p in summary["processes"]}
+    missing = tmp_path / "missing\x1b]0;title\x07\u202e.iot"   # (TraceFileError puts a line break as a space)
+    assert_clean_error(ioassess("show", missing), f"{printable(str(missing))}: no such file or directory")

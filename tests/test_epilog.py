@@ -9,8 +9,10 @@ installation sits under a directory others cannot search (here /root, of pyenv),
 fixture lets others search it for the duration of these tests and restores its mode after.
 """
 import datetime
+import grp
 import json
 import os
+import pathlib
 import shutil
 import stat
 import subprocess
@@ -22,13 +24,39 @@ import pytest
 from darshan.log_utils import get_log_path
 
 import ioassess
-from ioassess.epilog import first_host
-from recorder_helpers import REPO, TEST_USER as USER, clean_env, describe, tool
+from ioassess.epilog import LOG_LINE_LIMIT, first_host
+from recorder_helpers import ATTACKER_USER, REPO, TEST_USER as USER, clean_env, describe, system_user, tool
 
+HOME_USER = "ioassess-home"
 JOB = "4242"
 # The job of PyDarshan's sample-dxt-simple.darshan (16 processes, DXT on).
 DARSHAN_JOB = "4233209"
 LMOD = "/usr/share/lmod/lmod/libexec/lmod"
+
+
+@pytest.fixture(scope="module")
+def attacker():
+    """A second unprivileged user, who plants files where the job's user's are looked for."""
+    return system_user(ATTACKER_USER)
+
+
+@pytest.fixture(scope="module")
+def home_user():
+    """A job user with a home directory, where its Python finds its user site-packages."""
+    return system_user(HOME_USER, home=f"/home/{HOME_USER}")
+
+
+@pytest.fixture
+def unprotected():
+    """Debian's defaults before fs.protected_*: links, FIFOs and files in sticky directories are
+    followed and opened whoever owns them."""
+    names = ("protected_symlinks", "protected_hardlinks", "protected_fifos", "protected_regular")
+    saved = {name: pathlib.Path("/proc/sys/fs", name).read_text() for name in names}
+    for name in names:
+        pathlib.Path("/proc/sys/fs", name).write_text("0")
+    yield
+    for name, value in saved.items():
+        pathlib.Path("/proc/sys/fs", name).write_text(value)
 
 
 class Site:
@@ -70,44 +98,102 @@ class Site:
                 "SLURM_JOB_WORK_DIR": self.work, "SLURMD_NODENAME": node, "SLURM_JOB_NODELIST": "node[1-2]",
                 "SLURM_SCRIPT_CONTEXT": "epilog_slurmd", **extra}
 
+    def write_as_user(self, path, data):
+        """path, and the directories up to it that are missing, created as the job's user's."""
+        directory = os.path.dirname(path)
+        if not os.path.isdir(directory):
+            self.as_user([tool("mkdir"), "-p", "-m", "700", directory], clean_env({}), cwd="/")
+        with open(path, "wb") as f:
+            f.write(data)
+        os.chown(path, self.user.pw_uid, self.user.pw_gid)
+
     def log_lines(self):
         if not os.path.exists(self.log):
             return []
         with open(self.log) as f:
             return f.read().splitlines()
 
-    def as_user(self, cmd, env, cwd=None):
-        return subprocess.run([str(c) for c in cmd], env=env, cwd=cwd or self.work, user=self.user.pw_uid,
-                              group=self.user.pw_gid, extra_groups=[], capture_output=True, text=True, timeout=300)
+    def as_user(self, cmd, env, cwd=None, user=None):
+        """cmd run as the job's user, or as `user`."""
+        user = user or self.user
+        return subprocess.run([str(c) for c in cmd], env=env, cwd=cwd or self.work, user=user.pw_uid,
+                              group=user.pw_gid, extra_groups=[], capture_output=True, text=True, timeout=300)
 
-    def record_job(self, recorder_lib, job=JOB):
-        """A real program writes and syncs a file as the job's user, under the recorder, in the job."""
+    def record_job(self, recorder_lib, job=JOB, user=None):
+        """A real program writes and syncs a file under the recorder, in the job, as the job's
+        user (or as `user`, into the job's trace directory)."""
         env = clean_env({"LD_PRELOAD": recorder_lib, "IOASSESS_TRACE_DIR": self.trace_dir(job), "SLURM_JOB_ID": job})
-        result = self.as_user([tool("dd"), "if=/dev/zero", "of=data", "bs=64k", "count=16", "conv=fsync"], env)
+        cwd = self.traces if user else self.work
+        result = self.as_user([tool("dd"), "if=/dev/zero", "of=data", "bs=64k", "count=16", "conv=fsync"], env,
+                              cwd=cwd, user=user)
         assert result.returncode == 0, result.stderr
         traces = [name for name in os.listdir(self.trace_dir(job)) if name.endswith(".iot")]
         assert traces, f"no trace in {self.trace_dir(job)}"
         return [os.path.join(self.trace_dir(job), name) for name in traces]
 
-    def place_darshan_log(self, shipped, job, day=None):
+    def place_darshan_log(self, shipped, job, day=None, owner=None, exe="a.out"):
         """A shipped Darshan log where Darshan puts a log of this user and job: LOGPATH/year/
-        month/day/<user>_<exe>_id<job>_<month>-<day>-<seconds>-<hash>.darshan."""
+        month/day/<user>_<exe>_id<job>_<month>-<day>-<seconds>-<hash>.darshan, in day
+        directories of mode 1777 as Darshan's; owned by the job's user, or by `owner`.
+        shipped: a PyDarshan sample log, or bytes."""
         day = day or datetime.date.today()
-        directory = os.path.join(self.darshan, str(day.year), str(day.month), str(day.day))
-        os.makedirs(directory, exist_ok=True)
-        path = os.path.join(directory, f"{self.user.pw_name}_a.out_id{job}_{day.month}-{day.day}-3600-1234.darshan")
-        shutil.copyfile(get_log_path(shipped), path)
-        os.chown(path, self.user.pw_uid, self.user.pw_gid)
+        directory = self.darshan
+        for part in (day.year, day.month, day.day):
+            directory = os.path.join(directory, str(part))
+            if not os.path.isdir(directory):
+                os.makedirs(directory)
+                os.chmod(directory, 0o1777)
+        path = os.path.join(directory, f"{self.user.pw_name}_{exe}_id{job}_{day.month}-{day.day}-3600-1234.darshan")
+        if isinstance(shipped, bytes):
+            pathlib.Path(path).write_bytes(shipped)
+        else:
+            shutil.copyfile(get_log_path(shipped), path)
+        owner = owner or self.user
+        os.chown(path, owner.pw_uid, owner.pw_gid)
         os.chmod(path, 0o400)
         return path
 
 
 @pytest.fixture
-def site(job_user, installation_reachable):
-    root = tempfile.mkdtemp(prefix="ioassess-epilog-", dir="/tmp")
-    os.chmod(root, 0o755)
-    yield Site(root, job_user)
-    shutil.rmtree(root)
+def make_site(installation_reachable):
+    roots = []
+
+    def make(user):
+        roots.append(tempfile.mkdtemp(prefix="ioassess-epilog-", dir="/tmp"))
+        os.chmod(roots[-1], 0o755)
+        return Site(roots[-1], user)
+    yield make
+    for root in roots:
+        shutil.rmtree(root)
+
+
+@pytest.fixture
+def site(make_site, job_user):
+    return make_site(job_user)
+
+
+@pytest.fixture
+def user_site(home_user, installation_reachable):
+    """The home user's site-packages directory, where `python -m site --user-site` says an
+    interpreter with user site-packages on looks; made as the user, removed after the test."""
+    env = clean_env({"HOME": home_user.pw_dir})
+    found = subprocess.run([sys.executable, "-m", "site", "--user-site"], env=env, cwd="/", user=home_user.pw_uid,
+                           group=home_user.pw_gid, extra_groups=[], capture_output=True, text=True, check=True)
+    directory = found.stdout.strip()
+    top = os.path.join(home_user.pw_dir, os.path.relpath(directory, home_user.pw_dir).split(os.sep)[0])
+    assert top != home_user.pw_dir and not os.path.exists(top), f"{top}: left by an earlier run?"
+    subprocess.run([tool("mkdir"), "-p", directory], cwd="/", user=home_user.pw_uid, group=home_user.pw_gid,
+                   extra_groups=[], check=True)
+    yield directory
+    shutil.rmtree(top)
+
+
+def plant(directory, name, text, user):
+    """A file of the user's."""
+    path = os.path.join(directory, name)
+    pathlib.Path(path).write_text(text)
+    os.chown(path, user.pw_uid, user.pw_gid)
+    return path
 
 
 def epilog(ioassess, settings, env):
@@ -166,12 +252,10 @@ def test_a_symlink_at_the_report_path_is_not_followed(ioassess, site, recorder_l
         assert os.listdir(os.path.join(site.root, "elsewhere")) == []
 
 
-def garbage(site, job):
-    path = os.path.join(site.trace_dir(job), f"ioassess_{job}_node1_r0_p99999_0.iot")
-    os.makedirs(site.trace_dir(job), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(os.urandom(8192))
-    os.chown(path, site.user.pw_uid, site.user.pw_gid)
+def garbage(site, job, name=None):
+    """A file of the job's user named as one of the job's traces, holding random bytes."""
+    path = os.path.join(site.trace_dir(job), name or f"ioassess_{job}_node1_r0_p99999_0.iot")
+    site.write_as_user(path, os.urandom(8192))
     return path, "not an ioassess trace (bad magic)"
 
 
@@ -179,10 +263,8 @@ def truncated(site, job, recorder_lib):
     """A real trace of another job, cut to 100 bytes and named as one of this job's."""
     real = site.record_job(recorder_lib, job="1")[0]
     path = os.path.join(site.trace_dir(job), f"ioassess_{job}_node1_r0_p99998_0.iot")
-    os.makedirs(site.trace_dir(job), exist_ok=True)
-    with open(real, "rb") as source, open(path, "wb") as f:
-        f.write(source.read(100))
-    os.chown(path, site.user.pw_uid, site.user.pw_gid)
+    with open(real, "rb") as source:
+        site.write_as_user(path, source.read(100))
     return path, "truncated: 100 bytes"
 
 
@@ -198,10 +280,7 @@ def test_a_corrupt_trace_beside_good_ones_is_named_and_the_report_still_written(
     site.record_job(recorder_lib)
     path, problem = garbage(site, JOB)
     result = epilog(ioassess, site.settings(json=""), site.slurm_environment())
-    assert result.returncode == 0, describe(result)
-    lines = site.log_lines()
-    assert len(lines) == 2, lines
-    assert lines[0].endswith(f"{path}: {problem}") and lines[1].endswith(f"wrote {site.report()}")
+    assert_one_line(site, result, f"wrote {site.report()}; 1 input left out, the first: {path}: {problem}")
     assert os.stat(site.report()).st_uid == site.user.pw_uid
 
 
@@ -365,3 +444,250 @@ def test_the_spack_recipe_is_valid_python(tmp_path):
     """Compiled only: running it needs Spack, which is not installed here."""
     subprocess.run([sys.executable, "-m", "py_compile", str(REPO / "contrib" / "spack" / "package.py")], check=True,
                    env={**os.environ, "PYTHONPYCACHEPREFIX": str(tmp_path)})
+
+
+# ---- what a user, or another user, can do to the epilog ----
+
+def test_the_worker_runs_none_of_the_users_python_code(ioassess, make_site, home_user, user_site, recorder_lib):
+    """A .pth file in the user's site-packages runs in every Python the user starts with user
+    site-packages on; the worker is started isolated (python -I) and does not run it."""
+    site = make_site(home_user)
+    ran = os.path.join(site.work, "pth-ran")
+    plant(user_site, "hook.pth", f"import os; open({ran!r}, 'w').close()\n", home_user)
+    plain = site.as_user([sys.executable, "-c", "pass"], clean_env({"HOME": home_user.pw_dir}))
+    assert plain.returncode == 0 and os.path.exists(ran), "the .pth is not run by a plain interpreter: " + describe(plain)
+    os.unlink(ran)
+    site.record_job(recorder_lib)
+    result = epilog(ioassess, site.settings(), site.slurm_environment())
+    assert_one_line(site, result, f"job {JOB} ({HOME_USER}): wrote {site.report()}")
+    assert not os.path.exists(ran)
+
+
+# Run by a user's .pth in a worker that does not ignore it: a daemon in a session of its own
+# that holds the worker's output open, lines forged as the epilog's, and a flood of output.
+HOSTILE = """
+import os, time
+ready_read, ready_write = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        with open({pidfile!r}, "w") as f:
+            f.write(str(os.getpid()))
+        os.execv("/bin/sleep", ["sleep", "100000"])
+    os._exit(0)
+os.close(ready_write)
+os.read(ready_read, 1)   # end of file: the daemon has written its pid and exec'd
+os.write(1, b"2026-01-01T00:00:00 node1 ioassess epilog[1]: job {job} (root): wrote /etc/shadow\\n")
+chunk = b"x" * (1 << 20)
+for _ in range({flood_mib}):
+    os.write(1, chunk)
+while {mode!r} == "overruns":
+    os.write(1, chunk)
+if {mode!r} == "forges the result":   # a result of its own on the worker's result pipe, the worker's to /dev/null
+    import fcntl, json, stat
+    for fd in range(3, 64):
+        try:
+            if stat.S_ISFIFO(os.fstat(fd).st_mode) and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:
+                os.write(fd, json.dumps({{"outcome": "forged\\nline " + "x" * 10000, "left_out": 0,
+                                          "first_left_out": ""}}).encode())
+                os.dup2(os.open("/dev/null", os.O_WRONLY), fd)
+        except OSError:
+            pass
+"""
+FLOOD_MIB = 256
+# The epilog's own peak resident size; reading all of the flood would take more than FLOOD_MIB.
+PARENT_RSS_LIMIT_MIB = 120
+# The epilog, with its worker started as it was before the worker was isolated: user
+# site-packages on and HOME the user's; prints its peak resident size (VmHWM, KiB: that of its
+# own program, where getrusage's ru_maxrss would count the test's process it was forked from).
+NOT_ISOLATED = """
+import sys
+import ioassess.cli, ioassess.epilog as epilog
+home = sys.argv.pop(1)
+epilog.worker_command = lambda fd: ["/usr/bin/env", "HOME=" + home, sys.executable, "-c", epilog.WORKER_BOOTSTRAP,
+                                    epilog.PACKAGE_PARENT, str(fd)]
+status = ioassess.cli.main(sys.argv[1:])
+with open("/proc/self/status") as f:
+    print(next(line.split()[1] for line in f if line.startswith("VmHWM:")))
+sys.exit(status)
+"""
+
+
+@pytest.mark.parametrize("mode", ["finishes", "overruns", "forges the result"])
+def test_code_in_the_worker_leaves_no_process_forges_no_line_and_floods_no_memory(
+        make_site, home_user, user_site, recorder_lib, mode):
+    """User code in a worker that runs it (as the worker did before `python -I`): its daemon is
+    ended, its 256 MiB of output and its lines dressed as the epilog's are read and dropped, the
+    worker finishes (or is stopped at the limit), and the log has one line, the epilog's. A
+    result it sends in place of the worker's is still one line, escaped and cut to the limit."""
+    site = make_site(home_user)
+    pidfile = os.path.join(site.root, "daemon.pid")
+    os.chmod(site.root, 0o1777)
+    plant(user_site, "hostile.py", HOSTILE.format(pidfile=pidfile, job=JOB, flood_mib=FLOOD_MIB, mode=mode), home_user)
+    plant(user_site, "hook.pth", f"import runpy; runpy.run_path({os.path.join(user_site, 'hostile.py')!r})\n",
+          home_user)
+    site.record_job(recorder_lib)
+    overrun = mode == "overruns"
+    time_limit = "8" if overrun else "120"
+    result = subprocess.run([sys.executable, "-c", NOT_ISOLATED, home_user.pw_dir, "epilog", "--config",
+                             site.settings(time_limit=time_limit), "--json", ""], env=clean_env(site.slurm_environment()),
+                            cwd="/", capture_output=True, text=True, timeout=300)
+    outcome = {"finishes": f"wrote {site.report()}",
+               "overruns": f"the report took longer than the time limit of {time_limit} s and was stopped",
+               "forges the result": "forged\\x0aline xxx"}[mode]
+    line = assert_one_line(site, result, f"job {JOB} ({HOME_USER}): {outcome}")
+    if mode == "forges the result":
+        assert len(line.split(": ", 1)[1]) == LOG_LINE_LIMIT and line.endswith(" more characters)"), line
+    assert "/etc/shadow" not in result.stderr
+    assert os.path.exists(pidfile), "the .pth did not run in the worker"
+    assert _processes_of(home_user.pw_uid) == []
+    assert os.path.exists(site.report()) != overrun
+    assert int(result.stdout) < PARENT_RSS_LIMIT_MIB * 1024, f"the epilog grew to {int(result.stdout) // 1024} MiB"
+
+
+def _processes_of(uid):
+    return [pid for pid in os.listdir("/proc") if pid.isdigit() and _owner(pid) == uid]
+
+
+def test_darshan_logs_planted_by_another_user_or_of_another_job_are_left_out(ioassess, site, attacker, recorder_lib):
+    """Darshan's day directories are writable by all: the attacker's larger garbage log and
+    its copy of another job's log, and a log of the user's own of another job, are left out;
+    the report of the job's traces and its own log is written."""
+    traces = site.record_job(recorder_lib, job=DARSHAN_JOB)
+    good = site.place_darshan_log("sample-dxt-simple.darshan", DARSHAN_JOB)
+    planted = site.place_darshan_log(os.urandom(1 << 20), DARSHAN_JOB, owner=attacker, exe="big")
+    site.place_darshan_log("sample.darshan", DARSHAN_JOB, owner=attacker, exe="other")
+    site.place_darshan_log("sample.darshan", DARSHAN_JOB, exe="mine")
+    result = epilog(ioassess, site.settings(darshan_logpath=site.darshan), site.slurm_environment(job=DARSHAN_JOB))
+    assert_one_line(site, result, f"wrote {site.report(DARSHAN_JOB)} and {site.report(DARSHAN_JOB, suffix='json')}; "
+                                  f"3 inputs left out, the first: {planted}: belongs to uid {attacker.pw_uid}, "
+                                  "not the job's user: left out")
+    with open(site.report(DARSHAN_JOB, suffix="json")) as f:
+        assessment = json.load(f)
+    assert sorted((i["path"], i["kind"]) for i in assessment["job"]["inputs"]) == \
+        sorted([(t, "trace") for t in traces] + [(good, "darshan")])
+
+
+@pytest.mark.parametrize("planter", ["attacker", "user"])
+def test_a_darshan_log_of_another_job_does_not_become_the_jobs_report(ioassess, site, attacker, planter):
+    owner = attacker if planter == "attacker" else site.user
+    log = site.place_darshan_log("sample.darshan", DARSHAN_JOB, owner=owner)
+    result = epilog(ioassess, site.settings(darshan_logpath=site.darshan), site.slurm_environment(job=DARSHAN_JOB))
+    problem = (f"belongs to uid {attacker.pw_uid}, not the job's user" if planter == "attacker"
+               else f"the log of job 4478544, not of job {DARSHAN_JOB}")
+    assert_one_line(site, result, "nothing to report: no trace", f"; 1 input left out, the first: {log}: {problem}")
+    assert not os.path.exists(site.report(DARSHAN_JOB))
+
+
+def test_traces_another_user_wrote_into_the_jobs_trace_directory_are_left_out(ioassess, site, attacker, recorder_lib):
+    """The trace root is writable by all: the attacker makes the job's trace directory before
+    the job does and records a program of its own there under the job's id."""
+    planted = site.record_job(recorder_lib, user=attacker)
+    shared = site.as_user([tool("chmod"), "-R", "go+rX", os.path.dirname(site.trace_dir())], clean_env(), cwd="/",
+                          user=attacker)
+    assert shared.returncode == 0, describe(shared)
+    result = epilog(ioassess, site.settings(), site.slurm_environment())
+    assert_one_line(site, result, f"nothing to report: no trace {site.trace_dir()}/ioassess_{JOB}_*.iot; "
+                                  f"1 input left out, the first: {planted[0]}: belongs to uid {attacker.pw_uid}, "
+                                  "not the job's user: left out")
+    assert not os.path.exists(site.report())
+
+
+@pytest.mark.parametrize("planted, problem", [
+    ("fifo", "not a regular file (a FIFO or socket)"),
+    ("file", "belongs to uid {attacker}, not root"),
+    ("hard link", "has 2 hard links")])
+def test_a_fifo_or_another_users_file_at_the_log_path_gets_no_line(ioassess, site, attacker, recorder_lib,
+                                                                   unprotected, planted, problem):
+    """The log's directory is writable by all; the attacker puts there a FIFO nobody reads
+    (opening it for writing would block for good), a file of its own, or a hard link to a file
+    of root's. The epilog does not write to any of them, says so on stderr, and reports."""
+    site.record_job(recorder_lib)
+    log_dir = os.path.join(site.root, "log")
+    os.mkdir(log_dir)
+    os.chmod(log_dir, 0o1777)
+    log = os.path.join(log_dir, "epilog.log")
+    roots_file = os.path.join(site.root, "roots-file")
+    pathlib.Path(roots_file).write_text("root's\n")
+    command = {"fifo": [tool("mkfifo"), "-m", "666", log], "file": [tool("install"), "-m", "666", "/dev/null", log],
+               "hard link": [tool("ln"), roots_file, log]}[planted]
+    made = site.as_user(command, clean_env(), cwd="/", user=attacker)
+    assert made.returncode == 0, describe(made)
+    result = epilog(ioassess, site.settings(log=log, json=""), site.slurm_environment())
+    assert result.returncode == 0, describe(result)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].endswith(f"{log}: not used as the log: {problem.format(attacker=attacker.pw_uid)}; "
+                             "the lines go to syslog and stderr"), lines
+    assert lines[1].endswith(f"job {JOB} ({USER}): wrote {site.report()}"), lines
+    if planted != "fifo":
+        assert pathlib.Path(log).read_text() == ("" if planted == "file" else "root's\n")
+
+
+CONTROL_NAME = "ioassess_4242_\x1b]0;owned\x07\x1b[2J\r\n2026-01-01 forged\u202egol.iot"
+
+
+def test_the_log_line_escapes_control_characters_in_file_names(ioassess, site, recorder_lib):
+    """The user names a link as a trace of the job with terminal controls, a line break and a
+    line of the log's, and U+202E (right-to-left override) in its name."""
+    site.record_job(recorder_lib)
+    link = os.path.join(site.trace_dir(), CONTROL_NAME)
+    os.symlink("/etc/passwd", link)
+    os.lchown(link, site.user.pw_uid, site.user.pw_gid)
+    result = epilog(ioassess, site.settings(json=""), site.slurm_environment())
+    escaped = (f"{site.trace_dir()}/ioassess_4242_\\x1b]0;owned\\x07\\x1b[2J\\x0d\\x0a2026-01-01 forged"
+               "\\u202egol.iot")
+    assert_one_line(site, result, f"wrote {site.report()}; 1 input left out, the first: {escaped}: "
+                                  "not a regular file: left out")
+    assert not any(char in pathlib.Path(site.log).read_text() for char in "\x1b\x07\r\u202e")
+
+
+@pytest.mark.parametrize("member", [True, False], ids=["member", "not a member"])
+def test_report_group_shares_the_reports_with_a_group_the_user_is_in(ioassess, site, recorder_lib, member):
+    group = "ioassess-readers" if member else "ioassess-others"
+    if subprocess.run([tool("getent"), "group", group], capture_output=True).returncode != 0:
+        subprocess.run([tool("groupadd"), "--system", group], check=True, capture_output=True)
+    if member:
+        subprocess.run([tool("gpasswd"), "--add", USER, group], check=True, capture_output=True)
+    gid = grp.getgrnam(group).gr_gid
+    site.record_job(recorder_lib)
+    result = epilog(ioassess, site.settings(report_group=group), site.slurm_environment())
+    reports = f"wrote {site.report()} and {site.report(suffix='json')}"
+    assert_one_line(site, result, reports if member else f"{reports} (mode 0600: the job's user is not in "
+                                                         f"report_group {group})")
+    for path in (site.report(), site.report(suffix="json")):
+        status = os.stat(path)
+        assert (stat.S_IMODE(status.st_mode), status.st_gid == gid) == ((0o640, True) if member else (0o600, False))
+
+
+def test_the_worker_runs_in_a_cgroup_of_its_own_that_is_removed_after(site, recorder_lib):
+    """Where a cgroup v2 can be made (as root, with cgroup2 mounted, as here), the worker is
+    moved into one of its own before it has its work, so that cgroup.kill ends all it starts;
+    seen while the worker blocks opening a FIFO as its model, until the time limit."""
+    with open("/proc/self/mounts") as mounts:
+        assert any(fields[2] == "cgroup2" for fields in map(str.split, mounts)), "no cgroup2 file system mounted"
+    site.record_job(recorder_lib)
+    fifo = os.path.join(site.root, "model.json")
+    os.mkfifo(fifo, 0o644)
+    settings = site.settings(model=fifo, time_limit="5")
+    epilog_process = subprocess.Popen([sys.executable, "-m", "ioassess", "epilog", "--config", settings], cwd="/",
+                                      env=clean_env(site.slurm_environment()), stderr=subprocess.PIPE, text=True)
+    cgroup_name = f"ioassess-epilog-{epilog_process.pid}"
+    seen = None
+    while seen is None and epilog_process.poll() is None:
+        seen = next((line for pid in _processes_of(site.user.pw_uid) for line in _cgroups(pid)
+                     if line.endswith(f"/{cgroup_name}")), None)
+    _, stderr = epilog_process.communicate(timeout=300)
+    assert seen, f"no process of {USER} was seen in a cgroup {cgroup_name}; the epilog said: {stderr}"
+    assert "the report took longer than the time limit of 5 s" in stderr
+    mount = next(fields[1] for fields in map(str.split, open("/proc/self/mounts")) if fields[2] == "cgroup2")
+    assert not os.path.exists(os.path.join(mount, seen.split("::", 1)[1].lstrip("/")))
+    assert _processes_of(site.user.pw_uid) == []
+
+
+def _cgroups(pid):
+    try:
+        with open(f"/proc/{pid}/cgroup") as f:
+            return f.read().splitlines()
+    except FileNotFoundError:
+        return []

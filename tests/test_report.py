@@ -4,6 +4,7 @@ import json
 import os
 import re
 import signal
+import stat
 import subprocess
 
 import numpy as np
@@ -291,3 +292,24 @@ def test_a_trace_and_a_darshan_log_of_other_jobs_are_refused(ioassess, tmp_path)
     assert result.returncode == 2
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"ioassess: {log}: not the same job as {tmp_path / 't'}") and "job id 1537455 vs 42" in line
+
+
+def test_reports_are_readable_by_their_owner_only(ioassess, tmp_path):
+    """The reports name the job's files and command line: `run` into an existing 0755 trace
+    directory and `report` over earlier 0644 files, under umask 022, write them 0600, as the
+    traces are."""
+    trace_dir = tmp_path / "traces"
+    trace_dir.mkdir()
+    os.chmod(trace_dir, 0o755)
+    ran = ioassess("run", "--trace-dir", trace_dir, "--", "sh", "-c", "cat /etc/passwd >/dev/null", umask=0o022)
+    assert ran.returncode == 0, ran.stderr
+    earlier = [tmp_path / "r.html", tmp_path / "a.json"]
+    for path in earlier:
+        path.write_text("an earlier report")
+        os.chmod(path, 0o644)
+    reported = ioassess("report", trace_dir, "-o", earlier[0], "--json", earlier[1], umask=0o022)
+    assert reported.returncode == 0, reported.stderr
+    written = [trace_dir / "report.html", trace_dir / "assessment.json"] + earlier
+    assert {str(path): oct(stat.S_IMODE(path.stat().st_mode)) for path in written} == \
+        {str(path): oct(0o600) for path in written}
+    assert earlier[0].read_text().startswith("<!DOCTYPE html>")
