@@ -676,10 +676,15 @@ def make_job_report(work, left_out):
     mode, group, unshared = report_permissions(work.report_group)
     try:
         assessment = make_report(traces + darshan_log, work.model, work.output, work.json or None,
-                                 mode=mode, group=group)
+                                 owner_uid=work.uid, mode=mode, group=group)
     except OSError as error:
         raise EpilogError(f"{work.output}: cannot write the report: {error.strerror}") from None
-    left_out += trace_problems(assessment["job"]["notes"], traces)
+    read = {entry["path"] for entry in assessment["job"]["inputs"]}
+    unread = [path for path in traces if path not in read]
+    # The reader summarises the traces it refused in a few notes: the first says why, the
+    # others are counted (the line names only the first input left out).
+    reasons = trace_problems(assessment["job"]["notes"], unread) or [f"{path}: not read" for path in unread[:1]]
+    left_out += reasons[:1] + unread[1:]
     grid = assessment.get("site_grid") or {}
     if grid.get("problem"):
         left_out.append(f"site grid {grid['path']}: {grid['problem']}")

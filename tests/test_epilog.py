@@ -297,14 +297,33 @@ def test_a_trace_another_user_planted_is_refused_and_named(ioassess, site, recor
     shutil.copyfile(trace, planted)
     os.chmod(planted, 0o644)
     result = epilog(ioassess, site.settings(), site.slurm_environment())
-    assert result.returncode == 0, describe(result)
-    lines = site.log_lines()
-    assert len(lines) == 2, lines
-    assert lines[0].endswith(f"{planted}: belongs to uid 0, not to uid {site.user.pw_uid} whose traces these are: "
-                             "refused")
+    assert_one_line(site, result, f"wrote {site.report()}",
+                    f"; 1 input left out, the first: {planted}: belongs to uid 0, not the job's user: left out")
     with open(site.report(suffix="json")) as f:
         job = json.load(f)["job"]
     assert os.path.basename(job["exe"]) == "dd" and job["processes_recorded"] == len(own)
+
+
+def test_a_hundred_thousand_bogus_traces_are_one_line_and_the_good_ones_are_reported(ioassess, site, recorder_lib):
+    """The job's user fills the trace directory with 100,000 files named as the job's traces:
+    the report of the real trace is written, the log gets one line that counts them, and the
+    report's notes summarise them (not one note per file, nor every note in every input)."""
+    (own,) = site.record_job(recorder_lib)
+    make_bogus = ("import os, sys\n"
+                  "for i in range(100_000):\n"
+                  "    with open(f'{sys.argv[1]}/ioassess_{sys.argv[2]}_node1_r0_p{i}_0.iot', 'wb') as f:\n"
+                  "        f.write(b'not a trace')\n")
+    made = site.as_user([sys.executable, "-c", make_bogus, site.trace_dir(), JOB], clean_env(), cwd="/")
+    assert made.returncode == 0, describe(made)
+    result = epilog(ioassess, site.settings(), site.slurm_environment())
+    line = assert_one_line(site, result, f"wrote {site.report()}", "; 100000 inputs left out, the first: ",
+                           ": not an ioassess trace (bad magic); and 99,999 more trace files that are not ioassess "
+                           "traces, among them ")
+    assert len(line) <= LOG_LINE_LIMIT + 100
+    with open(site.report(suffix="json")) as f:
+        job = json.load(f)["job"]
+    assert job["processes_recorded"] == 1 and [entry["path"] for entry in job["inputs"]] == [own]
+    assert len(job["notes"]) == 1
 
 
 def test_a_job_without_traces_is_one_logged_line_and_exit_0(ioassess, site):
