@@ -22,12 +22,16 @@ For tests that need a second, unprivileged user (they run as root):
     installation_reachable
                    lets others search the directories above the installed Python, ioassess and
                    PyDarshan until the module's tests are done, so that TEST_USER can run them.
+    searchable_tmp a fresh directory under /tmp that every user can search (pytest's tmp_path is
+                   under root's private one), removed after the test.
 """
 import os
 import pathlib
+import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 
 import darshan
 import pytest
@@ -104,3 +108,12 @@ def installation_reachable(job_user):
     yield
     for directory, mode in changed.items():
         os.chmod(directory, mode)
+
+
+@pytest.fixture
+def searchable_tmp():
+    """A fresh directory under /tmp that every user can search, removed after the test."""
+    path = tempfile.mkdtemp(prefix="ioassess-test-", dir="/tmp")
+    os.chmod(path, 0o755)
+    yield pathlib.Path(path)
+    shutil.rmtree(path)

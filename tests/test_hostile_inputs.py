@@ -6,10 +6,8 @@ traceback, in bounded time and memory, and the rest of the job must still be rep
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import pytest
@@ -407,15 +405,6 @@ def planted(recorded, directory, owner, intruder):
     os.chown(intruder_trace, intruder, -1)
     os.chmod(intruder_trace, 0o644)
     return str(intruder_trace)
-
-
-@pytest.fixture
-def searchable_tmp():
-    """A temporary directory every user can search (pytest's tmp_path is under root's 0700 one)."""
-    root = tempfile.mkdtemp(prefix="ioassess-owner-", dir="/tmp")
-    os.chmod(root, 0o755)
-    yield pathlib.Path(root)
-    shutil.rmtree(root)
 
 
 def test_traces_of_another_user_are_refused(ioassess, recorded, searchable_tmp, job_user, installation_reachable):

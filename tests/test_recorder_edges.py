@@ -4,12 +4,10 @@ behaves exactly as without the recorder; where the recorder can record, the trac
 and where it cannot, it stays out of the way.
 """
 import os
-import pathlib
 import resource
 import shutil
 import stat
 import subprocess
-import tempfile
 
 import pytest
 
@@ -76,15 +74,6 @@ def test_static_program_is_untouched(tmp_path, recorder_lib):
     assert plain.returncode == 0, describe(plain)
     assert_same_run(plain, recorded)
     assert trace_files(traces) == []
-
-
-@pytest.fixture
-def searchable_tmp():
-    """A fresh directory that every user can search (pytest's tmp_path is private to root)."""
-    path = tempfile.mkdtemp(prefix="ioassess-edges-", dir="/tmp")
-    os.chmod(path, 0o755)
-    yield pathlib.Path(path)
-    shutil.rmtree(path)
 
 
 def test_setuid_program_with_the_recorder_in_ld_so_preload(searchable_tmp, recorder_lib, job_user):
