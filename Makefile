@@ -47,6 +47,8 @@ bench: deps install
 	$(PYTHON) bench/models_classify.py
 	$(PYTHON) bench/report.py
 	$(PYTHON) bench/tails.py
+	$(MAKE) -C tests/progs
+	$(PYTHON) bench/fdswap.py
 
 # Trains the quick profile and checks it on held-out workloads (minutes; docs/cause-models.md).
 validate: deps install
