@@ -15,6 +15,7 @@ import os
 import pwd
 import re
 import signal
+import stat
 import subprocess
 import sys
 
@@ -377,8 +378,15 @@ def preload_with(preload, library):
 
 def _prepare_trace_dir(trace_dir):
     """Create the directory (mode 0700); refuse one that already holds traces, so that earlier
-    traces are never mixed with or overwritten by new ones."""
+    traces are never mixed with or overwritten by new ones, and one the recorder would not
+    record into (another user's, or writable by others: docs/security.md), so that a job is not
+    run for nothing."""
     os.makedirs(trace_dir, mode=0o700, exist_ok=True)
+    status = os.lstat(trace_dir)
+    if status.st_uid != os.getuid() or status.st_mode & 0o022 or not stat.S_ISDIR(status.st_mode):
+        raise UsageError(f"{trace_dir}: the recorder records only into a directory of yours that no one else can "
+                         f"write (this one: uid {status.st_uid}, mode {stat.S_IMODE(status.st_mode):04o}"
+                         f"{', a symbolic link' if stat.S_ISLNK(status.st_mode) else ''}): choose another --trace-dir")
     earlier = [name for name in os.listdir(trace_dir) if name.endswith(".iot")]
     if earlier:
         raise UsageError(f"{trace_dir} already holds {len(earlier)} trace files (*.iot) of an earlier run: "

@@ -92,6 +92,18 @@ def test_run_refuses_a_directory_with_earlier_traces(ioassess, tmp_path):
     assert not (tmp_path / "ran").exists() and (tmp_path / "t" / "old.iot").read_bytes() == b"earlier"
 
 
+@pytest.mark.parametrize("mode", [0o775, 0o777])
+def test_run_refuses_a_directory_the_recorder_would_not_record_into(ioassess, tmp_path, mode):
+    """A trace directory others can write is one the recorder turns itself off for: the job is
+    not run for nothing."""
+    (tmp_path / "t").mkdir()
+    os.chmod(tmp_path / "t", mode)
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", "touch", tmp_path / "ran")
+    assert_clean_error(result, f"{tmp_path / 't'}: the recorder records only into a directory of yours that no one "
+                               f"else can write (this one: uid 0, mode {mode:04o}): choose another --trace-dir")
+    assert not (tmp_path / "ran").exists()
+
+
 def test_run_a_missing_or_unrunnable_command(ioassess, tmp_path):
     missing = ioassess("run", "--trace-dir", tmp_path / "a", "--", "no-such-command-here")
     assert missing.returncode == 127 and stderr_lines(missing) == ["ioassess: no-such-command-here: command not found"]
