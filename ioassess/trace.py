@@ -132,6 +132,7 @@ class TraceSet:
     files: dict  # file_id -> FileInfo
     summary: dict  # column name -> numpy array, see SUMMARY_COLUMNS
     errors: list  # TraceFileError
+    notes: list  # "PATH: caveat" per trace read whose clock could not be fitted
 
 
 @dataclasses.dataclass
@@ -245,19 +246,25 @@ def _read_traces(paths, owner_uid):
         except TraceFileError as error:
             errors.append(error.with_traceback(None))   # its frames would keep each file's data
     calibrations = _calibrate(parsed)
-    good = []
+    good, notes = [], []
     for trace, calibration in zip(parsed, calibrations):
+        note = None
+        if calibration is None:
+            calibration, note = _unfitted_clock(trace)
         try:
             if calibration is None:
                 raise TraceFileError(trace.path, "cannot calibrate its clock: too few clock readings and no other "
                                                  "process on its host to borrow a rate from", NO_CLOCK)
             _check_times(trace, *calibration)
-            good.append((trace, calibration))
         except TraceFileError as error:
             errors.append(error)
+            continue
+        good.append((trace, calibration))
+        if note:
+            notes.append(f"{trace.path}: {note}")
     position = {path: index for index, path in enumerate(paths)}
     errors.sort(key=lambda error: position[error.path])
-    return _assemble(good, errors)
+    return _assemble(good, errors, notes)
 
 
 # Slots read at a time: memory holds the op records and one chunk, never the whole file.
@@ -556,7 +563,25 @@ def _calibrate(parsed):
     return calibrations
 
 
-def _assemble(good, errors):
+def _unfitted_clock(trace):
+    """((offset_ns, ns_per_tick), note) for a TSC process that could neither fit its clock nor
+    borrow its host's rate, when its times can still be had: a process that ran for microseconds
+    (killed right after its start). Its start is the header's. Every extent of op slots starts
+    with a clock reading, so a process with ops has at least two readings: their rate, however
+    close they are, times its ops. Without a second reading and without ops there is nothing to
+    time. (None, None) otherwise."""
+    pairs = trace.clock_pairs
+    ticks, monotonic_ns = int(_since_first(pairs[:, 0])[-1]), int(_since_first(pairs[:, 1])[-1])
+    if ticks > 0 and monotonic_ns > 0:
+        rate = monotonic_ns / ticks
+        return (0.0, rate), (f"its clock could not be fitted (its clock readings span only {monotonic_ns} ns): its "
+                             f"op times use the rate between its first and last readings, {rate:.4g} ns per tick")
+    if len(trace.ops["op"]) == 0 and len(trace.summary) == 0:
+        return (0.0, 1.0), "its clock could not be fitted (a single clock reading, at its start): it has no op to time"
+    return None, None
+
+
+def _assemble(good, errors, notes):
     # Empty tables first so that the columns have their dtypes and shapes without any trace.
     op_tables = [_op_columns(0, np.empty(0, tf.OP_RECORD_DTYPE), 0, 0, 1.0)]
     summary_tables = [_summary_columns(0, np.empty(0, tf.SUMMARY_ENTRY_DTYPE), 1.0)]
@@ -578,7 +603,7 @@ def _assemble(good, errors):
         if file_id not in files:
             name = "<other files>" if file_id == OTHER_FILES_ID else f"<unknown file 0x{file_id:016x}>"
             files[file_id] = FileInfo(file_id, name, 0, 0, 0, 0)
-    return TraceSet(ops, processes, files, summary, errors)
+    return TraceSet(ops, processes, files, summary, errors, notes)
 
 
 def _concatenate(tables):

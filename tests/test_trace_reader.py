@@ -172,6 +172,22 @@ def test_a_process_without_clock_pairs_borrows_its_hosts_rate(tmp_path):
                                                "readings and no other process on its host to borrow a rate from"]
 
 
+def test_a_process_alone_with_readings_under_a_microsecond_uses_their_rate(tmp_path):
+    """Killed a moment after its first op: the readings of its start and of its first extent,
+    500 ns apart, are too close to fit but still give its op times, with a note."""
+    start_ticks = 10**12
+    ticks = lambda ns: start_ticks + round(ns * TICKS_PER_NS)  # noqa: E731
+    slots = clock_slot(ticks(500), START_MONOTONIC_NS + 500) + op_slot(file_id=1, start_ticks=ticks(600),
+                                                                        duration_ticks=round(100 * TICKS_PER_NS))
+    write_trace(tmp_path / "k.iot", slots, clock_source=tf.ClockSource.TSC, start_ticks=start_ticks, end_ticks=0,
+                end_monotonic_ns=0)
+    traces = read_trace_dir(tmp_path)
+    assert traces.processes[0].ns_per_tick == 1 / TICKS_PER_NS and not traces.errors
+    assert (traces.ops["start_ns"].tolist(), traces.ops["duration_ns"].tolist()) == ([START_REALTIME_NS + 600], [100])
+    assert traces.notes == [f"{tmp_path / 'k.iot'}: its clock could not be fitted (its clock readings span only "
+                            "500 ns): its op times use the rate between its first and last readings, 0.4 ns per tick"]
+
+
 def test_fit_clock_needs_a_microsecond():
     ticks = np.array([100, 200, 300], np.uint64)
     assert fit_clock(ticks, np.array([10, 500, 999], np.uint64)) is None
