@@ -8,12 +8,14 @@ traces, missing directories, a missing library) ends in one `ioassess: ...` line
 exit status 2, never a traceback.
 """
 import argparse
+import ctypes
 import datetime
 import functools
 import json
 import os
 import pwd
 import re
+import resource
 import signal
 import stat
 import subprocess
@@ -37,11 +39,15 @@ USAGE_ERROR = 2
 INTERRUPTED = 130
 COMMAND_NOT_FOUND = 127
 COMMAND_NOT_EXECUTABLE = 126
-# Sent to one process (kill PID, a batch system's warning): passed on to the command.
-FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
-# Sent by the terminal to the whole foreground group, command included: not passed on (it
-# would arrive twice), and they do not stop ioassess before the command has ended.
-GROUP_SIGNALS = (signal.SIGINT, signal.SIGQUIT)
+# Sent to one process (kill PID, a batch system's warning to the batch shell): passed on.
+FORWARDED_SIGNALS = (signal.SIGUSR1, signal.SIGUSR2)
+# Sent to every process of the job, command included, by a terminal (^C, ^\, hangup), a batch
+# system (scancel, a time limit, preemption), `timeout` or `kill -- -PGID`: not passed on (the
+# command would get them twice), and they do not stop ioassess before the command has ended.
+JOB_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP)
+# Bytes enough for any libc's struct sigaction (152 on x86-64 glibc), kept as an opaque copy.
+SIGACTION_BYTES = 512
+_LIBC = ctypes.CDLL(None, use_errno=True)
 JOB_ID_VARIABLES = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID")
 
 
@@ -333,29 +339,35 @@ def _run(args):
         preload = preload_with(preload, mpiio_library_path())
     env = dict(os.environ, IOASSESS_TRACE_DIR=os.path.abspath(trace_dir), LD_PRELOAD=preload)
     try:
-        returncode = _run_forwarding_signals(command, env)
+        returncode = _run_passing_on_signals(command, env)
     except _NotStarted as failure:
         _print_error(failure)
         return failure.exit_status
     traces = sum(name.endswith(".iot") for name in os.listdir(trace_dir))
-    _print_error(f"traces of {traces} processes in {trace_dir}")
-    _report_after_run(trace_dir, args.model)
-    return returncode
+    _print_error(f"traces of {traces} processes in {trace_dir}; {_report_after_run(trace_dir, args.model)}")
+    if returncode < 0:
+        _end_by_signal(-returncode)
+    return 128 - returncode if returncode < 0 else returncode
 
 
 def _report_after_run(trace_dir, model):
-    """report.html and assessment.json beside the traces, also after a failed command; a
-    report that cannot be made is said on stderr and never changes the command's exit status."""
-    html, assessment = os.path.join(trace_dir, "report.html"), os.path.join(trace_dir, "assessment.json")
+    """Write report.html and assessment.json beside the traces, also after a failed command;
+    returns what became of them, for the summary line. A report that cannot be made never
+    changes the command's exit status. A progress bar and a broken site grid's own line go to
+    stderr only on a terminal; elsewhere (a batch job) the summary line says the grid's problem."""
+    html, assessment_path = os.path.join(trace_dir, "report.html"), os.path.join(trace_dir, "assessment.json")
+    terminal = sys.stderr.isatty()
     try:
-        make_report([trace_dir], model, html, assessment, sys.stderr)
+        assessment = make_report([trace_dir], model, html, assessment_path, sys.stderr if terminal else None)
     except (LoadError, ModelFileError, OSError) as error:
-        _print_error(f"no report: {_describe(error)}")
-        return
+        return f"no report: {_describe(error)}"
     except Exception as error:  # a defect of the reporter must not change the command's exit status
-        _print_error(f"no report: internal error ({type(error).__name__}: {error})")
-        return
-    _print_error(f"wrote {html} and {assessment}")
+        return f"no report: internal error ({type(error).__name__}: {error})"
+    wrote = f"wrote {html} and {assessment_path}"
+    grid = assessment.get("site_grid") or {}
+    if grid.get("problem") and not terminal:
+        return f"{wrote}; site grid not used: {grid['path']}: {grid['problem']}"
+    return wrote
 
 
 def default_trace_dir(environ, now=None):
@@ -393,9 +405,11 @@ def _prepare_trace_dir(trace_dir):
                          "choose another --trace-dir")
 
 
-def _run_forwarding_signals(command, env):
-    """Run command and return its exit status (128 + signal number if a signal ended it),
-    passing the usual job-control and batch-system signals on to it."""
+def _run_passing_on_signals(command, env):
+    """Run command and return its Popen returncode (-N if signal N ended it), passing
+    FORWARDED_SIGNALS on to it; JOB_SIGNALS reach it directly and only wait here. A signal
+    ignored when ioassess started keeps being ignored, so that the command inherits that too
+    (`nohup`, a background job's SIGINT)."""
     child = None
     pending = []
 
@@ -405,9 +419,10 @@ def _run_forwarding_signals(command, env):
         else:
             child.send_signal(signum)
 
-    previous = {signum: signal.signal(signum, forward) for signum in FORWARDED_SIGNALS}
-    # A handler, not SIG_IGN: the command must not inherit an ignored SIGINT.
-    previous.update({signum: signal.signal(signum, lambda *_: None) for signum in GROUP_SIGNALS})
+    # A handler, not SIG_IGN, for the job signals: the command must not inherit them ignored.
+    handlers = {**{signum: forward for signum in FORWARDED_SIGNALS}, **{signum: _wait for signum in JOB_SIGNALS}}
+    restores = [_set_handler(signum, handler) for signum, handler in handlers.items()
+                if signal.getsignal(signum) != signal.SIG_IGN]
     try:
         try:
             child = subprocess.Popen(command, env=env)
@@ -417,8 +432,48 @@ def _run_forwarding_signals(command, env):
             raise _NotStarted(f"{command[0]}: cannot run: {error.strerror}", COMMAND_NOT_EXECUTABLE) from None
         for signum in pending:
             child.send_signal(signum)
-        returncode = child.wait()
+        return child.wait()
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-    return 128 - returncode if returncode < 0 else returncode
+        for restore in restores:
+            restore()
+
+
+def _wait(_signum, _frame):
+    """The handler of JOB_SIGNALS while the command runs: ioassess waits for it to end."""
+
+
+def _set_handler(signum, handler):
+    """Install a Python handler; returns a function that puts back what was there before, also
+    a handler that a C library of this process installed, which Python cannot name
+    (signal.signal returns None for it: libmpich's UCX installs one for SIGHUP)."""
+    before = _sigaction(signum)
+    previous = signal.signal(signum, handler)
+    if previous is None:
+        return functools.partial(_sigaction, signum, before)
+    return functools.partial(signal.signal, signum, previous)
+
+
+def _sigaction(signum, new=None):
+    """The signal's action (an opaque copy of its struct sigaction), after setting it to new
+    (such a copy) if given."""
+    old = ctypes.create_string_buffer(SIGACTION_BYTES)
+    if _LIBC.sigaction(signum, new, old) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"sigaction({signum}): {os.strerror(error)}")
+    return old
+
+
+def _end_by_signal(signum):
+    """End ioassess by the signal that ended the command, so that a batch system records that
+    signal, as it would without ioassess, not an exit status 128 + N. The command can only have
+    died of a signal whose default action ends a process, so the same signal with its default
+    action, unblocked, ends this one. Without a core dump: RLIMIT_CORE 0, so that Python's core
+    never replaces the command's (a file `core` in the same directory). Returns only if the
+    signal did not end this process."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
+    if signum not in (signal.SIGKILL, signal.SIGSTOP):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
+    signal.raise_signal(signum)

@@ -17,7 +17,7 @@ from .render import write_report
 
 # Shares of the work, for the progress bar.
 LOAD_SHARE, ASSESS_SHARE, RENDER_SHARE = 0.5, 0.2, 0.3
-# The progress bar appears only for inputs that take longer than this.
+# The progress bar appears only on a terminal, for inputs that take longer than this.
 QUIET_FOR_S = 1.0
 
 
@@ -31,7 +31,7 @@ def make_report(inputs, model_name_or_path, html_path=None, json_path=None, stre
     by default, as the job's traces, since they name its files and command line."""
     model = load_model(model_name_or_path)
     grid = find_site_grid(site_grid, stream)
-    progress = Progress(1.0, stream, quiet_for_s=QUIET_FOR_S) if stream is not None else None
+    progress = Progress(1.0, stream, quiet_for_s=QUIET_FOR_S) if stream is not None and stream.isatty() else None
     job = load_job(inputs, owner_uid)
     _advance(progress, LOAD_SHARE, "loaded")
     assessment = json_safe(assess(job, model, model_path(model_name_or_path), grid))

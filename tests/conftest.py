@@ -15,6 +15,7 @@ Shared fixtures for tests that run real programs under the real recorder:
                    captured; never raises on a non-zero exit status.
     ioassess       ioassess(*args, cwd=None, env=None) runs the installed command line as a user
                    does (python -m ioassess from a directory without a source tree).
+    start_ioassess the same, started: a subprocess.Popen with text pipes for stdin, stdout, stderr.
 
 For tests that need a second, unprivileged user (they run as root):
 
@@ -72,18 +73,35 @@ def run_recorded(recorder_lib):
     return run
 
 
+def _installed_cli(args, env):
+    """The argument list and environment of the installed CLI run as a user runs it, with no
+    batch-system or recorder variables from outside."""
+    base = {k: v for k, v in os.environ.items()
+            if k not in JOB_ID_VARIABLES and k != "LD_PRELOAD" and not k.startswith("IOASSESS_")}
+    return [sys.executable, "-m", "ioassess", *map(str, args)], {**base, **(env or {})}
+
+
 @pytest.fixture
 def ioassess(recorder_lib):
     """ioassess(*args, cwd=None, env=None) runs the installed CLI as a user does (python -m ioassess
     from a directory without a source tree), with no batch-system or recorder variables from
     outside."""
     def run(*args, cwd=None, env=None, **popen_options):
-        base = {k: v for k, v in os.environ.items()
-                if k not in JOB_ID_VARIABLES and k != "LD_PRELOAD" and not k.startswith("IOASSESS_")}
-        full_env = {**base, **(env or {})}
-        return subprocess.run([sys.executable, "-m", "ioassess", *map(str, args)], cwd=cwd or "/", env=full_env,
-                              capture_output=True, text=True, timeout=300, **popen_options)
+        argv, full_env = _installed_cli(args, env)
+        return subprocess.run(argv, cwd=cwd or "/", env=full_env, capture_output=True, text=True, timeout=300,
+                              **popen_options)
     return run
+
+
+@pytest.fixture
+def start_ioassess(recorder_lib):
+    """start_ioassess(*args, cwd=None, env=None, **popen_options) starts the installed CLI as
+    ioassess() runs it, as a subprocess.Popen with text pipes for stdin, stdout and stderr."""
+    def start(*args, cwd=None, env=None, **popen_options):
+        argv, full_env = _installed_cli(args, env)
+        return subprocess.Popen(argv, cwd=cwd or "/", env=full_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, **popen_options)
+    return start
 
 
 @pytest.fixture(scope="module")

@@ -34,15 +34,10 @@ def test_run_exits_with_the_commands_status_and_says_where_the_traces_are(ioasse
     assert result.returncode == 3 and result.stdout == "hi\n"
     traces = sorted((tmp_path / "t" / "traces").glob("*.iot"))
     trace_dir = tmp_path / "t" / "traces"
-    lines = stderr_lines(result)
-    assert lines[0] == f"ioassess: traces of {len(traces)} processes in {trace_dir}"
-    assert lines[-1] == f"ioassess: wrote {trace_dir / 'report.html'} and {trace_dir / 'assessment.json'}"
+    assert stderr_lines(result) == [f"ioassess: traces of {len(traces)} processes in {trace_dir}; "
+                                    f"wrote {trace_dir / 'report.html'} and {trace_dir / 'assessment.json'}"]
     assert len(traces) >= 1 and stat.S_IMODE((tmp_path / "t" / "traces").stat().st_mode) == 0o700
     assert read_trace_dir(tmp_path / "t" / "traces").processes[0].exit_status == 3
-
-
-def test_run_reports_death_by_signal_as_128_plus_the_signal(ioassess, tmp_path):
-    assert ioassess("run", "--trace-dir", tmp_path / "t", "--", "sh", "-c", "kill -TERM $$").returncode == 143
 
 
 def test_run_forwards_signals_to_the_command(ioassess, tmp_path):
@@ -65,22 +60,13 @@ def test_run_defaults_to_a_directory_named_after_the_job(ioassess, tmp_path):
     assert result.returncode == 0
     (made,) = tmp_path.iterdir()
     assert re.fullmatch(r"ioassess-77\.server-x-\d{8}-\d{6}-\d+", made.name) and list(made.glob("*.iot"))
-    assert stderr_lines(result)[0].endswith(f" in ./{made.name}")
+    assert stderr_lines(result)[0].startswith(f"ioassess: traces of 1 processes in ./{made.name}; wrote ")
 
 
 def test_run_defaults_to_a_dated_directory_outside_a_job(ioassess, tmp_path):
     assert ioassess("run", "--", "true", cwd=tmp_path).returncode == 0
     (made,) = tmp_path.iterdir()
     assert re.fullmatch(r"ioassess-\d{8}-\d{6}-\d+", made.name) and list(made.glob("*.iot"))
-
-
-def test_run_does_not_pass_on_terminal_signals_twice(ioassess, tmp_path):
-    # SIGINT from a terminal reaches the whole group; ioassess must neither die of it nor
-    # send a second copy: the command counts the SIGINTs it gets.
-    script = ('n=0; trap \'n=$((n+1))\' INT; kill -INT 0; sleep 0.3; echo "$n"')
-    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", "sh", "-c", script,
-                      start_new_session=True)
-    assert (result.returncode, result.stdout) == (0, "1\n")
 
 
 def test_run_refuses_a_directory_with_earlier_traces(ioassess, tmp_path):
