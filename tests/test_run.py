@@ -4,6 +4,8 @@ import os
 import resource
 import signal
 import struct
+import subprocess
+import sys
 
 import pytest
 
@@ -25,6 +27,30 @@ def test_run_puts_back_a_signal_handler_that_python_cannot_name(ioassess, tmp_pa
     assert os.path.exists(LIBMPICH), "libmpich is missing: `make deps` installs it"
     result = ioassess("run", "--trace-dir", tmp_path / "t", "--", "true", env={"LD_PRELOAD": LIBMPICH})
     assert (result.returncode, result.stderr.splitlines()) == (0, [summary_line(tmp_path / "t")])
+
+
+UCX_HANDLER_CHECK = """
+import ctypes, signal, sys
+from ioassess.cli import _run_passing_on_signals
+class SigAction(ctypes.Structure):   # glibc's struct sigaction on x86-64
+    _fields_ = [("handler", ctypes.c_void_p), ("mask", ctypes.c_uint64 * 16), ("flags", ctypes.c_int),
+                ("restorer", ctypes.c_void_p)]
+def sighup_action():
+    action = SigAction()
+    assert ctypes.CDLL(None).sigaction(signal.SIGHUP, None, ctypes.byref(action)) == 0
+    return action.handler, action.mask[0], action.flags, action.restorer
+before = sighup_action()
+assert signal.getsignal(signal.SIGHUP) is None and before[0]   # a C library's handler, which Python cannot name
+_run_passing_on_signals(["true"], {})
+after = sighup_action()
+sys.exit(0 if after == before else f"SIGHUP's action was {before}, is {after}")
+"""
+
+
+def test_run_puts_back_the_very_handler_of_the_c_library(tmp_path):
+    result = subprocess.run([sys.executable, "-c", UCX_HANDLER_CHECK], env={**os.environ, "LD_PRELOAD": LIBMPICH},
+                            cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
 
 
 @pytest.mark.parametrize("signum", [signal.SIGSEGV, signal.SIGTERM, signal.SIGINT])
