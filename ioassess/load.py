@@ -117,7 +117,7 @@ def job_from_traces(paths, owner_uid=None):
         job_id=job_ids.most_common(1)[0][0] if job_ids else "",
         exe=first.exe, cmdline=first.cmdline, user=_owner(first.path),
         start_epoch_s=start_ns / 1e9, end_epoch_s=end_epoch_s,
-        nprocs=len(processes),
+        nprocs=len({p.rank for p in processes if p.rank >= 0}) or len(processes),
         processes=[_trace_process(p, start_ns) for p in processes],
         files=files, ops=ops, totals=totals, size_bins=size_bins, mounts=[],
         inputs=[JobInput(path=os.fspath(path), kind="trace", tiers=("ops", "totals", "metadata"))
@@ -243,6 +243,9 @@ def _merge_two(a, b):
     if len(kept_ops["file"]):
         kept_ops["file"] = _index_into(files, darshan.files, key=lambda f: f.name)[kept_ops["file"]]
         kept_ops["process"] = _index_into(processes, darshan.processes, key=lambda p: p.rank)[kept_ops["process"]]
+    records = dict(darshan.darshan_records)
+    if len(records["file"]):
+        records["file"] = _index_into(files, darshan.files, key=lambda f: f.name)[records["file"]]
     traced_ops = _rebased(traced.ops, traced.start_epoch_s - start)
     ops = concatenate_columns(ALL_OP_COLUMNS, [with_optional_columns(traced_ops), with_optional_columns(kept_ops)])
     order = np.lexsort((ops["start_s"], ops["process"]))
@@ -253,7 +256,7 @@ def _merge_two(a, b):
         start_epoch_s=start, end_epoch_s=max(traced.end_epoch_s, darshan.end_epoch_s),
         nprocs=max(darshan.nprocs, traced.nprocs), processes=processes, files=files, ops=ops,
         totals=traced.totals, size_bins=traced.size_bins, mounts=darshan.mounts or traced.mounts,
-        inputs=traced.inputs + darshan.inputs, notes=traced.notes + darshan.notes)
+        inputs=traced.inputs + darshan.inputs, notes=traced.notes + darshan.notes, darshan_records=records)
 
 
 def _rebased(ops, shift_s):
