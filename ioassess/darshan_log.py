@@ -30,8 +30,8 @@ import warnings
 
 import numpy as np
 
-from .job import (DARSHAN_RECORD_COLUMNS, DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, MAX_RANKS, OP_COLUMNS, SIZE_BIN_COLUMNS, TOTAL_COLUMNS,
-                  Job, JobFile, JobInput, JobProcess, empty_columns, mount_of)
+from .job import (DARSHAN_RECORD_COLUMNS, DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, MAX_RANKS, NO_IO_NOTE, OP_COLUMNS,
+                  SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Job, JobFile, JobInput, JobProcess, empty_columns, mount_of)
 
 DARSHAN_UTIL_VERSION_PREFIX = "3.5."  # the struct layouts declared below are darshan-util 3.5's
 DARSHAN_MAGIC = 6567223  # DARSHAN_MAGIC_NR, the second 8 bytes of every Darshan 3 log
@@ -587,7 +587,7 @@ def _assemble_job(path, contents):
     tiers = tuple(tier for tier, present in (("ops", len(ops["size"])), ("totals", len(totals_columns["ops"])),
                                              ("metadata", True)) if present)
     if tiers == ("metadata",):
-        problems.append("The log records no POSIX, MPI-IO or STDIO reads or writes: there is no I/O to assess.")
+        problems.append(NO_IO_NOTE)
     return Job(
         job_id=str(job["jobid"]),
         exe=_exe(contents.cmdline),

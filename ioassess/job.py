@@ -19,6 +19,8 @@ LAYERS = ("posix", "mpiio", "stdio")
 # would need arrays of that length).
 MAX_RANKS = 1 << 23
 DIRECTIONS = ("read", "write", "sync")
+# A Darshan log's note when it has no I/O; dropped when a trace of the same job has ops.
+NO_IO_NOTE = "The log records no POSIX, MPI-IO or STDIO reads or writes: there is no I/O to assess."
 
 # The ops known one by one (recorder traces, Darshan DXT segments). Row order: by process,
 # then start time.
