@@ -178,7 +178,8 @@ def job_facts(job, cell):
     """The job's facts; processes with I/O are the I/O-model cell's processes doing I/O (every
     rank when a shared-file record moved data), launchers are the processes of no rank in a job
     whose other processes have ranks (mpiexec and its proxies)."""
-    hosts = collections.Counter(p.hostname for p in job.processes if p.hostname)
+    launchers = launcher_processes(job)
+    hosts = collections.Counter(p.hostname for i, p in enumerate(job.processes) if p.hostname and i not in launchers)
     unfinished = [p for p in job.processes if p.source == "trace" and p.end_reason == "running/killed"]
     return {
         "job_id": job.job_id, "exe": job.exe, "cmdline": job.cmdline, "user": job.user,
@@ -186,7 +187,7 @@ def job_facts(job, cell):
         "runtime_s": _finite(job.runtime_s), "nprocs": job.nprocs,
         "processes_recorded": len(job.processes),
         "processes_with_io": cell["processes_doing_io"],
-        "launchers": len(launcher_processes(job)),
+        "launchers": len(launchers),
         "hosts": [{"hostname": host, "processes": count} for host, count in sorted(hosts.items())],
         "unfinished_processes": [{"rank": p.rank, "pid": _pid(p.pid), "hostname": p.hostname} for p in unfinished],
         "files": len(job.files),
