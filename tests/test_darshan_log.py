@@ -265,14 +265,17 @@ def test_mount_points_match_whole_path_components_longest_first():
         assert f.fs_type == dict(job.mounts).get(f.mount_point, "")
 
 
-def test_processes_are_the_ranks_with_io_and_shared_records_are_process_minus_one():
+def test_processes_are_the_ranks_with_io_or_named_by_shared_records_which_are_process_minus_one():
     job = read_darshan_log(shipped("ior_hdf5_example.darshan"))
     assert [(p.rank, p.hostname) for p in job.processes] == [(r, "nid00097") for r in range(4)]
     badost = read_darshan_log(shipped("sample-badost.darshan"))
     assert [p.rank for p in badost.processes] == list(range(2048))
     assert all(p.hostname == "" for p in badost.processes)
-    shared = read_darshan_log(shipped("noposix.darshan"))
-    assert shared.processes == [] and np.all(shared.totals["process"] == -1)
+    shared = read_darshan_log(shipped("noposix.darshan"))   # every record shared: only the named ranks
+    records = shared.darshan_records
+    named = set(records["fastest_rank"].tolist()) | set(records["slowest_rank"].tolist())
+    assert np.all(records["rank"] == -1) and len(named) > 1
+    assert [p.rank for p in shared.processes] == sorted(named) and np.all(shared.totals["process"] == -1)
     assert shared.nprocs == 512
 
 
