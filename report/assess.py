@@ -546,12 +546,19 @@ def shared_record_ranks(job, per_total):
                 per_process["io_s"][process] += rank_s
                 per_process["lost_low_s"][process] += share * lost_low
                 per_process["lost_high_s"][process] += share * lost_high
-        variance = float(records["variance_s"][r])
         described.append({"file": job.files[records["file"][r]].name, "layer": LAYERS[records["layer"][r]],
-                          "seconds": seconds, **ranks,
-                          "std_s": math.sqrt(variance) if math.isfinite(variance) else None})
+                          "seconds": seconds, **ranks, "std_s": _rank_time_std(records, r)})
     described.sort(key=lambda d: -d["seconds"])
     return {"per_process": per_process, "records": described}
+
+
+def _rank_time_std(records, r):
+    """Standard deviation of a shared record's time over the ranks, None where Darshan did not
+    compute its variance: NaN, or 0 although the fastest and slowest rank's times differ (the
+    POSIX variance of PyDarshan's example.darshan)."""
+    variance = float(records["variance_s"][r])
+    uncomputed = variance == 0 and records["slowest_s"][r] > records["fastest_s"][r]
+    return math.sqrt(variance) if math.isfinite(variance) and variance >= 0 and not uncomputed else None
 
 
 def launcher_processes(job):

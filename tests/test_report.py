@@ -250,6 +250,10 @@ def check_darshan_unknowns_and_counts(log, assessment, html):
         assert "hosts unknown" in html
     if assessment["tier"] == "counters":
         assert all(row["seconds"] is None for row in assessment["sizes"])
+    view = assessment["per_process"]
+    named = {record[end]["rank"] for record in (view["shared"]["records"] if view and view["shared"] else ())
+             for end in ("slowest", "fastest") if record[end]["seconds"] > 0}
+    assert named <= {row["rank"] for row in assessment["processes"] if row["shared_s"] > 0}
     with darshan.DarshanReport(log, read_all=True) as report:
         frames = {m: report.records[m].to_df()["counters"] for m in ("POSIX", "MPI-IO") if m in report.records}
         names = report.name_records
@@ -294,6 +298,8 @@ def test_a_shared_file_record_is_every_ranks_io_and_names_its_slowest_rank(ioass
     assert (record["slowest"]["rank"], record["fastest"]["rank"]) == (slowest, fastest)
     assert record["fastest"]["seconds"] == fcounters["POSIX_F_FASTEST_RANK_TIME"][shared]
     assert f"slowest rank {slowest}" in html and f"fastest rank {fastest}" in html
+    assert fcounters["POSIX_F_VARIANCE_RANK_TIME"][shared] == 0 and record["std_s"] is None   # not computed
+    assert "standard deviation over the ranks" not in html
     (write,) = [row["mpiio"] for row in assessment["layers"] if row["direction"] == "write"]
     assert write["collective_ops_counted"] == coll_writes == 16384
     assert f"{coll_writes} of {write['ops']} calls" in html
