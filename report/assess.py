@@ -374,8 +374,9 @@ def file_table(job, per_op, per_total, top=TOP_FILES):
 
 def access_pattern(ops):
     """Per op, Darshan's two counts (docs/assessment.md): `consecutive`, it starts where the
-    same process's previous op of the same layer and direction on the same file ended; `sequential`, it
-    starts there or past it. Like Darshan, the first op compares with an op ending at byte 1."""
+    same process's previous op of the same layer and direction on the same file ended;
+    `sequential`, it starts there or past it. Like Darshan, the first op compares with an op
+    ending at byte 1."""
     keys = (ops["direction"], ops["layer"], ops["file"], ops["process"])
     order = np.lexsort((ops["start_s"],) + keys)
     offset, end = ops["offset"][order], ops["offset"][order] + np.maximum(ops["result"][order], 0)
