@@ -30,8 +30,8 @@ import warnings
 
 import numpy as np
 
-from .job import (DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, MAX_RANKS, OP_COLUMNS, SIZE_BIN_COLUMNS, TOTAL_COLUMNS,
-                  Job, JobFile, JobInput, JobProcess, empty_columns, mount_of)
+from .job import (DARSHAN_RECORD_COLUMNS, DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, MAX_RANKS, NO_IO_NOTE, OP_COLUMNS,
+                  SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Job, JobFile, JobInput, JobProcess, empty_columns, mount_of)
 
 DARSHAN_UTIL_VERSION_PREFIX = "3.5."  # the struct layouts declared below are darshan-util 3.5's
 DARSHAN_MAGIC = 6567223  # DARSHAN_MAGIC_NR, the second 8 bytes of every Darshan 3 log
@@ -111,6 +111,20 @@ _DIRECTION_COUNTERS = {
         "write": (("STDIO_WRITES",), "STDIO_BYTES_WRITTEN", "STDIO_F_WRITE_TIME", None, None, None),
     },
 }
+# Where the columns of Job.darshan_records come from, per module (absent: -1, or NaN for a time).
+_RECORD_COUNTERS = {
+    "POSIX": {"reads": ("POSIX_READS",), "writes": ("POSIX_WRITES",), "consecutive_reads": ("POSIX_CONSEC_READS",),
+              "consecutive_writes": ("POSIX_CONSEC_WRITES",), "sequential_reads": ("POSIX_SEQ_READS",),
+              "sequential_writes": ("POSIX_SEQ_WRITES",), "syncs": ("POSIX_FSYNCS", "POSIX_FDSYNCS")},
+    "MPI-IO": {"reads": _DIRECTION_COUNTERS["MPI-IO"]["read"][0], "writes": _DIRECTION_COUNTERS["MPI-IO"]["write"][0],
+               "collective_reads": ("MPIIO_COLL_READS",), "collective_writes": ("MPIIO_COLL_WRITES",),
+               "syncs": ("MPIIO_SYNCS",)},
+    "STDIO": {"reads": ("STDIO_READS",), "writes": ("STDIO_WRITES",)},
+}
+_RANK_COUNTERS = {"fastest_rank": "FASTEST_RANK", "fastest_bytes": "FASTEST_RANK_BYTES",
+                  "slowest_rank": "SLOWEST_RANK", "slowest_bytes": "SLOWEST_RANK_BYTES"}
+_RANK_FCOUNTERS = {"fastest_s": "F_FASTEST_RANK_TIME", "slowest_s": "F_SLOWEST_RANK_TIME",
+                   "variance_s": "F_VARIANCE_RANK_TIME", "variance_bytes": "F_VARIANCE_RANK_BYTES"}
 _COUNTER_NAME_TABLES = {"POSIX": "posix", "MPI-IO": "mpiio", "STDIO": "stdio"}
 # Access-size bin of a size: the number of bin upper edges below it (the first bin includes 0).
 _SIZE_BIN_UPPER_EDGES = np.array([high for _, high in DARSHAN_SIZE_BINS[:-1]], np.int64)
@@ -560,17 +574,20 @@ def _assemble_job(path, contents):
     totals, size_bins, missing = _untraced_totals(counter_rows, bins, dxt_groups)
     problems += _truncated_dxt_problems(missing, contents.names)
 
+    records = _record_table(contents.counters)
     traced = dxt_groups["ops"] > 0
-    processes, rank_of_process = _processes(contents, dxt_groups["rank"][traced], totals["rank"],
-                                            _exe(contents.cmdline))
-    files, file_index = _files(contents, dxt_groups["record_id"][traced], totals["record_id"])
+    named_ranks = np.concatenate([records["fastest_rank"], records["slowest_rank"]])
+    processes, rank_of_process = _processes(contents, dxt_groups["rank"][traced],
+                                            np.concatenate([totals["rank"], named_ranks]), _exe(contents.cmdline))
+    files, file_index = _files(contents, dxt_groups["record_id"][traced], totals["record_id"], records["record_id"])
+    records["file"] = _position(records.pop("record_id"), file_index)
     ops = _op_columns(segments, segment_group, dxt_groups, file_index, rank_of_process)
     totals_columns = _indexed(totals, TOTAL_COLUMNS, file_index, rank_of_process)
     size_bin_columns = _indexed(size_bins, SIZE_BIN_COLUMNS, file_index, rank_of_process)
     tiers = tuple(tier for tier, present in (("ops", len(ops["size"])), ("totals", len(totals_columns["ops"])),
                                              ("metadata", True)) if present)
     if tiers == ("metadata",):
-        problems.append("The log records no POSIX, MPI-IO or STDIO reads or writes: there is no I/O to assess.")
+        problems.append(NO_IO_NOTE)
     return Job(
         job_id=str(job["jobid"]),
         exe=_exe(contents.cmdline),
@@ -586,6 +603,7 @@ def _assemble_job(path, contents):
         size_bins=size_bin_columns,
         mounts=list(contents.mounts),
         inputs=[JobInput(path=path, kind="darshan", tiers=tiers, notes=tuple(problems))],
+        darshan_records={name: np.asarray(records[name], dtype) for name, dtype in DARSHAN_RECORD_COLUMNS.items()},
     )
 
 
@@ -726,6 +744,7 @@ def _counter_tables(counters, problems):
                 "max_op_seconds": np.where(np.isfinite(max_seconds) & (max_seconds >= 0), max_seconds, np.nan),
                 "max_op_size": np.where(max_size >= 0, max_size, -1),
                 "has_bins": np.full(len(records), bins_prefix is not None),
+                "syncs": _sync_count(module, direction, counter, names),
             })
             bin_tables.append(np.maximum(bins, 0))
         if negative.any():
@@ -735,9 +754,47 @@ def _counter_tables(counters, problems):
     rows = _concatenated(row_tables, {"record_id": np.uint64, "rank": np.int64, "layer": np.uint8,
                                       "direction": np.uint8, "ops": np.int64, "bytes": np.int64,
                                       "seconds": np.float64, "max_op_seconds": np.float64,
-                                      "max_op_size": np.int64, "has_bins": bool})
+                                      "max_op_size": np.int64, "has_bins": bool, "syncs": np.int64})
     bins = np.concatenate(bin_tables) if bin_tables else np.zeros((0, len(DARSHAN_SIZE_BINS)), np.int64)
     return rows, bins
+
+
+def _record_table(counters):
+    """The columns of Job.darshan_records (record_id in place of file) of the counter records
+    with reads or writes."""
+    tables = []
+    for module, (records, names, fnames) in counters.items():
+        n = len(records)
+        prefix = module.replace("-", "") + "_"
+
+        def counter(name):
+            return records["counters"][:, names.index(name)] if name in names else np.full(n, -1)
+
+        table = {"record_id": records["id"], "rank": records["rank"],
+                 "layer": np.full(n, LAYERS.index(COUNTER_MODULES[module]), np.uint8)}
+        for column in DARSHAN_RECORD_COLUMNS:
+            if column in _RECORD_COUNTERS[module]:
+                table[column] = sum(np.maximum(counter(name), 0) for name in _RECORD_COUNTERS[module][column])
+            elif column in _RANK_COUNTERS:
+                table[column] = np.where(records["rank"] < 0, counter(prefix + _RANK_COUNTERS[column]), -1)
+            elif column in _RANK_FCOUNTERS:
+                name = prefix + _RANK_FCOUNTERS[column]
+                values = records["fcounters"][:, fnames.index(name)] if name in fnames else np.full(n, np.nan)
+                table[column] = np.where((records["rank"] < 0) & (values >= 0), values, np.nan)
+            elif column not in table and column != "file":
+                table[column] = np.full(n, -1)
+        with_io = (table["reads"] > 0) | (table["writes"] > 0)
+        tables.append({name: column[with_io] for name, column in table.items()})
+    dtypes = {"record_id": np.uint64, **{name: dtype for name, dtype in DARSHAN_RECORD_COLUMNS.items() if name != "file"}}
+    return _concatenated(tables, dtypes)
+
+
+def _sync_count(module, direction, counter, names):
+    """fsync and fdatasync calls of a POSIX write row (Darshan counts their time as write time);
+    0 for other rows."""
+    if module != "POSIX" or direction != "write":
+        return np.zeros(len(counter), np.int64)
+    return sum(np.maximum(counter[:, names.index(name)], 0) for name in _RECORD_COUNTERS["POSIX"]["syncs"])
 
 
 def _untraced_totals(rows, bins, dxt_groups):
@@ -750,17 +807,27 @@ def _untraced_totals(rows, bins, dxt_groups):
     untraced = (rows["ops"] > 0) & (traced_ops < rows["ops"])
     in_part = untraced & (traced_ops > 0)
     slowest_untraced = rows["max_op_seconds"] > coverage["max_seconds"]
+    seconds_untraced = np.maximum(rows["seconds"] - coverage["seconds"], 0.0)
     totals = {
         "record_id": rows["record_id"], "rank": rows["rank"], "layer": rows["layer"], "direction": rows["direction"],
         "ops": rows["ops"] - traced_ops,
         "bytes": np.maximum(rows["bytes"] - coverage["bytes"], 0),
-        "seconds": np.maximum(rows["seconds"] - coverage["seconds"], 0.0),
+        "seconds": seconds_untraced,
         "max_op_seconds": np.where(slowest_untraced | (traced_ops == 0), rows["max_op_seconds"], np.nan),
         "max_op_size": np.where(slowest_untraced | (traced_ops == 0), rows["max_op_size"], -1),
     }
     totals = {name: column[untraced] for name, column in totals.items()}
     remaining_bins = np.maximum(bins - coverage["bins"], 0)[untraced & rows["has_bins"]]
     binned = {name: column[rows["has_bins"][untraced]] for name, column in totals.items()}
+    # A write row DXT traced in full whose counted time exceeds its segments' time: the rest is
+    # the time of its fsync and fdatasync calls, which Darshan counts as write time.
+    synced = (rows["syncs"] > 0) & (rows["ops"] > 0) & ~untraced & (seconds_untraced > 0)
+    n_synced = np.count_nonzero(synced)
+    syncs = {"record_id": rows["record_id"][synced], "rank": rows["rank"][synced], "layer": rows["layer"][synced],
+             "direction": np.full(n_synced, DIRECTIONS.index("sync")), "ops": rows["syncs"][synced],
+             "bytes": np.zeros(n_synced, np.int64), "seconds": seconds_untraced[synced],
+             "max_op_seconds": np.full(n_synced, np.nan), "max_op_size": np.full(n_synced, -1)}
+    totals = {name: np.concatenate([column, syncs[name]]) for name, column in totals.items()}
     row, bin_index = np.nonzero(remaining_bins)
     size_bins = {
         "record_id": binned["record_id"][row], "rank": binned["rank"][row], "layer": binned["layer"][row],
@@ -847,10 +914,11 @@ def _file_name(names, record_id):
     return names.get(record_id, f"<unknown record 0x{record_id:016x}>")
 
 
-def _processes(contents, traced_ranks, totals_ranks, exe):
-    """One JobProcess per rank with DXT segments or totals rows of its own, by rank; and the
-    ranks in that order, for indexing."""
-    ranks = np.unique(np.concatenate([traced_ranks, totals_ranks[totals_ranks >= 0]]))
+def _processes(contents, traced_ranks, other_ranks, exe):
+    """One JobProcess per rank with DXT segments, totals rows of its own, or named the fastest
+    or slowest of a shared record (other_ranks; -1 ignored), by rank; and the ranks in that
+    order, for indexing."""
+    ranks = np.unique(np.concatenate([traced_ranks, other_ranks[other_ranks >= 0]]))
     hostnames = {}
     for records, _ in contents.dxt.values():
         for rank, hostname in zip(records["rank"].tolist(), records["hostname"].tolist()):

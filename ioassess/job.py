@@ -19,6 +19,8 @@ LAYERS = ("posix", "mpiio", "stdio")
 # would need arrays of that length).
 MAX_RANKS = 1 << 23
 DIRECTIONS = ("read", "write", "sync")
+# A Darshan log's note when it has no I/O; dropped when a trace of the same job has ops.
+NO_IO_NOTE = "The log records no POSIX, MPI-IO or STDIO reads or writes: there is no I/O to assess."
 
 # The ops known one by one (recorder traces, Darshan DXT segments). Row order: by process,
 # then start time.
@@ -87,6 +89,33 @@ DARSHAN_SIZE_BINS = ((0, 100), (100, 1 << 10), (1 << 10, 10 << 10), (10 << 10, 1
                      (10 << 20, 100 << 20), (100 << 20, 1 << 30), (1 << 30, -1))
 
 
+# Darshan's own per-record counters that no op or totals row carries, one row per POSIX, MPI-IO
+# or STDIO counter record of a Darshan log (docs/darshan-input.md). A count Darshan does not
+# keep for the module is -1; a time it does not keep is NaN.
+DARSHAN_RECORD_COLUMNS = {
+    "rank": np.int64,              # -1: a shared record, one for all ranks (reduced by Darshan)
+    "file": np.int32,              # index into Job.files
+    "layer": np.uint8,
+    "reads": np.int64,
+    "writes": np.int64,
+    "consecutive_reads": np.int64,   # *_CONSEC_READS: at the offset where the previous read ended
+    "consecutive_writes": np.int64,
+    "sequential_reads": np.int64,    # *_SEQ_READS: at or past the offset where the previous read ended
+    "sequential_writes": np.int64,
+    "collective_reads": np.int64,    # MPIIO_COLL_READS
+    "collective_writes": np.int64,
+    "syncs": np.int64,             # POSIX_FSYNCS + POSIX_FDSYNCS, MPIIO_SYNCS
+    "fastest_rank": np.int64,      # shared records: the rank that spent least time on the file
+    "fastest_s": np.float64,       # its time (reads, writes and metadata)
+    "fastest_bytes": np.int64,
+    "slowest_rank": np.int64,      # the rank that spent most time on it
+    "slowest_s": np.float64,
+    "slowest_bytes": np.int64,
+    "variance_s": np.float64,      # variance of the time over the ranks
+    "variance_bytes": np.float64,
+}
+
+
 @dataclasses.dataclass
 class JobProcess:
     rank: int                 # MPI rank, -1 if not known
@@ -126,7 +155,7 @@ class Job:
     user: str                 # name or uid as text, "" if not known
     start_epoch_s: float
     end_epoch_s: float        # NaN if not known
-    nprocs: int               # processes the job had (Darshan's nprocs, else len(processes))
+    nprocs: int               # processes the job had: Darshan's nprocs, else its ranks, else len(processes)
     processes: list           # JobProcess
     files: list               # JobFile
     ops: dict                 # OP_COLUMNS, and those of OPTIONAL_OP_COLUMNS the input has
@@ -135,6 +164,8 @@ class Job:
     mounts: list              # (mount point, fs type)
     inputs: list              # JobInput
     notes: list = dataclasses.field(default_factory=list)   # job-wide: what the report must say
+    # DARSHAN_RECORD_COLUMNS; empty without a Darshan log
+    darshan_records: dict = dataclasses.field(default_factory=lambda: empty_columns(DARSHAN_RECORD_COLUMNS))
 
     @property
     def runtime_s(self):

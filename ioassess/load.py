@@ -12,12 +12,13 @@ import functools
 import math
 import os
 import pwd
+import shutil
 
 import numpy as np
 
 from . import traceformat as tf
-from .job import (ALL_OP_COLUMNS, LAYERS, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Flag, Job, JobFile, JobInput,
-                  JobProcess, concatenate_columns, empty_columns, mount_of, with_optional_columns)
+from .job import (ALL_OP_COLUMNS, LAYERS, NO_IO_NOTE, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Flag, Job, JobFile,
+                  JobInput, JobProcess, concatenate_columns, empty_columns, mount_of, with_optional_columns)
 from .trace import DIRECTION_OF_OP, TraceFileError, read_trace_dir, sum_by, summarise_errors
 
 # statfs f_type -> file system name, for the ones an HPC job meets.
@@ -117,7 +118,7 @@ def job_from_traces(paths, owner_uid=None):
         job_id=job_ids.most_common(1)[0][0] if job_ids else "",
         exe=first.exe, cmdline=first.cmdline, user=_owner(first.path),
         start_epoch_s=start_ns / 1e9, end_epoch_s=end_epoch_s,
-        nprocs=len(processes),
+        nprocs=len({p.rank for p in processes if p.rank >= 0}) or len(processes),
         processes=[_trace_process(p, start_ns) for p in processes],
         files=files, ops=ops, totals=totals, size_bins=size_bins, mounts=[],
         inputs=[JobInput(path=os.fspath(path), kind="trace", tiers=("ops", "totals", "metadata"))
@@ -191,15 +192,30 @@ def _owner(path):
 
 
 def same_job(a, b):
-    """Whether two Jobs describe the same job: equal job ids, or (without ids) the same
-    executable's name and overlapping runs."""
-    if a.job_id and b.job_id:
-        return a.job_id == b.job_id
-    same_exe = os.path.basename(a.exe.split()[0] if a.exe else "") == os.path.basename(b.exe.split()[0] if b.exe else "")
+    """Whether two Jobs describe the same job: equal job ids; or a job id that is the other's
+    pid (a non-MPI Darshan log's job id is its process's pid) with overlapping runs; or, without
+    job ids, the same executable (symbolic links resolved) and overlapping runs."""
     a_end = a.end_epoch_s if math.isfinite(a.end_epoch_s) else a.start_epoch_s
     b_end = b.end_epoch_s if math.isfinite(b.end_epoch_s) else b.start_epoch_s
     overlap = a.start_epoch_s <= b_end + SAME_JOB_SLACK_S and b.start_epoch_s <= a_end + SAME_JOB_SLACK_S
-    return same_exe and overlap
+    if a.job_id and b.job_id and a.job_id == b.job_id:
+        return True
+    if _job_id_is_a_pid_of(a, b) or _job_id_is_a_pid_of(b, a):
+        return overlap
+    if a.job_id and b.job_id:
+        return False
+    return bool(_exe_names(a.exe) & _exe_names(b.exe)) and overlap
+
+
+def _job_id_is_a_pid_of(a, b):
+    return a.job_id.isdigit() and int(a.job_id) in {p.pid for p in b.processes if p.pid > 0}
+
+
+def _exe_names(exe):
+    """The executable's name as given and the name of the file it is, symbolic links resolved
+    on this machine (/usr/bin/python3 -> python3.11)."""
+    path = exe.split()[0] if exe else ""
+    return {os.path.basename(path), os.path.basename(os.path.realpath(shutil.which(path) or path))} - {""}
 
 
 def merge_jobs(jobs):
@@ -243,17 +259,23 @@ def _merge_two(a, b):
     if len(kept_ops["file"]):
         kept_ops["file"] = _index_into(files, darshan.files, key=lambda f: f.name)[kept_ops["file"]]
         kept_ops["process"] = _index_into(processes, darshan.processes, key=lambda p: p.rank)[kept_ops["process"]]
+    records = dict(darshan.darshan_records)
+    if len(records["file"]):
+        records["file"] = _index_into(files, darshan.files, key=lambda f: f.name)[records["file"]]
     traced_ops = _rebased(traced.ops, traced.start_epoch_s - start)
     ops = concatenate_columns(ALL_OP_COLUMNS, [with_optional_columns(traced_ops), with_optional_columns(kept_ops)])
     order = np.lexsort((ops["start_s"], ops["process"]))
     ops = {name: column[order] for name, column in ops.items()}
+    darshan_inputs = darshan.inputs
+    if len(ops["size"]):
+        darshan_inputs = [dataclasses.replace(i, notes=tuple(n for n in i.notes if n != NO_IO_NOTE)) for i in darshan_inputs]
     return Job(
         job_id=darshan.job_id or traced.job_id, exe=darshan.exe or traced.exe,
         cmdline=darshan.cmdline or traced.cmdline, user=darshan.user or traced.user,
         start_epoch_s=start, end_epoch_s=max(traced.end_epoch_s, darshan.end_epoch_s),
         nprocs=max(darshan.nprocs, traced.nprocs), processes=processes, files=files, ops=ops,
         totals=traced.totals, size_bins=traced.size_bins, mounts=darshan.mounts or traced.mounts,
-        inputs=traced.inputs + darshan.inputs, notes=traced.notes + darshan.notes)
+        inputs=traced.inputs + darshan_inputs, notes=traced.notes + darshan.notes, darshan_records=records)
 
 
 def _rebased(ops, shift_s):

@@ -61,14 +61,15 @@ def assess(job, model, model_source="", site_grid=None):
     per_op = classify_ops(job, model)
     per_total = estimate_totals(job, model)
     per_process = process_io(job, per_op, per_total)
+    shared = shared_record_ranks(job, per_total)
     aggregation = aggregator_work(job)
-    processes = process_table(job, per_process, aggregation)
+    processes = process_table(job, per_process, shared, aggregation)
     headline = headline_numbers(job, per_op, per_total, processes)
     cell = {**io_model_cell(job), **write_throughput(job)}
     assessment = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
-        "job": job_facts(job, per_op, per_total),
+        "job": job_facts(job, cell),
         "model": {"name": model.name, "description": model.description, "source": model_source,
                   "provenance": model.provenance},
         "tier": tier_of(job),
@@ -82,7 +83,7 @@ def assess(job, model, model_source="", site_grid=None):
         "slowdown": slowdown_timeline(job, per_op),
         "tails": tail_statistics(job, per_op),
         "processes": processes,
-        "per_process": per_process_view(job, per_process, per_total),
+        "per_process": per_process_view(job, per_process, per_total, shared),
         "io_model": cell,
         "site_grid": site_grid_placement(cell, site_grid),
         "scatter": scatter_sample(job, per_op),
@@ -173,19 +174,22 @@ def tier_of(job):
         "mixed" if has_ops else "none"
 
 
-def job_facts(job, per_op, per_total):
-    io_processes = set(job.ops["process"][per_op["is_io"]].tolist()) | \
-        set(job.totals["process"][per_total["is_io"]].tolist())
-    hosts = collections.Counter(p.hostname for p in job.processes if p.hostname)
+def job_facts(job, cell):
+    """The job's facts; processes with I/O are the I/O-model cell's processes doing I/O (every
+    rank when a shared-file record moved data), launchers are the processes of no rank in a job
+    whose other processes have ranks (mpiexec and its proxies)."""
+    launchers = launcher_processes(job)
+    hosts = collections.Counter(p.hostname for i, p in enumerate(job.processes) if p.hostname and i not in launchers)
     unfinished = [p for p in job.processes if p.source == "trace" and p.end_reason == "running/killed"]
     return {
         "job_id": job.job_id, "exe": job.exe, "cmdline": job.cmdline, "user": job.user,
         "start": _iso(job.start_epoch_s), "end": _iso(job.end_epoch_s),
         "runtime_s": _finite(job.runtime_s), "nprocs": job.nprocs,
         "processes_recorded": len(job.processes),
-        "processes_with_io": len(io_processes - {-1}) or (job.nprocs if -1 in io_processes else 0),
+        "processes_with_io": cell["processes_doing_io"],
+        "launchers": len(launchers),
         "hosts": [{"hostname": host, "processes": count} for host, count in sorted(hosts.items())],
-        "unfinished_processes": [{"rank": p.rank, "pid": p.pid, "hostname": p.hostname} for p in unfinished],
+        "unfinished_processes": [{"rank": p.rank, "pid": _pid(p.pid), "hostname": p.hostname} for p in unfinished],
         "files": len(job.files),
         "mounts": [{"mount_point": m, "fs_type": t} for m, t in job.mounts],
         "inputs": [{"path": i.path, "kind": i.kind, "tiers": list(i.tiers), "notes": list(i.notes)}
@@ -265,9 +269,21 @@ def layer_table(job):
                                   totals["seconds"][counted].sum())
             row[layer]["flagged"] = {flag.name.lower(): _amounts(ops, member & (flags & flag != 0))
                                      for flag in Flag if np.any(flags[member] & flag)}
+            row[layer]["collective_ops_counted"] = _collective_counted(job, layer_code, direction)
         if any(row[layer] for layer in LAYERS):
             rows.append(row)
     return rows
+
+
+def _collective_counted(job, layer_code, direction):
+    """Collective calls of a layer and direction Darshan counted (MPIIO_COLL_READS/WRITES), or
+    None where no Darshan log counts them."""
+    if direction == "sync":
+        return None
+    records = job.darshan_records
+    counted = records[f"collective_{direction}s"][records["layer"] == layer_code]
+    counted = counted[counted >= 0]
+    return int(counted.sum()) if len(counted) else None
 
 
 def _amounts(ops, member, counted_ops=0, counted_bytes=0, counted_seconds=0.0):
@@ -300,11 +316,11 @@ def collective_io(job, aggregation):
         return None
     collective_s = float(ops["duration_s"][collective].sum())
     aggregator_s, aggregator_bytes, aggregator_ops = aggregation["seconds"], aggregation["bytes"], aggregation["ops"]
-    aggregators = [{"rank": job.processes[i].rank, "pid": job.processes[i].pid,
+    aggregators = [{"rank": job.processes[i].rank, "pid": _pid(job.processes[i].pid),
                     "hostname": job.processes[i].hostname, "ops": int(aggregator_ops[i]),
                     "bytes": int(aggregator_bytes[i]), "seconds": float(aggregator_s[i])}
                    for i in np.flatnonzero(aggregator_ops)]
-    aggregators.sort(key=lambda a: (a["rank"], a["pid"]))
+    aggregators.sort(key=lambda a: (a["rank"], a["pid"] or 0))
     return {
         "processes": len(np.unique(ops["process"][collective])),
         "collective_ops": int(collective.sum()),
@@ -334,7 +350,7 @@ def file_table(job, per_op, per_total, top=TOP_FILES):
     lost_high = per_file(per_op["lost_s"][io], per_total["lost_high_s"][tio])
     count = per_file(np.ones(io.sum()), job.totals["ops"][tio].astype(float))
     nbytes = per_file(np.maximum(ops["result"][io], 0).astype(float), job.totals["bytes"][tio].astype(float))
-    sequential = _sequential(ops, io, nfiles)
+    after_previous = access_pattern(ops)
     order = np.lexsort((-seconds, -lost_high))
     rows = []
     for i in order[:top]:
@@ -349,36 +365,59 @@ def file_table(job, per_op, per_total, top=TOP_FILES):
             "ops": int(count[i]), "bytes": int(nbytes[i]), "seconds": float(seconds[i]),
             "lost_low_s": float(lost_low[i]), "lost_high_s": float(lost_high[i]),
             "processes": len(procs - {-1}) if -1 not in procs else job.nprocs,
-            "pattern": _pattern(ops, member, sequential),
+            "pattern": _pattern(job, i, ops, member, after_previous),
             "classes": {cls: int(np.count_nonzero(per_op["class"][member] == code))
                         for code, cls in enumerate(ROW_CLASSES[:-1]) if np.any(per_op["class"][member] == code)},
         })
     return rows
 
 
-def _sequential(ops, io, nfiles):
-    """Per op: whether it starts where the same process's previous op on the same file ended."""
-    order = np.lexsort((ops["start_s"], ops["file"], ops["process"]))
-    start, size = ops["offset"][order], np.maximum(ops["result"][order], 0)
-    same = np.zeros(len(order), bool)
-    same[1:] = (ops["file"][order][1:] == ops["file"][order][:-1]) & \
-        (ops["process"][order][1:] == ops["process"][order][:-1])
-    follows = np.zeros(len(order), bool)
-    follows[1:] = same[1:] & (start[1:] == start[:-1] + size[:-1]) & (start[1:] >= 0)
-    sequential = np.zeros(len(order), bool)
-    sequential[order] = follows
-    return sequential
+def access_pattern(ops):
+    """Per op, Darshan's two counts (docs/assessment.md): `consecutive`, it starts where the
+    same process's previous op of the same layer and direction on the same file ended;
+    `sequential`, it starts there or past it. Like Darshan, the first op compares with an op
+    ending at byte 1."""
+    keys = (ops["direction"], ops["layer"], ops["file"], ops["process"])
+    order = np.lexsort((ops["start_s"],) + keys)
+    offset, end = ops["offset"][order], ops["offset"][order] + np.maximum(ops["result"][order], 0)
+    previous_end = np.ones(len(order), np.int64)
+    same = np.all([key[order][1:] == key[order][:-1] for key in keys], axis=0)
+    previous_end[1:][same] = end[:-1][same]
+    known = offset >= 0
+    consecutive, sequential = np.zeros(len(order), bool), np.zeros(len(order), bool)
+    consecutive[order] = known & (offset == previous_end)
+    sequential[order] = known & (offset >= previous_end)
+    return {"consecutive": consecutive, "sequential": sequential}
 
 
-def _pattern(ops, member, sequential):
+def _pattern(job, file, ops, member, after_previous):
+    """A file's access pattern: Darshan's consecutive and sequential shares of its reads and
+    writes, from Darshan's counters when a log counted them (every op, DXT or not), else from
+    its ops with offsets; its read share, median size and share of small ops."""
     n = int(member.sum())
-    if not n:
+    shares, source = _darshan_pattern(job.darshan_records, file), "darshan counters"
+    if shares is None and n:
+        shares = {f"{name}_share": float(after_previous[name][member].mean()) for name in ("consecutive", "sequential")}
+        source = "ops"
+    if shares is None:
         return {"ops_with_offsets": 0}
-    sizes = ops["size"][member]
-    reads = ops["direction"][member] == 0
-    return {"ops_with_offsets": n, "sequential_share": float(sequential[member].mean()),
-            "read_share": float(reads.mean()), "median_size": float(np.median(sizes)),
-            "small_share": float(np.mean(sizes < SMALL_OP_BYTES))}
+    pattern = {"ops_with_offsets": n, "source": source, **shares}
+    if n:
+        sizes = ops["size"][member]
+        pattern.update({"read_share": float((ops["direction"][member] == 0).mean()),
+                        "median_size": float(np.median(sizes)), "small_share": float(np.mean(sizes < SMALL_OP_BYTES))})
+    return pattern
+
+
+def _darshan_pattern(records, file):
+    """Consecutive and sequential shares of a file's POSIX reads and writes as Darshan counted
+    them, or None without such counters."""
+    here = (records["file"] == file) & (records["layer"] == POSIX) & (records["consecutive_reads"] >= 0)
+    ops = int(records["reads"][here].sum() + records["writes"][here].sum())
+    if not ops:
+        return None
+    return {f"{kind}_share": float(records[f"{kind}_reads"][here].sum() + records[f"{kind}_writes"][here].sum()) / ops
+            for kind in ("consecutive", "sequential")}
 
 
 def size_table(job, per_op, per_total):
@@ -404,6 +443,9 @@ def size_table(job, per_op, per_total):
             inside &= np.isin(bins["layer"], IO_LAYERS)
             row["read_ops_counted"] = int(bins["ops"][inside & (bins["direction"] == 0)].sum())
             row["write_ops_counted"] = int(bins["ops"][inside & (bins["direction"] == 1)].sum())
+    for row in rows:
+        if not row["read_ops"] + row["write_ops"]:   # counters have no times per access size
+            row["seconds"] = row["lost_s"] = None
     return [row for row in rows if row["read_ops"] + row["write_ops"] + row.get("read_ops_counted", 0) +
             row.get("write_ops_counted", 0)]
 
@@ -475,10 +517,70 @@ def process_io(job, per_op, per_total):
             "lost_high_s": lost + np.bincount(tp, per_total["lost_high_s"][tio], n)}
 
 
-def process_table(job, per_process, aggregation):
-    """Per process with I/O or MPI-IO calls: I/O time and time lost, most lost first; its
-    MPI-IO time, and its POSIX read and write time inside collective MPI-IO calls (aggregator
-    work, aggregator_work: `aggregator` is true for a process that did any)."""
+def shared_record_ranks(job, per_total):
+    """What Darshan's shared-file records (rank -1, reduced over all ranks) say of single ranks:
+    per record with I/O known only from its counters, the fastest and slowest rank, their time
+    on the file (reads, writes and metadata: Darshan's *_F_FASTEST/SLOWEST_RANK_TIME) and bytes,
+    and the standard deviation of the time over the ranks; and per process of those ranks
+    (index into Job.processes) that time and a time lost pro rata: the record's time lost times
+    the rank's time over the record's summed time, at most all of it."""
+    n = len(job.processes)
+    per_process = {"io_s": np.zeros(n), "lost_low_s": np.zeros(n), "lost_high_s": np.zeros(n)}
+    records = job.darshan_records
+    totals = job.totals
+    shared_rows = per_total["is_io"] & (totals["process"] < 0)
+    process_of_rank = {p.rank: i for i, p in reversed(list(enumerate(job.processes))) if p.rank >= 0}
+    described = []
+    for r in np.flatnonzero((records["rank"] < 0) & (records["slowest_rank"] >= 0)).tolist():
+        rows = shared_rows & (totals["file"] == records["file"][r]) & (totals["layer"] == records["layer"][r])
+        seconds = float(totals["seconds"][rows].sum())
+        if not rows.any() or seconds <= 0:
+            continue
+        lost_low, lost_high = float(per_total["lost_low_s"][rows].sum()), float(per_total["lost_high_s"][rows].sum())
+        ranks = {}
+        for end in ("slowest", "fastest"):
+            rank, rank_s = int(records[f"{end}_rank"][r]), float(records[f"{end}_s"][r])
+            ranks[end] = {"rank": rank, "seconds": rank_s, "bytes": int(records[f"{end}_bytes"][r])}
+            process = process_of_rank.get(rank)
+            if process is not None and (end == "slowest" or rank != ranks["slowest"]["rank"]):
+                share = min(rank_s / seconds, 1.0)
+                per_process["io_s"][process] += rank_s
+                per_process["lost_low_s"][process] += share * lost_low
+                per_process["lost_high_s"][process] += share * lost_high
+        described.append({"file": job.files[records["file"][r]].name, "layer": LAYERS[records["layer"][r]],
+                          "seconds": seconds, **ranks, "std_s": _rank_time_std(records, r)})
+    described.sort(key=lambda d: -d["seconds"])
+    return {"per_process": per_process, "records": described}
+
+
+def _rank_time_std(records, r):
+    """Standard deviation of a shared record's time over the ranks, None where Darshan did not
+    compute its variance: NaN, or 0 although the fastest and slowest rank's times differ (the
+    POSIX variance of PyDarshan's example.darshan)."""
+    variance = float(records["variance_s"][r])
+    uncomputed = variance == 0 and records["slowest_s"][r] > records["fastest_s"][r]
+    return math.sqrt(variance) if math.isfinite(variance) and variance >= 0 and not uncomputed else None
+
+
+def launcher_processes(job):
+    """Indices of the processes of no rank in a job whose other processes have ranks: the MPI
+    launcher (mpiexec) and its proxies, which are not the job's ranks."""
+    if not any(p.rank >= 0 for p in job.processes):
+        return []
+    return [i for i, p in enumerate(job.processes) if p.rank < 0]
+
+
+def _pid(pid):
+    """A process id, None where unknown (Darshan does not record them)."""
+    return int(pid) if pid > 0 else None
+
+
+def process_table(job, per_process, shared, aggregation):
+    """Per process with I/O or MPI-IO calls: I/O time and time lost, most lost first; the part
+    of them from Darshan's shared records (shared_record_ranks), its MPI-IO time (None where
+    MPI-IO records were reduced over the ranks: each rank's part is unknown), and its POSIX read
+    and write time inside collective MPI-IO calls (aggregator work, aggregator_work:
+    `aggregator` is true for a process that did any). Launchers (launcher_processes) say so."""
     n = len(job.processes)
     ops = job.ops
     mpiio, tmpiio = ops["layer"] == MPIIO, (job.totals["layer"] == MPIIO) & (job.totals["process"] >= 0)
@@ -486,22 +588,26 @@ def process_table(job, per_process, aggregation):
         np.bincount(job.totals["process"][tmpiio], job.totals["seconds"][tmpiio], n)
     mpiio_count = np.bincount(ops["process"][mpiio], minlength=n) + \
         np.bincount(job.totals["process"][tmpiio], job.totals["ops"][tmpiio], n)
+    mpiio_reduced = bool(np.any((job.totals["layer"] == MPIIO) & (job.totals["process"] < 0)))
     aggregator_s, aggregator = aggregation["seconds"], aggregation["ops"] > 0
-    count = per_process["ops"]
-    rows = [{"rank": proc.rank, "pid": proc.pid, "hostname": proc.hostname, "ops": int(count[i]),
-             "io_s": float(per_process["io_s"][i]), "lost_low_s": float(per_process["lost_low_s"][i]),
-             "lost_high_s": float(per_process["lost_high_s"][i]),
-             "mpiio_ops": int(mpiio_count[i]), "mpiio_s": float(mpiio_s[i]),
+    count, from_shared = per_process["ops"], shared["per_process"]
+    launchers = set(launcher_processes(job))
+    rows = [{"rank": proc.rank, "pid": _pid(proc.pid), "hostname": proc.hostname, "ops": int(count[i]),
+             "io_s": float(per_process["io_s"][i] + from_shared["io_s"][i]),
+             "lost_low_s": float(per_process["lost_low_s"][i] + from_shared["lost_low_s"][i]),
+             "lost_high_s": float(per_process["lost_high_s"][i] + from_shared["lost_high_s"][i]),
+             "shared_s": float(from_shared["io_s"][i]),
+             "mpiio_ops": int(mpiio_count[i]), "mpiio_s": None if mpiio_reduced else float(mpiio_s[i]),
              "aggregator": bool(aggregator[i]), "aggregator_s": float(aggregator_s[i]),
-             "end_reason": proc.end_reason}
-            for i, proc in enumerate(job.processes) if count[i] or mpiio_count[i]]
+             "launcher": i in launchers, "end_reason": proc.end_reason}
+            for i, proc in enumerate(job.processes) if count[i] or mpiio_count[i] or from_shared["io_s"][i]]
     rows.sort(key=lambda r: (-r["lost_high_s"], -r["io_s"]))
     return rows
 
 
 # ---- per rank ----
 
-def per_process_view(job, per_process, per_total):
+def per_process_view(job, per_process, per_total, shared):
     """How I/O time and time lost spread over the ranks of an MPI job (every rank, a rank
     without I/O counting as 0 s), or over the processes with I/O of another job: mean, median,
     the slowest and max / mean (the imbalance), the ranks that lost most, and the series of the
@@ -509,9 +615,9 @@ def per_process_view(job, per_process, per_total):
     rank's: it is left out and said (`shared`). None for a job without I/O."""
     units = io_units(job, per_process)
     tio = per_total["is_io"] & (job.totals["process"] < 0)
-    shared = {"ops": int(job.totals["ops"][tio].sum()), "seconds": float(job.totals["seconds"][tio].sum())} \
-        if tio.any() else None
-    if not units["io_s"].any() and shared is None:
+    in_shared = {"ops": int(job.totals["ops"][tio].sum()), "seconds": float(job.totals["seconds"][tio].sum()),
+                 "records": shared["records"]} if tio.any() else None
+    if not units["io_s"].any() and in_shared is None:
         return None
     attributed = bool(units["io_s"].any())
     order = np.argsort(-units["lost_high_s"], kind="stable")[:MOST_LOST_NAMED]
@@ -525,7 +631,7 @@ def per_process_view(job, per_process, per_total):
         "most_lost": [{**_identity(units, i), "lost_low_s": float(units["lost_low_s"][i]),
                        "lost_high_s": float(units["lost_high_s"][i])} for i in named],
         "most_lost_share": _ratio(float(units["lost_high_s"][named].sum()), lost_total) if named else None,
-        "shared": shared,
+        "shared": in_shared,
         "plot": binned_units(units, RANK_PLOT_BINS) if attributed else None,
     }
 
@@ -560,7 +666,7 @@ def io_units(job, per_process):
 
 
 def _identity(units, i):
-    return {"rank": int(units["rank"][i]), "pid": int(units["pid"][i]), "hostname": str(units["hostname"][i])}
+    return {"rank": int(units["rank"][i]), "pid": _pid(units["pid"][i]), "hostname": str(units["hostname"][i])}
 
 
 def _spread(units, quantity):

@@ -20,8 +20,8 @@ import darshan.backend.cffi_backend as pydarshan_backend  # noqa: E402
 from darshan.log_utils import get_log_path  # noqa: E402
 
 from ioassess.darshan_log import DarshanLogError, read_darshan_log  # noqa: E402
-from ioassess.load import load_job  # noqa: E402
-from ioassess.job import (DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, OP_COLUMNS, SIZE_BIN_COLUMNS,  # noqa: E402
+from ioassess.load import LoadError, load_job  # noqa: E402
+from ioassess.job import (DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, NO_IO_NOTE, OP_COLUMNS, SIZE_BIN_COLUMNS,  # noqa: E402
                           TOTAL_COLUMNS)
 
 PACKAGE_DIR = os.path.dirname(darshan.__file__)
@@ -265,14 +265,17 @@ def test_mount_points_match_whole_path_components_longest_first():
         assert f.fs_type == dict(job.mounts).get(f.mount_point, "")
 
 
-def test_processes_are_the_ranks_with_io_and_shared_records_are_process_minus_one():
+def test_processes_are_the_ranks_with_io_or_named_by_shared_records_which_are_process_minus_one():
     job = read_darshan_log(shipped("ior_hdf5_example.darshan"))
     assert [(p.rank, p.hostname) for p in job.processes] == [(r, "nid00097") for r in range(4)]
     badost = read_darshan_log(shipped("sample-badost.darshan"))
     assert [p.rank for p in badost.processes] == list(range(2048))
     assert all(p.hostname == "" for p in badost.processes)
-    shared = read_darshan_log(shipped("noposix.darshan"))
-    assert shared.processes == [] and np.all(shared.totals["process"] == -1)
+    shared = read_darshan_log(shipped("noposix.darshan"))   # every record shared: only the named ranks
+    records = shared.darshan_records
+    named = set(records["fastest_rank"].tolist()) | set(records["slowest_rank"].tolist())
+    assert np.all(records["rank"] == -1) and len(named) > 1
+    assert [p.rank for p in shared.processes] == sorted(named) and np.all(shared.totals["process"] == -1)
     assert shared.nprocs == 512
 
 
@@ -662,3 +665,139 @@ def test_a_trace_and_the_darshan_log_of_the_same_job_make_one_job(rewrite, ioass
     assert np.count_nonzero(job.ops["layer"] == posix) == len(traced.ops["size"])
     assert np.count_nonzero(job.ops["layer"] == mpiio) == 1
     assert job.start_epoch_s <= traced.start_epoch_s and job.end_epoch_s >= traced.end_epoch_s
+
+
+# --- Darshan's own counts ----------------------------------------------------------------------
+
+def pydarshan_counters(report, module):
+    """PyDarshan's counters and fcounters of a module, one row per record, and the file names."""
+    frames = report.records[module].to_df()
+    return frames["counters"], frames["fcounters"], report.name_records
+
+
+@pytest.mark.parametrize("name", ("ior_hdf5_example.darshan", "sample-dxt-simple.darshan", "example.darshan"))
+def test_darshan_records_are_darshans_counters(name, reference):
+    job = read_darshan_log(shipped(name))
+    counters, fcounters, names = pydarshan_counters(reference(shipped(name)), "POSIX")
+    records = job.darshan_records
+    posix = records["layer"] == LAYERS.index("posix")
+    by_key = {(job.files[f].name, r): i for i, (f, r) in enumerate(zip(records["file"], records["rank"])) if posix[i]}
+    with_io = counters[(counters["POSIX_READS"] + counters["POSIX_WRITES"]) > 0]
+    assert len(by_key) == len(with_io)
+    for row, frow in zip(with_io.itertuples(), fcounters.loc[with_io.index].itertuples()):
+        i = by_key[names[row.id], row.rank]
+        assert (records["consecutive_reads"][i], records["sequential_writes"][i], records["syncs"][i]) == \
+            (row.POSIX_CONSEC_READS, row.POSIX_SEQ_WRITES, row.POSIX_FSYNCS + row.POSIX_FDSYNCS)
+        if row.rank == -1:
+            assert (records["slowest_rank"][i], records["fastest_rank"][i]) == (row.POSIX_SLOWEST_RANK,
+                                                                                row.POSIX_FASTEST_RANK)
+            assert records["slowest_s"][i] == frow.POSIX_F_SLOWEST_RANK_TIME
+            assert records["variance_s"][i] == frow.POSIX_F_VARIANCE_RANK_TIME
+        else:
+            assert records["slowest_rank"][i] == -1 and math.isnan(records["slowest_s"][i])
+    mpiio = records["layer"] == LAYERS.index("mpiio")
+    if "MPI-IO" in reference(shipped(name)).records:
+        mpi_counters, _, _ = pydarshan_counters(reference(shipped(name)), "MPI-IO")
+        assert records["collective_writes"][mpiio].sum() == mpi_counters["MPIIO_COLL_WRITES"].sum()
+        assert np.all(records["consecutive_reads"][mpiio] == -1)
+
+
+@pytest.mark.parametrize("name", ("ior_hdf5_example.darshan", "sample-dxt-simple.darshan"))
+def test_consecutive_and_sequential_of_dxt_ops_are_darshans_counts(name):
+    """The ops of a complete DXT trace, counted by the assessment's definitions, give the
+    consecutive and sequential counts Darshan's counters hold, per file and direction (a shared
+    record's are summed over its ranks)."""
+    from ioassess.report.assess import access_pattern
+    job = read_darshan_log(shipped(name))
+    pattern = access_pattern(job.ops)
+    records = job.darshan_records
+    posix = LAYERS.index("posix")
+    compared = 0
+    for file in np.unique(records["file"][records["layer"] == posix]).tolist():
+        here = (records["file"] == file) & (records["layer"] == posix)
+        for direction, plural in ((READ, "reads"), (WRITE, "writes")):
+            ops = (job.ops["file"] == file) & (job.ops["layer"] == posix) & (job.ops["direction"] == direction)
+            assert np.count_nonzero(ops) == records[plural][here].sum()
+            for kind in ("consecutive", "sequential"):
+                assert np.count_nonzero(pattern[kind] & ops) == records[f"{kind}_{plural}"][here].sum()
+            compared += np.count_nonzero(ops)
+    assert compared > 0
+
+
+POSIX_NAMES = pydarshan_backend.counter_names("POSIX"), pydarshan_backend.fcounter_names("POSIX")
+POSIX_RECORD = np.dtype([("id", "<u8"), ("rank", "<i8"), ("counters", "<i8", len(POSIX_NAMES[0])),
+                         ("fcounters", "<f8", len(POSIX_NAMES[1]))])
+
+
+def test_sync_time_darshan_counts_as_write_time_is_a_sync_row(rewrite):
+    """Darshan adds the time of fsync and fdatasync to POSIX_F_WRITE_TIME, and DXT has no
+    segment for them: a record whose writes DXT traced in full keeps that time as a sync row."""
+    names, fnames = POSIX_NAMES
+    chosen = {}
+
+    def add_syncs(raw):
+        assert len(raw) % POSIX_RECORD.itemsize == 0
+        records = np.frombuffer(raw, POSIX_RECORD).copy()
+        i = int(np.flatnonzero(records["counters"][:, names.index("POSIX_WRITES")] > 0)[0])
+        records["counters"][i, names.index("POSIX_FSYNCS")] = 2
+        records["counters"][i, names.index("POSIX_FDSYNCS")] = 1
+        records["fcounters"][i, fnames.index("POSIX_F_WRITE_TIME")] += 0.1
+        chosen.update(id=int(records["id"][i]), rank=int(records["rank"][i]))
+        return records.tobytes()
+
+    original = read_darshan_log(rewrite("sample-dxt-simple.darshan"))
+    job = read_darshan_log(rewrite("sample-dxt-simple.darshan", modules={"POSIX": add_syncs}))
+    sync = DIRECTIONS.index("sync")
+    assert not np.any(original.totals["direction"] == sync)
+    rows = np.flatnonzero(job.totals["direction"] == sync)
+    assert len(rows) == 1
+    (row,) = rows
+    assert job.totals["ops"][row] == 3 and job.totals["bytes"][row] == 0
+    assert job.totals["seconds"][row] == pytest.approx(0.1, abs=1e-6)
+    assert job.processes[job.totals["process"][row]].rank == chosen["rank"]
+    others = job.totals["direction"] != sync
+    assert np.array_equal(job.totals["seconds"][others], original.totals["seconds"])
+
+
+@pytest.fixture
+def python3_trace(ioassess, tmp_path):
+    """A trace of `/usr/bin/python3 -c ...` (a symbolic link to python3.X) writing a file, run
+    without a batch system: (trace directory, the Job read from it, the python process's pid)."""
+    if not os.path.islink("/usr/bin/python3"):
+        pytest.skip("/usr/bin/python3 is not a symbolic link here")
+    trace_dir = tmp_path / "t"
+    result = ioassess("run", "--trace-dir", trace_dir, "--", "/usr/bin/python3", "-c",
+                      f"import os; open({str(tmp_path / 'out')!r}, 'w').write('x'); print(os.getpid())")
+    assert result.returncode == 0, result.stderr
+    traced = load_job([str(trace_dir)])
+    assert traced.job_id == ""
+    return trace_dir, traced, int(result.stdout.split()[0])
+
+
+@pytest.mark.parametrize("match", ("pid", "symbolic link"))
+def test_a_non_mpi_darshan_log_is_the_same_job_by_pid_or_resolved_executable(rewrite, python3_trace, match):
+    """A non-MPI Darshan log's job id is its process's pid, and its command line names the
+    executable as typed (/usr/bin/python3) where the trace has the file (/usr/bin/python3.11):
+    either makes the log the trace's job; neither is refused."""
+    trace_dir, traced, pid = python3_trace
+    times = {"start_time_sec": int(traced.start_epoch_s) - 1, "end_time_sec": int(traced.end_epoch_s) + 1}
+    assert traced.exe == os.path.realpath("/usr/bin/python3")
+    exe = {"pid": b"/elsewhere/renamed -c", "symbolic link": b"/usr/bin/python3 -c"}[match]
+    jobid = pid if match == "pid" else pid + 1
+    log = rewrite("sample-dxt-simple.darshan", job={"jobid": jobid, **times}, exe=exe)
+    job = load_job([str(trace_dir), log])
+    assert job.job_id == str(jobid) and [i.kind for i in job.inputs] == ["trace", "darshan"]
+    refused = rewrite("sample-dxt-simple.darshan", job={"jobid": pid + 1, **times}, exe=b"/usr/bin/perl -e 1")
+    with pytest.raises(LoadError, match="not the same job"):
+        load_job([str(trace_dir), refused])
+
+
+def test_a_merged_job_with_ops_does_not_repeat_the_logs_no_io_note(rewrite, python3_trace):
+    trace_dir, traced, pid = python3_trace
+    empty = {module: (lambda raw: b"") for module in ("POSIX", "MPI-IO", "STDIO", "DXT_POSIX", "DXT_MPIIO")}
+    log = rewrite("sample-dxt-simple.darshan", job={"jobid": pid, "start_time_sec": int(traced.start_epoch_s) - 1,
+                                      "end_time_sec": int(traced.end_epoch_s) + 1}, modules=empty)
+    assert NO_IO_NOTE in read_darshan_log(log).inputs[0].notes
+    job = load_job([str(trace_dir), log])
+    assert len(job.ops["size"]) == len(traced.ops["size"]) > 0
+    assert not any(NO_IO_NOTE in i.notes for i in job.inputs)

@@ -244,3 +244,9 @@ def test_the_rank_that_does_most_io_is_the_slowest_and_the_spread_is_the_traces(
     assert named == [int(r) for r in np.argsort(-lost, kind="stable")[:len(named)]]
     text = page_text(tmp_path / "t" / "report.html")
     assert "The ranks that lost most: rank " in text and "I/O time per rank" in text
+    # mpiexec and its proxies are launchers: apart from the job's ranks, in the count and the table
+    launchers = [p.pid for p in read_trace_dir([tmp_path / "t"]).processes if p.rank < 0]
+    assert launchers and (assessment["job"]["nprocs"], assessment["job"]["launchers"]) == (RANKS, len(launchers))
+    assert {row["pid"] for row in assessment["processes"] if row["launcher"]} <= set(launchers)
+    assert all(row["launcher"] == (row["rank"] < 0) for row in assessment["processes"])
+    assert f"{RANKS} ({RANKS} with I/O, on 2 hosts); besides them {len(launchers)} launcher processes" in text

@@ -7,6 +7,7 @@ import signal
 import stat
 import subprocess
 
+import darshan
 import numpy as np
 import pytest
 
@@ -87,7 +88,8 @@ def test_cached_reads_lose_nothing_and_uncached_reads_lose_time(ioassess, data_f
     assert not head_cached["estimate"] and cached["tier"] == "ops"
     (top,) = [f for f in uncached["top_files"] if f["name"] == str(data_file)]
     assert top["ops"] == READS and top["bytes"] == READS * READ_BYTES
-    assert top["pattern"]["read_share"] == 1.0 and top["pattern"]["sequential_share"] < 0.1
+    assert top["pattern"]["read_share"] == 1.0 and top["pattern"]["consecutive_share"] < 0.1
+    assert 0.2 < top["pattern"]["sequential_share"] < 0.8   # Darshan's sequential: past the previous end
     assert uncached["recommendations"][0]["title"] == "Most lost time is uncached I/O"
     html = (tmp_path / "uncached" / "report.html").read_text()
     assert str(data_file) in html and "uncached" in html
@@ -226,6 +228,7 @@ def test_every_shipped_darshan_log_gets_a_report(ioassess, tmp_path, log):
     html = (tmp_path / "r.html").read_text()
     assert assessment["job"]["inputs"][0]["kind"] == "darshan"
     check_per_rank_view_of_darshan(assessment, html)
+    check_darshan_unknowns_and_counts(log, assessment, html)
     if os.path.basename(log) in DXT_LOGS:
         assert assessment["tier"] in ("ops", "mixed") and assessment["scatter"]["ops_total"] > 0
         assert "ops drawn" in html
@@ -235,6 +238,89 @@ def test_every_shipped_darshan_log_gets_a_report(ioassess, tmp_path, log):
         if assessment["tier"] == "counters":
             assert assessment["headline"]["estimate"]
             assert any(r["title"] == "Estimates from counters only" for r in assessment["recommendations"])
+
+
+def check_darshan_unknowns_and_counts(log, assessment, html):
+    """What Darshan does not record is unknown, never 0; the processes with I/O are the same in
+    the Job table and the I/O-model section; collective MPI-IO calls and the consecutive and
+    sequential shares of the files are Darshan's counts."""
+    job = assessment["job"]
+    assert job["processes_with_io"] == assessment["io_model"]["processes_doing_io"]
+    assert all(p["pid"] is None for p in assessment["processes"]) and not re.search(r"\bpid 0\b", html)
+    if not job["hosts"]:
+        assert "hosts unknown" in html
+    if assessment["tier"] == "counters":
+        assert all(row["seconds"] is None for row in assessment["sizes"])
+    view = assessment["per_process"]
+    named = {record[end]["rank"] for record in (view["shared"]["records"] if view and view["shared"] else ())
+             for end in ("slowest", "fastest") if record[end]["seconds"] > 0}
+    assert named <= {row["rank"] for row in assessment["processes"] if row["shared_s"] > 0}
+    with darshan.DarshanReport(log, read_all=True) as report:
+        frames = {m: report.records[m].to_df()["counters"] for m in ("POSIX", "MPI-IO") if m in report.records}
+        names = report.name_records
+    layers = {row["direction"]: row["mpiio"] for row in assessment["layers"] if row["mpiio"]}
+    for direction, counted in layers.items():
+        if direction != "sync":
+            assert counted["collective_ops_counted"] == frames["MPI-IO"][f"MPIIO_COLL_{direction.upper()}S"].sum()
+    posix = frames.get("POSIX")
+    for row in assessment["top_files"] if posix is not None else ():
+        here = posix[[names[i] == row["name"] for i in posix["id"]]]
+        ops = (here["POSIX_READS"] + here["POSIX_WRITES"]).sum()
+        if ops:
+            assert row["pattern"]["consecutive_share"] == \
+                pytest.approx((here["POSIX_CONSEC_READS"] + here["POSIX_CONSEC_WRITES"]).sum() / ops)
+            assert row["pattern"]["sequential_share"] == \
+                pytest.approx((here["POSIX_SEQ_READS"] + here["POSIX_SEQ_WRITES"]).sum() / ops)
+
+
+def test_a_shared_file_record_is_every_ranks_io_and_names_its_slowest_rank(ioassess, tmp_path):
+    """PyDarshan's example.darshan: 2048 ranks wrote one file through collective MPI-IO, reduced
+    by Darshan into one shared record per layer. Every rank did I/O; the slowest process is
+    Darshan's slowest rank with its time; its MPI-IO time and pid are unknown."""
+    log = next(p for p in shipped_darshan_logs() if os.path.basename(p) == "example.darshan")
+    result = ioassess("report", log, "-o", tmp_path / "r.html", "--json", tmp_path / "a.json")
+    assert result.returncode == 0, result.stderr
+    assessment, html = read_json(tmp_path / "a.json"), (tmp_path / "r.html").read_text()
+    with darshan.DarshanReport(log, read_all=True) as report:
+        frames = report.records["POSIX"].to_df()
+        coll_writes = int(report.records["MPI-IO"].to_df()["counters"]["MPIIO_COLL_WRITES"].sum())
+    counters, fcounters = frames["counters"], frames["fcounters"]
+    shared = int(np.flatnonzero(counters["rank"] == -1)[0])
+    slowest, fastest = int(counters["POSIX_SLOWEST_RANK"][shared]), int(counters["POSIX_FASTEST_RANK"][shared])
+    assert (assessment["job"]["nprocs"], assessment["job"]["processes_with_io"]) == (2048, 2048)
+    assert "2048 (2048 with I/O, hosts unknown)" in html
+    critical = assessment["headline"]["critical_path"]
+    assert critical["rank"] == slowest and critical["pid"] is None and critical["mpiio_s"] is None
+    assert critical["io_s"] == critical["shared_s"] == fcounters["POSIX_F_SLOWEST_RANK_TIME"][shared]
+    head = assessment["headline"]
+    assert 0 < critical["lost_low_s"] <= critical["lost_high_s"] <= critical["io_s"] < head["lost_low_s"]
+    assert f"rank {slowest}, pid unknown" in html
+    (record,) = assessment["per_process"]["shared"]["records"]
+    assert (record["slowest"]["rank"], record["fastest"]["rank"]) == (slowest, fastest)
+    assert record["fastest"]["seconds"] == fcounters["POSIX_F_FASTEST_RANK_TIME"][shared]
+    assert f"slowest rank {slowest}" in html and f"fastest rank {fastest}" in html
+    assert fcounters["POSIX_F_VARIANCE_RANK_TIME"][shared] == 0 and record["std_s"] is None   # not computed
+    assert "standard deviation over the ranks" not in html
+    (write,) = [row["mpiio"] for row in assessment["layers"] if row["direction"] == "write"]
+    assert write["collective_ops_counted"] == coll_writes == 16384
+    assert f"{coll_writes} of {write['ops']} calls" in html
+    pattern = assessment["top_files"][0]["pattern"]
+    assert pattern["consecutive_share"] == 0
+    assert pattern["sequential_share"] == counters["POSIX_SEQ_WRITES"][shared] / counters["POSIX_WRITES"][shared]
+
+
+def test_reading_a_file_in_order_is_consecutive_as_darshan_counts_it(ioassess, tmp_path):
+    """dd reads 128 blocks one after the other, then once more at the end of the file (0 bytes):
+    every read but the first (at offset 0, which follows nothing) starts where the previous
+    ended, 128 of 129, as Darshan counts them; none starts past it."""
+    data = tmp_path / "data"
+    data.write_bytes(os.urandom(128 * 4096))
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", "dd", f"if={data}", "of=/dev/null", "bs=4096")
+    assert result.returncode == 0, result.stderr
+    assessment = read_json(tmp_path / "t" / "assessment.json")
+    (row,) = [f for f in assessment["top_files"] if f["name"] == str(data)]
+    assert row["pattern"]["source"] == "ops"
+    assert row["pattern"]["consecutive_share"] == row["pattern"]["sequential_share"] == pytest.approx(128 / 129)
 
 
 def check_per_rank_view_of_darshan(assessment, html):
