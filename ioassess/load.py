@@ -104,7 +104,7 @@ def job_from_traces(paths, owner_uid=None):
     last_op_end = float(np.max(ops["start_s"] + ops["duration_s"])) if len(ops["start_s"]) else 0.0
     end_epoch_s = (max(ends) / 1e9 if None not in ends
                    else max(start_ns / 1e9 + last_op_end, max((e for e in ends if e is not None), default=0) / 1e9))
-    notes = list(refused)
+    notes = list(refused) + traceset.notes
     unfinished = [p for p in processes if p.end_ns is None]
     if unfinished:
         notes.append(f"{len(unfinished)} of {len(processes)} processes ended without finishing "

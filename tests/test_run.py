@@ -1,5 +1,6 @@
 """`ioassess run` ends as the job ended: real commands, real signals, the installed CLI."""
 import io
+import json
 import os
 import resource
 import signal
@@ -138,6 +139,9 @@ def test_a_process_killed_right_after_its_start_gets_a_report(ioassess, tmp_path
     else:
         assert traces.notes == [f"{process.path}: its clock could not be fitted (a single clock reading, at its "
                                 "start): it has no op to time"]
+    with open(tmp_path / "t" / "assessment.json") as f:
+        job_notes = json.load(f)["job"]["notes"]
+    assert all(note in job_notes for note in traces.notes), (traces.notes, job_notes)
 
 
 class TerminalStream(io.StringIO):
