@@ -59,18 +59,20 @@ def darshan_records(log_dir):
     counter not measuring time, or, of a DXT module, the (offset, length) of every segment."""
     logs = glob.glob(os.path.join(log_dir, "*.darshan"))
     assert len(logs) == 1, f"{log_dir}: expected one Darshan log, found {os.listdir(log_dir)}"
-    report = darshan.DarshanReport(logs[0], read_all=True)
     found = {}
-    for module, records in report.records.items():
-        for record in records:
-            key = (module, report.name_records[record["id"]], record["rank"])
-            if module.startswith("DXT_"):
-                found[key] = {kind: [(s["offset"], s["length"]) for s in record[f"{kind}_segments"]]
-                              for kind in ("read", "write")}
-            else:
-                names = report.counters[module]
-                found[key] = {name: value.item() for kind in ("counters", "fcounters")
-                              for name, value in zip(names[kind], record[kind]) if not measures_time(name)}
+    # Closed here, not by the garbage collector: a report's __del__ run while cffi parses a type
+    # for another one takes cffi's lock again and hangs the process.
+    with darshan.DarshanReport(logs[0], read_all=True) as report:
+        for module, records in report.records.items():
+            for record in records:
+                key = (module, report.name_records[record["id"]], record["rank"])
+                if module.startswith("DXT_"):
+                    found[key] = {kind: [(s["offset"], s["length"]) for s in record[f"{kind}_segments"]]
+                                  for kind in ("read", "write")}
+                else:
+                    names = report.counters[module]
+                    found[key] = {name: value.item() for kind in ("counters", "fcounters")
+                                  for name, value in zip(names[kind], record[kind]) if not measures_time(name)}
     assert found, f"{logs[0]}: Darshan recorded nothing"
     return found
 
