@@ -86,17 +86,22 @@ def assert_same_counters(alone, stacked, order):
     assert not differ, f"{order}: Darshan's counters differ (alone, stacked): {differ}"
 
 
+def without_speed(output):
+    """dd's last line of statistics, without the time and speed it took."""
+    return re.sub(rb"copied, .*", b"", output)
+
+
 def darshan_log_names(ts):
     return [info.name for info in ts.files.values() if re.search(r"\.darshan(_partial)?$", info.name)]
 
 
-# ---- the programs: (files to prepare, command, Darshan environment of its kind, checks of the trace) ----
+# ---- the programs: each prepares its files in work and returns (command, check of the trace's totals) ----
 
 def random_file(path, size, seed):
     path.write_bytes(random.Random(seed).randbytes(size))
 
 
-def dd_case(work, darshan_runtime):
+def dd_case(work):
     random_file(work / "in", DD_BLOCKS * 4096, 1)
     cmd = [tool("dd"), f"if={work / 'in'}", f"of={work / 'out'}", "bs=4k", f"count={DD_BLOCKS}"]
 
@@ -106,7 +111,7 @@ def dd_case(work, darshan_runtime):
     return cmd, check
 
 
-def tar_case(work, darshan_runtime):
+def tar_case(work):
     for i in range(5):
         (work / "tree" / f"d{i}").mkdir(parents=True)
         random_file(work / "tree" / f"d{i}" / "f", 30000 * (i + 1), i)
@@ -133,7 +138,7 @@ with open(path, "rb") as f:
 """
 
 
-def python_case(work, darshan_runtime):
+def python_case(work):
     (work / "script.py").write_text(PYTHON_SCRIPT)
     cmd = [sys.executable, "-S", "-B", work / "script.py", work]
 
@@ -143,7 +148,7 @@ def python_case(work, darshan_runtime):
     return cmd, check
 
 
-def stdio_case(work, darshan_runtime):
+def stdio_case(work):
     random_file(work / "in", 40 * 4096 + 100, 2)
     cmd = [prog("stdio_copy"), work / "in", work / "copy"]
 
@@ -153,7 +158,7 @@ def stdio_case(work, darshan_runtime):
     return cmd, check
 
 
-def mpiio_case(work, darshan_runtime):
+def mpiio_case(work):
     (work / "data").mkdir()
     cmd = [tool("mpiexec"), "-n", RANKS, prog("mpi_collective"), "collective", work / "data", "1"]
 
@@ -187,16 +192,15 @@ def test_darshan_counts_the_same_beside_ioassess_in_both_orders(name, tmp_path, 
     def fresh():
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir()
-        return CASES[name](work, darshan_runtime)
+        return CASES[name](work)
 
-    normalise = lambda output: re.sub(rb"copied, .*", b"", output)   # dd's speed  # noqa: E731
     cmd, _ = fresh()
     plain = run(cmd, cwd=work)
     assert plain.returncode == 0, plain.stderr
     plain_files = tree_digest(work)
     cmd, _ = fresh()
     alone = run_beside_darshan(cmd, work, tmp_path / "logs-alone", darshan_lib, mpi)
-    assert_same_run(plain, alone, normalise=normalise)
+    assert_same_run(plain, alone, normalise=without_speed)
     counted_alone = darshan_records(tmp_path / "logs-alone")
     if mpi:
         assert sum(v.get("MPIIO_COLL_WRITES", 0) for v in counted_alone.values()) == RANKS
@@ -205,7 +209,7 @@ def test_darshan_counts_the_same_beside_ioassess_in_both_orders(name, tmp_path, 
         cmd, check = fresh()
         logs, traces = tmp_path / f"logs-{order}", tmp_path / f"traces-{order}"
         stacked = run_beside_darshan(cmd, work, logs, preload, mpi, trace_dir=traces)
-        assert_same_run(plain, stacked, normalise=normalise)
+        assert_same_run(plain, stacked, normalise=without_speed)
         assert tree_digest(work) == plain_files, f"{order}: the program's files differ from the plain run's"
         assert_same_counters(counted_alone, darshan_records(logs), order)
         ts = load(traces)
@@ -218,7 +222,7 @@ def test_darshan_logs_are_recorded_only_with_nothing_excluded(tmp_path, darshan_
     trace has Darshan's log being written (*.darshan_partial) and its mmap log."""
     work = tmp_path / "work"
     work.mkdir()
-    cmd, _ = dd_case(work, darshan_runtime)
+    cmd, _ = dd_case(work)
     logs = tmp_path / "logs"
     result = run_beside_darshan(cmd, work, logs, orders(darshan_runtime.lib)["ioassess_first"], mpi=False,
                                 trace_dir=tmp_path / "traces", extra_env={"IOASSESS_EXCLUDE": "none"})
