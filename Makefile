@@ -2,9 +2,11 @@
 # each installs what it needs.
 PYTHON ?= python3
 PIP = $(PYTHON) -m pip --disable-pip-version-check
-# Debian packages the tests and the demo use (command:package); chromium opens the HTML report.
+# Debian packages the tests and the demo use (command or file:package); chromium opens the HTML
+# report; autoconf, automake, libtool and zlib build Darshan's runtime (tests/darshan_runtime.py).
 DEBIAN_TOOLS = sqlite3:sqlite3 git:git gzip:gzip tar:tar sha256sum:coreutils dd:coreutils chromium:chromium \
-	mpicc:libmpich-dev mpiexec:mpich useradd:passwd /usr/share/lmod/lmod/libexec/lmod:lmod
+	mpicc:libmpich-dev mpiexec:mpich useradd:passwd /usr/share/lmod/lmod/libexec/lmod:lmod \
+	autoconf:autoconf automake:automake libtoolize:libtool /usr/include/zlib.h:zlib1g-dev
 
 .PHONY: all build install deps demo test bench validate clean
 
@@ -15,7 +17,7 @@ build:
 
 deps:
 	@missing=""; for pair in $(DEBIAN_TOOLS); do \
-	  command -v $${pair%%:*} >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; done; \
+	  { command -v $${pair%%:*} || [ -e $${pair%%:*} ]; } >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi

@@ -19,6 +19,11 @@ without and with the recorders alternate; with - without of the MPI_ batches is 
 cost per call, the recording of its pread included. A batch of 100 calls writes 200 records, so
 at most one batch in 13 takes a new trace extent (one in four for the pread batches above); the
 mean over all batches includes them. 400 000 calls stay under the record cap (10^6 records).
+Beside Darshan (its runtime built from its release, or the site's: tests/darshan_runtime.py):
+the same 1-byte pread loop, 60 batches of 1000 calls after 1000 warm-up calls, so that
+Darshan's DXT buffer (about 65 500 segments) never fills; without anything, with ioassess,
+with Darshan without DXT, with Darshan and DXT, and with Darshan and DXT and ioassess in the
+order `ioassess run` uses (libdarshan.so:libioassess.so), alternating, pinned to one CPU.
 """
 import argparse
 import json
@@ -34,10 +39,10 @@ LOOP = os.path.join(HERE, "out", "pread-loop")
 MPIIO_LOOP = os.path.join(HERE, "out", "mpiio-loop")
 
 
-def run_probe(cmd, lines, preload=(), trace_dir=None, cap=None, cpu=None):
+def run_probe(cmd, lines, preload=(), trace_dir=None, cap=None, cpu=None, extra_env=None):
     """One run of a probe program that prints `lines` lines of "median mean" ns per call, then
     its peak RSS in KiB: ([(median, mean), ...], peak RSS KiB)."""
-    env = dict(os.environ)
+    env = dict(os.environ, **(extra_env or {}))
     env.pop("LD_PRELOAD", None)
     if preload:
         env.update(LD_PRELOAD=":".join(preload), IOASSESS_TRACE_DIR=trace_dir, IOASSESS_MAX_RECORDS=str(cap))
@@ -101,6 +106,46 @@ def compare(probe_file, calls, threads, reps, cap, cpu, work_dir, other_library=
     }
 
 
+DARSHAN_CALLS = 60_000  # + 1000 warm-up calls: under the ~65 500 segments Darshan's DXT buffer holds
+
+
+def compare_darshan(probe_file, reps, cap, cpu, work_dir, darshan_lib):
+    """Alternating runs of the pread loop without anything, with ioassess, with Darshan without
+    and with DXT, and with Darshan+DXT and ioassess stacked; the added ns per call of each."""
+    import ioassess
+
+    logs = os.path.join(work_dir, "darshan-logs")
+    os.makedirs(logs, exist_ok=True)
+    darshan_env = {"DARSHAN_ENABLE_NONMPI": "1", "DARSHAN_LOGPATH": logs, "DARSHAN_MMAP_LOGPATH": logs}
+    dxt_env = {**darshan_env, "DXT_ENABLE_IO_TRACE": "1"}
+    recorder = ioassess.recorder_library_path()
+    configs = {"without": ([], {}), "ioassess": ([recorder], {}), "darshan": ([darshan_lib], darshan_env),
+               "darshan_dxt": ([darshan_lib], dxt_env), "darshan_dxt_ioassess": ([darshan_lib, recorder], dxt_env)}
+
+    def run_once(config, trace_dir):
+        preload, env = config
+        ((median, mean),), _ = run_probe([LOOP, probe_file, str(DARSHAN_CALLS), "1000", "1"], 1, preload, trace_dir,
+                                         cap, cpu, env)
+        return {"median_ns": median, "mean_ns": mean}
+
+    runs = alternate(configs, run_once, reps, work_dir)
+    added = {name: middle(runs[name], "median_ns") - middle(runs["without"], "median_ns") for name in configs}
+    return {"calls": DARSHAN_CALLS, "reps": reps, "darshan_library": darshan_lib,
+            "median_ns_without": middle(runs["without"], "median_ns"), "added_ns": added,
+            "ioassess_to_darshan_dxt": added["ioassess"] / added["darshan_dxt"],
+            "stacking_adds_ns": added["darshan_dxt_ioassess"] - added["darshan_dxt"], "runs": runs}
+
+
+def darshan_library():
+    """Darshan's non-MPI runtime (built on first use, about a minute), or (None, the reason)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+    from darshan_runtime import BuildFailed, Unavailable, find_runtime
+    try:
+        return find_runtime().lib, None
+    except (Unavailable, BuildFailed) as reason:
+        return None, str(reason)
+
+
 def mpiio_loop():
     """bench/out/mpiio-loop (built by `make -C bench` when mpicc is there), else None."""
     return MPIIO_LOOP if os.path.exists(MPIIO_LOOP) else None
@@ -147,6 +192,7 @@ def main():
     parser.add_argument("--json", default=os.path.join(HERE, "out", "overhead.json"))
     parser.add_argument("--mpiio-calls", type=int, default=400_000)
     parser.add_argument("--only-mpiio", action="store_true", help="measure the MPI-IO recorder only")
+    parser.add_argument("--only-darshan", action="store_true", help="measure beside Darshan only")
     parser.add_argument("--compare", metavar="LIBRARY", help="another libioassess.so measured side by side")
     args = parser.parse_args()
 
@@ -158,7 +204,7 @@ def main():
             f.write(os.urandom(max(args.calls, args.mpiio_calls) + 4096))
         with open(probe_file, "rb") as f:
             f.read()
-        if not args.only_mpiio:
+        if not (args.only_mpiio or args.only_darshan):
             single = compare(probe_file, args.calls, 1, args.reps, cap, cpu=1, work_dir=work_dir,
                              other_library=args.compare)
             threaded = compare(probe_file, args.calls // 16, 16, args.reps, cap, cpu=None, work_dir=work_dir,
@@ -166,12 +212,19 @@ def main():
             results.update(single_thread=single, threads_16=threaded,
                            ratio_16_to_1=threaded["added_ns_median"] / single["added_ns_median"])
             print_posix(args, cap, single, threaded, results["ratio_16_to_1"])
+        if not args.only_mpiio:
+            darshan_lib, why_not = darshan_library()
+            if darshan_lib:
+                results["darshan"] = compare_darshan(probe_file, args.reps, cap, 1, work_dir, darshan_lib)
+                print_darshan(args, results["darshan"])
+            else:
+                print(f"  beside Darshan: not measured ({why_not})")
         program = mpiio_loop()
-        if program and ioassess.mpiio_library_path():
+        if not args.only_darshan and program and ioassess.mpiio_library_path():
             results["mpiio"] = [compare_mpiio(program, probe_file, args.mpiio_calls, mode, args.reps, cap, 1,
                                               work_dir) for mode in ("at", "pointer")]
             print_mpiio(args, results["mpiio"])
-        else:
+        elif not args.only_darshan:
             print("  MPI-IO: not measured (no mpicc, or ioassess was installed without libioassess-mpiio.so)")
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as f:
@@ -198,6 +251,16 @@ def print_posix(args, cap, single, threaded, ratio_16):
         print(f"  {single['other']['library']}, side by side: added {single['other']['added_ns_median']:.1f} ns "
               f"(1 thread), {threaded['other']['added_ns_median']:.1f} ns (16 threads); mean over all batches "
               f"added {single['other']['added_ns_mean']:.1f} ns, {threaded['other']['added_ns_mean']:.1f} ns")
+
+
+def print_darshan(args, measured):
+    added = measured["added_ns"]
+    print(f"beside Darshan: 1-byte pread, {measured['calls']} calls before Darshan's DXT buffer fills, median of "
+          f"1000-call batches, {args.reps} alternating runs, without {measured['median_ns_without']:.1f} ns")
+    print(f"  added per call: ioassess {added['ioassess']:.1f} ns, Darshan {added['darshan']:.1f} ns, "
+          f"Darshan+DXT {added['darshan_dxt']:.1f} ns, Darshan+DXT and ioassess {added['darshan_dxt_ioassess']:.1f} ns")
+    print(f"  ioassess / Darshan+DXT {measured['ioassess_to_darshan_dxt']:.2f} (target <= 0.15); stacking adds "
+          f"{measured['stacking_adds_ns']:.1f} ns to Darshan+DXT (target <= 30)")
 
 
 def print_mpiio(args, measured):

@@ -334,9 +334,7 @@ def _run(args):
         raise UsageError(f"the recorder library {library} is missing: reinstall ioassess (pip install .)")
     trace_dir = args.trace_dir or default_trace_dir(os.environ)
     _prepare_trace_dir(trace_dir)
-    preload = preload_with(os.environ.get("LD_PRELOAD", ""), library)
-    if mpiio_library_path():   # the MPI-IO recorder, after libioassess.so, through which it records
-        preload = preload_with(preload, mpiio_library_path())
+    preload = preload_with(os.environ.get("LD_PRELOAD", ""), library, mpiio_library_path())
     env = dict(os.environ, IOASSESS_TRACE_DIR=os.path.abspath(trace_dir), LD_PRELOAD=preload)
     try:
         returncode = _run_passing_on_signals(command, env)
@@ -379,13 +377,15 @@ def default_trace_dir(environ, now=None):
     return os.path.join(".", f"ioassess-{job_part}{now:%Y%m%d-%H%M%S}-{os.getpid()}")
 
 
-def preload_with(preload, library):
-    """LD_PRELOAD with the recorder appended, so that libraries already listed (e.g. Darshan)
-    keep their place in front."""
-    entries = re.split(r"[: ]+", preload.strip()) if preload.strip() else []
-    if library in entries:
-        return preload
-    return ":".join([preload, library]) if entries else library
+def preload_with(preload, recorder, mpiio_recorder=None):
+    """LD_PRELOAD with the MPI-IO recorder (if built) in front of the libraries already listed
+    and the recorder after them: with Darshan, `libioassess-mpiio.so:libdarshan.so:libioassess.so`.
+    An MPI-IO wrapper behind Darshan's is never called (Darshan calls the PMPI functions), while
+    Darshan wraps the PMPI functions too, so both see every MPI-IO call; Darshan in front of the
+    POSIX recorder keeps its counters its own (docs/architecture.md, "Beside Darshan's runtime")."""
+    ours = [recorder, mpiio_recorder]
+    others = [entry for entry in re.split(r"[: ]+", preload.strip()) if entry and entry not in ours]
+    return ":".join(([mpiio_recorder] if mpiio_recorder else []) + others + [recorder])
 
 
 def _prepare_trace_dir(trace_dir):

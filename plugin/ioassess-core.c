@@ -151,6 +151,7 @@ static void configure_excludes(void)
         list = IOASSESS_DEFAULT_EXCLUDE;
     if (strcmp(list, "none") == 0)
         return;
+    ioassess_config.skip_darshan_logs = 1;
     while (*list && ioassess_config.exclude_count < IOASSESS_MAX_EXCLUDES) {
         const char *end = strchr(list, ':');
         size_t n = end ? (size_t)(end - list) : strlen(list);

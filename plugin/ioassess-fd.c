@@ -60,8 +60,24 @@ static int mark_emitted(uint64_t file_id)
     }
 }
 
+static int ends_with(const char *text, const char *suffix)
+{
+    size_t n = strlen(text), k = strlen(suffix);
+    return n >= k && strcmp(text + n - k, suffix) == 0;
+}
+
+/* Darshan writes its log as NAME.darshan_partial, renamed to NAME.darshan at the end, and its
+ * mmap log (of a process that never finished) as NAME_mmap-log-ID.darshan, wherever
+ * DARSHAN_LOGPATH and DARSHAN_MMAP_LOGPATH put them. */
+static int darshan_log(const char *path)
+{
+    return ends_with(path, ".darshan_partial") || ends_with(path, ".darshan");
+}
+
 static int excluded(const char *path)
 {
+    if (ioassess_config.skip_darshan_logs && darshan_log(path))
+        return 1;
     for (int i = 0; i < ioassess_config.exclude_count; i++) {
         const char *prefix = ioassess_config.exclude[i];
         size_t n = strlen(prefix);

@@ -63,6 +63,7 @@ struct ioassess_config {
     char job_id[64];                        /* from the batch system's environment */
     char hostname[256];                     /* uname nodename or IOASSESS_HOSTNAME */
     int exclude_count;                      /* path prefixes not recorded */
+    int skip_darshan_logs;                  /* Darshan's own logs are not the job's I/O */
     char exclude[IOASSESS_MAX_EXCLUDES][256];
 };
 

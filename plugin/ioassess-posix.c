@@ -448,11 +448,12 @@ IOASSESS_EXPORT void closefrom(int lowest)
         ioassess_fd_closed_range((unsigned)lowest, ~0u);
 }
 
-/* fclose closes its descriptor inside libc, out of our sight. */
+/* fclose closes its descriptor inside libc, out of our sight. The descriptor is read from the
+ * FILE itself, never with fileno(): another interposer (Darshan) counts every fileno call. */
 IOASSESS_EXPORT int fclose(FILE *stream)
 {
     RESOLVE(fclose);
-    int fd = stream ? fileno(stream) : -1;
+    int fd = stream ? stream->_fileno : -1;
     int result = real_fclose ? real_fclose(stream) : EOF;
     if (fd >= 0)
         ioassess_fd_closed(fd);

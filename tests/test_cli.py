@@ -46,13 +46,19 @@ def test_run_forwards_signals_to_the_command(ioassess, tmp_path):
     assert (result.returncode, result.stdout) == (7, "got-usr1\n")
 
 
-def test_run_appends_both_recorders_to_ld_preload_and_sets_the_trace_dir(ioassess, recorder_lib, tmp_path):
+def test_run_puts_the_recorders_around_ld_preload_and_sets_the_trace_dir(ioassess, recorder_lib, tmp_path):
+    """The MPI-IO recorder in front of what is preloaded (Darshan), the POSIX recorder behind it."""
     mpiio_lib = mpiio_library_path()
     assert mpiio_lib, "libioassess-mpiio.so was not built: `make deps` installs MPICH's mpicc"
-    result = ioassess("run", "--trace-dir", "rel", "--", "sh", "-c", 'echo "$LD_PRELOAD|$IOASSESS_TRACE_DIR"',
-                      cwd=tmp_path, env={"LD_PRELOAD": "libm.so.6"})
-    assert result.returncode == 0
-    assert result.stdout == f"libm.so.6:{recorder_lib}:{mpiio_lib}|{tmp_path / 'rel'}\n"
+    show = 'echo "$LD_PRELOAD|$IOASSESS_TRACE_DIR"'
+    cases = (("/opt/darshan/lib/libdarshan.so", f"{mpiio_lib}:/opt/darshan/lib/libdarshan.so:{recorder_lib}"),
+             (f"libm.so.6 {recorder_lib}", f"{mpiio_lib}:libm.so.6:{recorder_lib}"),
+             ("", f"{mpiio_lib}:{recorder_lib}"))
+    for number, (preload, expected) in enumerate(cases):
+        trace_dir = tmp_path / f"rel{number}"
+        result = ioassess("run", "--trace-dir", trace_dir.name, "--", "sh", "-c", show, cwd=tmp_path,
+                          env={"LD_PRELOAD": preload})
+        assert (result.returncode, result.stdout) == (0, f"{expected}|{trace_dir}\n"), result.stderr
 
 
 def test_run_defaults_to_a_directory_named_after_the_job(ioassess, tmp_path):

@@ -448,10 +448,10 @@ def test_the_lmod_module_preloads_both_recorders_inside_a_job_only(tmp_path):
     show = 'eval "$($LMOD bash load ioassess)"; printf "%s\\n" "$IOASSESS_TRACE_DIR" "$LD_PRELOAD" "$PATH" "$PYTHONPATH"'
     base = {"PATH": "/usr/bin:/bin", "MODULEPATH": str(modules), "LMOD": LMOD, "USER": "alice", "HOME": str(tmp_path)}
     assert ioassess.mpiio_library_path(), "libioassess-mpiio.so was not built: `make deps` installs MPICH's mpicc"
-    library = f"{ioassess.recorder_library_path()}:{ioassess.mpiio_library_path()}"
+    darshan_between = f"{ioassess.mpiio_library_path()}:/opt/darshan/lib/libdarshan.so:{ioassess.recorder_library_path()}"
     package_parent = os.path.dirname(os.path.dirname(ioassess.__file__))
     for env, trace_dir, preload in (({"SLURM_JOB_ID": "77", "LD_PRELOAD": "/opt/darshan/lib/libdarshan.so"},
-                                     "/scratch/ioassess/alice/77", f"/opt/darshan/lib/libdarshan.so:{library}"),
+                                     "/scratch/ioassess/alice/77", darshan_between),
                                     ({}, "", "")):
         loaded = subprocess.run(["/bin/bash", "-c", show], env={**base, **env}, capture_output=True, text=True)
         assert loaded.returncode == 0, loaded.stderr

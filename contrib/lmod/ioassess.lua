@@ -2,7 +2,8 @@
 -- contrib/lmod/make-module.sh fills in the @...@ values of an installation.
 local bin = "@BIN@"                 -- the directory of the `ioassess` command
 local pythonpath = "@PYTHONPATH@"   -- the directory holding the ioassess package
-local libraries = "@LIBRARIES@"     -- the recorder, then the MPI-IO recorder if built (':'-separated)
+local recorder = "@RECORDER@"       -- libioassess.so
+local mpiio_recorder = "@MPIIO_RECORDER@"  -- libioassess-mpiio.so, empty if it was not built
 local trace_root = "@TRACE_ROOT@"   -- the site's traces: TRACE_ROOT/<user>/<job id>
 
 whatis("Name: ioassess")
@@ -22,7 +23,10 @@ local job = os.getenv("SLURM_JOB_ID")
 local user = os.getenv("USER")
 if job and job ~= "" and user and user ~= "" then
     setenv("IOASSESS_TRACE_DIR", pathJoin(trace_root, user, job))
-    for library in libraries:gmatch("[^:]+") do
-        append_path("LD_PRELOAD", library)   -- after libraries already preloaded, e.g. Darshan
+    -- libioassess-mpiio.so:libdarshan.so:libioassess.so when Darshan is preloaded: the order in
+    -- which both record every MPI-IO call and Darshan's counters stay its own (ioassess run's).
+    if mpiio_recorder ~= "" then
+        prepend_path("LD_PRELOAD", mpiio_recorder)
     end
+    append_path("LD_PRELOAD", recorder)
 end

@@ -14,7 +14,8 @@ python=${PYTHON:-python3}
 command=$(command -v ioassess) || { echo "$0: no ioassess command on PATH" >&2; exit 2; }
 # From /, so that a source checkout in the current directory is not what gets imported.
 package_parent=$(cd / && "$python" -c 'import ioassess, os; print(os.path.dirname(os.path.dirname(ioassess.__file__)))')
-libraries=$(cd / && "$python" -c 'import ioassess
-print(":".join(filter(None, (ioassess.recorder_library_path(), ioassess.mpiio_library_path()))))')
-sed -e "s|@BIN@|$(dirname "$command")|" -e "s|@PYTHONPATH@|$package_parent|" -e "s|@LIBRARIES@|$libraries|" \
+recorder=$(cd / && "$python" -c 'import ioassess; print(ioassess.recorder_library_path())')
+mpiio_recorder=$(cd / && "$python" -c 'import ioassess; print(ioassess.mpiio_library_path() or "")')
+sed -e "s|@BIN@|$(dirname "$command")|" -e "s|@PYTHONPATH@|$package_parent|" -e "s|@RECORDER@|$recorder|" \
+    -e "s|@MPIIO_RECORDER@|$mpiio_recorder|" \
     -e "s|@TRACE_ROOT@|$1|" "$(dirname "$0")/ioassess.lua"

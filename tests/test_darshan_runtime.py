@@ -1,0 +1,232 @@
+"""ioassess beside Darshan's own runtime (built from Darshan's release: tests/darshan_runtime.py).
+
+Each real program runs in a fresh copy of one work directory (the same paths every time, so
+Darshan's records have the same names): plainly, under Darshan alone, and under Darshan and
+ioassess in each preload order. Stacked, the program's output, exit status and files are the
+plain run's; every counter of every Darshan record, timing aside, is the Darshan-only run's;
+ioassess's trace has the ops the program made where they are known, and none of Darshan's own
+log writes.
+"""
+import glob
+import os
+import random
+import re
+import shutil
+import sys
+
+import darshan
+import pytest
+
+import ioassess
+from darshan_runtime import Unavailable, find_runtime
+from ioassess.cli import preload_with
+from recorder_helpers import assert_same_run, load, prog, run, tool, total_table, tree_digest
+
+RANKS = 2
+BLOCK = 262144   # mpi_collective.c's bytes per rank and call
+DD_BLOCKS = 100
+
+
+@pytest.fixture(scope="session")
+def darshan_runtime():
+    """Darshan's runtime, built once per machine (about a minute) or the site's; a skip with
+    the reason when there is none, a failure if IOASSESS_REQUIRE_DARSHAN=1 (.ci/run sets it)."""
+    try:
+        return find_runtime()
+    except Unavailable as reason:
+        if os.environ.get("IOASSESS_REQUIRE_DARSHAN") == "1":
+            pytest.fail(f"IOASSESS_REQUIRE_DARSHAN=1 but {reason}")
+        pytest.skip(str(reason))
+
+
+def orders(darshan_lib):
+    """The two preload orders: ioassess run's (MPI-IO recorder, Darshan, recorder), and
+    ioassess's libraries in front of Darshan."""
+    recorder, mpiio_recorder = ioassess.recorder_library_path(), ioassess.mpiio_library_path()
+    assert mpiio_recorder, "libioassess-mpiio.so was not built: `make deps` installs MPICH's mpicc"
+    return {"as_ioassess_run_orders": preload_with(darshan_lib, recorder, mpiio_recorder),
+            "ioassess_first": ":".join([recorder, mpiio_recorder, darshan_lib])}
+
+
+def measures_time(counter):
+    """Darshan's counters that vary with timing: times, timestamps, and the fastest and
+    slowest rank (and their bytes), chosen by time."""
+    return "TIME" in counter or "FASTEST_RANK" in counter or "SLOWEST_RANK" in counter
+
+
+def darshan_records(log_dir):
+    """{(module, file name, rank): what Darshan counted} of the one log in log_dir: each
+    counter not measuring time, or, of a DXT module, the (offset, length) of every segment."""
+    logs = glob.glob(os.path.join(log_dir, "*.darshan"))
+    assert len(logs) == 1, f"{log_dir}: expected one Darshan log, found {os.listdir(log_dir)}"
+    found = {}
+    # Closed here, not by the garbage collector: a report's __del__ run while cffi parses a type
+    # for another one takes cffi's lock again and hangs the process.
+    with darshan.DarshanReport(logs[0], read_all=True) as report:
+        for module, records in report.records.items():
+            for record in records:
+                key = (module, report.name_records[record["id"]], record["rank"])
+                if module.startswith("DXT_"):
+                    found[key] = {kind: [(s["offset"], s["length"]) for s in record[f"{kind}_segments"]]
+                                  for kind in ("read", "write")}
+                else:
+                    names = report.counters[module]
+                    found[key] = {name: value.item() for kind in ("counters", "fcounters")
+                                  for name, value in zip(names[kind], record[kind]) if not measures_time(name)}
+    assert found, f"{logs[0]}: Darshan recorded nothing"
+    return found
+
+
+def assert_same_counters(alone, stacked, order):
+    assert alone.keys() == stacked.keys(), (f"{order}: Darshan's records differ: only alone "
+                                            f"{sorted(alone.keys() - stacked.keys())}, only stacked "
+                                            f"{sorted(stacked.keys() - alone.keys())}")
+    differ = {key: {name: (alone[key][name], stacked[key][name]) for name in alone[key]
+                    if alone[key][name] != stacked[key][name]} for key in alone if alone[key] != stacked[key]}
+    assert not differ, f"{order}: Darshan's counters differ (alone, stacked): {differ}"
+
+
+def without_speed(output):
+    """dd's last line of statistics, without the time and speed it took."""
+    return re.sub(rb"copied, .*", b"", output)
+
+
+def darshan_log_names(ts):
+    return [info.name for info in ts.files.values() if re.search(r"\.darshan(_partial)?$", info.name)]
+
+
+# ---- the programs: each prepares its files in work and returns (command, check of the trace's totals) ----
+
+def random_file(path, size, seed):
+    path.write_bytes(random.Random(seed).randbytes(size))
+
+
+def dd_case(work):
+    random_file(work / "in", DD_BLOCKS * 4096, 1)
+    cmd = [tool("dd"), f"if={work / 'in'}", f"of={work / 'out'}", "bs=4k", f"count={DD_BLOCKS}"]
+
+    def check(ops):
+        assert ops[(str(work / "in"), "read")]["count"] == DD_BLOCKS
+        assert ops[(str(work / "out"), "write")]["count"] == DD_BLOCKS
+    return cmd, check
+
+
+def tar_case(work):
+    for i in range(5):
+        (work / "tree" / f"d{i}").mkdir(parents=True)
+        random_file(work / "tree" / f"d{i}" / "f", 30000 * (i + 1), i)
+    for path in sorted((work / "tree").rglob("*"), reverse=True) + [work / "tree"]:
+        os.utime(path, (1_600_000_000, 1_600_000_000))
+    cmd = [tool("tar"), "-cf", work / "out.tar", "-C", work, "--owner=0", "--group=0", "tree"]
+
+    def check(ops):
+        assert sum(v["bytes_returned"] for (name, op), v in ops.items() if name == str(work / "out.tar")) \
+            == (work / "out.tar").stat().st_size
+    return cmd, check
+
+
+PYTHON_SCRIPT = """
+import os, sys
+path = os.path.join(sys.argv[1], "py.dat")
+fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+for i in range(50):
+    os.pwrite(fd, bytes([i]) * 1000, i * 1000)
+read = sum(len(os.pread(fd, 1000, i * 1000)) for i in range(50))
+os.close(fd)
+with open(path, "rb") as f:
+    print(read, len(f.read()))
+"""
+
+
+def python_case(work):
+    (work / "script.py").write_text(PYTHON_SCRIPT)
+    cmd = [sys.executable, "-S", "-B", work / "script.py", work]
+
+    def check(ops):
+        assert ops[(str(work / "py.dat"), "pwrite")]["count"] == 50
+        assert ops[(str(work / "py.dat"), "pread")]["count"] == 50
+    return cmd, check
+
+
+def stdio_case(work):
+    random_file(work / "in", 40 * 4096 + 100, 2)
+    cmd = [prog("stdio_copy"), work / "in", work / "copy"]
+
+    def check(ops):
+        assert ops[(str(work / "in"), "read")]["count"] == 42     # stdio's reads are inside libc: not seen
+        assert (str(work / "copy"), "write") not in ops
+    return cmd, check
+
+
+def mpiio_case(work):
+    (work / "data").mkdir()
+    cmd = [tool("mpiexec"), "-n", RANKS, prog("mpi_collective"), "collective", work / "data", "1"]
+
+    def check(ops):
+        for op in ("mpi_file_write_all", "mpi_file_read_all"):
+            assert ops[(str(work / "data" / "data"), op)]["count"] == RANKS, f"ioassess did not record {op}"
+    return cmd, check
+
+
+CASES = {"dd": dd_case, "tar": tar_case, "python": python_case, "stdio": stdio_case, "mpiio": mpiio_case}
+
+
+def run_beside_darshan(cmd, work, logs, preload, mpi, trace_dir=None, extra_env=None):
+    """cmd with Darshan's logs going to logs (mmap logs to logs/mmap); preload in LD_PRELOAD, of
+    the MPI ranks only under mpiexec (mpiexec itself is not an MPI program)."""
+    logs.mkdir()
+    (logs / "mmap").mkdir()
+    env = {"DARSHAN_LOGPATH": str(logs), "DARSHAN_MMAP_LOGPATH": str(logs / "mmap"), "DXT_ENABLE_IO_TRACE": "1",
+           **(extra_env or {})}
+    if mpi:
+        return run([cmd[0], "-genv", "LD_PRELOAD", preload, *cmd[1:]], cwd=work, env=env, trace_dir=trace_dir)
+    return run(cmd, cwd=work, env={**env, "DARSHAN_ENABLE_NONMPI": "1"}, preload=[preload], trace_dir=trace_dir)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_darshan_counts_the_same_beside_ioassess_in_both_orders(name, tmp_path, darshan_runtime):
+    mpi = name == "mpiio"
+    darshan_lib = darshan_runtime.mpi_lib if mpi else darshan_runtime.lib
+    work = tmp_path / "work"
+
+    def fresh():
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir()
+        return CASES[name](work)
+
+    cmd, _ = fresh()
+    plain = run(cmd, cwd=work)
+    assert plain.returncode == 0, plain.stderr
+    plain_files = tree_digest(work)
+    cmd, _ = fresh()
+    alone = run_beside_darshan(cmd, work, tmp_path / "logs-alone", darshan_lib, mpi)
+    assert_same_run(plain, alone, normalise=without_speed)
+    counted_alone = darshan_records(tmp_path / "logs-alone")
+    if mpi:
+        assert sum(v.get("MPIIO_COLL_WRITES", 0) for v in counted_alone.values()) == RANKS
+
+    for order, preload in orders(darshan_lib).items():
+        cmd, check = fresh()
+        logs, traces = tmp_path / f"logs-{order}", tmp_path / f"traces-{order}"
+        stacked = run_beside_darshan(cmd, work, logs, preload, mpi, trace_dir=traces)
+        assert_same_run(plain, stacked, normalise=without_speed)
+        assert tree_digest(work) == plain_files, f"{order}: the program's files differ from the plain run's"
+        assert_same_counters(counted_alone, darshan_records(logs), order)
+        ts = load(traces)
+        check(total_table(ts))
+        assert not darshan_log_names(ts), f"{order}: ioassess recorded Darshan's own logs"
+
+
+def test_darshan_logs_are_recorded_only_with_nothing_excluded(tmp_path, darshan_runtime):
+    """The rule that keeps Darshan's logs out is what does it: with IOASSESS_EXCLUDE=none the
+    trace has Darshan's log being written (*.darshan_partial) and its mmap log."""
+    work = tmp_path / "work"
+    work.mkdir()
+    cmd, _ = dd_case(work)
+    logs = tmp_path / "logs"
+    result = run_beside_darshan(cmd, work, logs, orders(darshan_runtime.lib)["ioassess_first"], mpi=False,
+                                trace_dir=tmp_path / "traces", extra_env={"IOASSESS_EXCLUDE": "none"})
+    assert result.returncode == 0, result.stderr
+    names = darshan_log_names(load(tmp_path / "traces"))
+    assert any(name.startswith(f"{logs}/") and name.endswith(".darshan_partial") for name in names), names
+    assert any(name.startswith(f"{logs / 'mmap'}/") and "_mmap-log-" in name for name in names), names
