@@ -220,9 +220,10 @@ def _exe_names(exe):
 
 def merge_jobs(jobs):
     """One Job from Jobs of the same job (LoadError if they are not). The first trace Job keeps
-    its ops; a Darshan Job adds its facts (id, user, nprocs, times, mounts, file systems of the
-    files by name) and its layers the trace does not record (MPI-IO); its POSIX ops and totals
-    are dropped when a trace recorded them."""
+    its ops and totals; a Darshan Job adds its facts (id, user, nprocs, times, mounts, file
+    systems of the files by name) and the ops and totals of the layers the trace does not record
+    (STDIO always, MPI-IO without libioassess-mpiio.so); its POSIX ops and totals are dropped, a
+    trace recorded them."""
     base = jobs[0]
     for other in jobs[1:]:
         if not same_job(base, other):
@@ -251,35 +252,60 @@ def _merge_two(a, b):
         else:
             mount_point, fs_type = mount_of(f.name, darshan.mounts)
             files[i] = dataclasses.replace(f, mount_point=mount_point, fs_type=f.fs_type or fs_type)
-    traced_layers = set(np.unique(traced.ops["layer"]).tolist()) | {LAYERS.index("posix")}
-    keep = ~np.isin(darshan.ops["layer"], list(traced_layers))
-    kept_ops = {name: column[keep] for name, column in _rebased(darshan.ops, darshan.start_epoch_s - start).items()}
     processes = [dataclasses.replace(p, start_s=p.start_s + traced.start_epoch_s - start,
                                      end_s=p.end_s + traced.start_epoch_s - start) for p in traced.processes]
-    if len(kept_ops["file"]):
-        kept_ops["file"] = _index_into(files, darshan.files, key=lambda f: f.name)[kept_ops["file"]]
-        kept_ops["process"] = _index_into(processes, darshan.processes, key=lambda p: p.rank)[kept_ops["process"]]
-    records = dict(darshan.darshan_records)
-    if len(records["file"]):
-        records["file"] = _index_into(files, darshan.files, key=lambda f: f.name)[records["file"]]
+    file_positions = _index_into(files, darshan.files, key=lambda f: f.name)
+    process_positions = _darshan_process_positions(processes, darshan, traced)
+    traced_layers = list(set(np.unique(traced.ops["layer"]).tolist()) | {LAYERS.index("posix")})
+
+    def untraced_layers(table):
+        return _reindexed(table, ~np.isin(table["layer"], traced_layers), file_positions, process_positions)
+    kept_ops = untraced_layers(_rebased(darshan.ops, darshan.start_epoch_s - start))
+    totals = concatenate_columns(TOTAL_COLUMNS, [traced.totals, untraced_layers(darshan.totals)])
+    size_bins = concatenate_columns(SIZE_BIN_COLUMNS, [traced.size_bins, untraced_layers(darshan.size_bins)])
+    records = dict(darshan.darshan_records, file=file_positions[darshan.darshan_records["file"]])
     traced_ops = _rebased(traced.ops, traced.start_epoch_s - start)
     ops = concatenate_columns(ALL_OP_COLUMNS, [with_optional_columns(traced_ops), with_optional_columns(kept_ops)])
     order = np.lexsort((ops["start_s"], ops["process"]))
     ops = {name: column[order] for name, column in ops.items()}
     darshan_inputs = darshan.inputs
-    if len(ops["size"]):
+    if len(ops["size"]) or len(totals["ops"]):
         darshan_inputs = [dataclasses.replace(i, notes=tuple(n for n in i.notes if n != NO_IO_NOTE)) for i in darshan_inputs]
     return Job(
         job_id=darshan.job_id or traced.job_id, exe=darshan.exe or traced.exe,
         cmdline=darshan.cmdline or traced.cmdline, user=darshan.user or traced.user,
         start_epoch_s=start, end_epoch_s=max(traced.end_epoch_s, darshan.end_epoch_s),
         nprocs=max(darshan.nprocs, traced.nprocs), processes=processes, files=files, ops=ops,
-        totals=traced.totals, size_bins=traced.size_bins, mounts=darshan.mounts or traced.mounts,
+        totals=totals, size_bins=size_bins, mounts=darshan.mounts or traced.mounts,
         inputs=traced.inputs + darshan_inputs, notes=traced.notes + darshan.notes, darshan_records=records)
 
 
 def _rebased(ops, shift_s):
     return dict(ops, start_s=ops["start_s"] + shift_s)
+
+
+def _darshan_process_positions(processes, darshan, traced):
+    """Index in processes (the trace's, extended) of each of the Darshan Job's processes: the
+    trace's process of the same rank; for a non-MPI log (one process, rank 0, its job id the
+    pid of a traced process that has no rank), that process."""
+    if _job_id_is_a_pid_of(darshan, traced) and [p.rank for p in darshan.processes] == [0]:
+        pid = int(darshan.job_id)
+        same = [i for i, p in enumerate(processes) if p.pid == pid and p.rank < 0]
+        if same:
+            return np.array(same[:1], np.int32)
+    return _index_into(processes, darshan.processes, key=lambda p: p.rank)
+
+
+def _reindexed(table, rows, file_positions, process_positions):
+    """The rows of a Darshan Job's ops, totals or size bins, their file and process indices
+    turned into the merged Job's (a shared record's process -1 stays -1)."""
+    kept = {name: column[rows] for name, column in table.items()}
+    kept["file"] = file_positions[kept["file"]]
+    process = kept["process"].copy()
+    own = process >= 0
+    process[own] = process_positions[process[own]]
+    kept["process"] = process
+    return kept
 
 
 def _index_into(into, items, key):

@@ -5,9 +5,11 @@ Darshan's records have the same names): plainly, under Darshan alone, and under 
 ioassess in each preload order. Stacked, the program's output, exit status and files are the
 plain run's; every counter of every Darshan record, timing aside, is the Darshan-only run's;
 ioassess's trace has the ops the program made where they are known, and none of Darshan's own
-log writes.
+log writes; and `ioassess report` of the trace and the log is one job whose reads and writes
+agree with both.
 """
 import glob
+import json
 import os
 import random
 import re
@@ -15,11 +17,14 @@ import shutil
 import sys
 
 import darshan
+import numpy as np
 import pytest
 
 import ioassess
 from darshan_runtime import Unavailable, find_runtime
 from ioassess.cli import preload_with
+from ioassess.job import DIRECTIONS, LAYERS
+from ioassess.load import load_job
 from recorder_helpers import assert_same_run, load, prog, run, tool, total_table, tree_digest
 
 RANKS = 2
@@ -57,12 +62,11 @@ def measures_time(counter):
 def darshan_records(log_dir):
     """{(module, file name, rank): what Darshan counted} of the one log in log_dir: each
     counter not measuring time, or, of a DXT module, the (offset, length) of every segment."""
-    logs = glob.glob(os.path.join(log_dir, "*.darshan"))
-    assert len(logs) == 1, f"{log_dir}: expected one Darshan log, found {os.listdir(log_dir)}"
+    log = the_log(log_dir)
     found = {}
     # Closed here, not by the garbage collector: a report's __del__ run while cffi parses a type
     # for another one takes cffi's lock again and hangs the process.
-    with darshan.DarshanReport(logs[0], read_all=True) as report:
+    with darshan.DarshanReport(log, read_all=True) as report:
         for module, records in report.records.items():
             for record in records:
                 key = (module, report.name_records[record["id"]], record["rank"])
@@ -73,7 +77,7 @@ def darshan_records(log_dir):
                     names = report.counters[module]
                     found[key] = {name: value.item() for kind in ("counters", "fcounters")
                                   for name, value in zip(names[kind], record[kind]) if not measures_time(name)}
-    assert found, f"{logs[0]}: Darshan recorded nothing"
+    assert found, f"{log}: Darshan recorded nothing"
     return found
 
 
@@ -89,6 +93,12 @@ def assert_same_counters(alone, stacked, order):
 def without_speed(output):
     """dd's last line of statistics, without the time and speed it took."""
     return re.sub(rb"copied, .*", b"", output)
+
+
+def the_log(log_dir):
+    logs = glob.glob(os.path.join(log_dir, "*.darshan"))
+    assert len(logs) == 1, f"{log_dir}: expected one Darshan log, found {os.listdir(log_dir)}"
+    return logs[0]
 
 
 def darshan_log_names(ts):
@@ -230,3 +240,106 @@ def test_darshan_logs_are_recorded_only_with_nothing_excluded(tmp_path, darshan_
     names = darshan_log_names(load(tmp_path / "traces"))
     assert any(name.startswith(f"{logs}/") and name.endswith(".darshan_partial") for name in names), names
     assert any(name.startswith(f"{logs / 'mmap'}/") and "_mmap-log-" in name for name in names), names
+
+
+# ---- the report of the trace and the log: one job, agreeing with both ----
+
+# Darshan's counters of reads and writes (and bytes) of each module, as ioassess's layers.
+DARSHAN_COUNTERS = {
+    "POSIX": ("posix", {"read": ["POSIX_READS"], "write": ["POSIX_WRITES"]}, "POSIX_BYTES_"),
+    "STDIO": ("stdio", {"read": ["STDIO_READS"], "write": ["STDIO_WRITES"]}, "STDIO_BYTES_"),
+    "MPI-IO": ("mpiio", {direction: [f"MPIIO_{kind}_{direction.upper()}S" for kind in ("INDEP", "COLL", "SPLIT", "NB")]
+                         for direction in ("read", "write")}, "MPIIO_BYTES_"),
+}
+BYTES_COUNTER = {"read": "READ", "write": "WRITTEN"}
+# Darshan's names of a process's standard streams: here pipes, which the recorder does not
+# record (it records regular files and devices only).
+STANDARD_STREAMS = {"<STDIN>", "<STDOUT>", "<STDERR>"}
+
+
+def job_amounts(job):
+    """{(file name, layer, direction): [ops, bytes]} of a Job's reads and writes, all processes,
+    ops known one by one and totals together (as the report adds them)."""
+    found = {}
+
+    def add(files, layers, directions, ops, nbytes):
+        for file, layer, direction, n, b in zip(files.tolist(), layers.tolist(), directions.tolist(),
+                                                ops.tolist(), nbytes.tolist()):
+            if DIRECTIONS[direction] in ("read", "write"):
+                amounts = found.setdefault((job.files[file].name, LAYERS[layer], DIRECTIONS[direction]), [0, 0])
+                amounts[0] += n
+                amounts[1] += b
+    ops, totals = job.ops, job.totals
+    add(ops["file"], ops["layer"], ops["direction"], np.ones(len(ops["file"]), np.int64), np.maximum(ops["result"], 0))
+    add(totals["file"], totals["layer"], totals["direction"], totals["ops"], totals["bytes"])
+    return found
+
+
+def darshan_amounts(records):
+    """{(file name, layer, direction): [ops, bytes]} of the reads and writes Darshan counted,
+    all ranks (darshan_records' records)."""
+    found = {}
+    for (module, name, _), counters in records.items():
+        if module not in DARSHAN_COUNTERS:
+            continue
+        layer, ops_counters, bytes_prefix = DARSHAN_COUNTERS[module]
+        for direction, names in ops_counters.items():
+            ops = sum(counters[counter] for counter in names)
+            if ops:
+                amounts = found.setdefault((name, layer, direction), [0, 0])
+                amounts[0] += ops
+                amounts[1] += counters[bytes_prefix + BYTES_COUNTER[direction]]
+    return found
+
+
+def report_layers(assessment):
+    """{(layer, direction): [ops, bytes]} of the report's layer table."""
+    return {(layer, row["direction"]): [row[layer]["ops"], row[layer]["bytes"]]
+            for row in assessment["layers"] for layer in LAYERS if row[layer] and row["direction"] != "sync"}
+
+
+def summed_by_layer(amounts):
+    found = {}
+    for (_, layer, direction), (ops, nbytes) in amounts.items():
+        total = found.setdefault((layer, direction), [0, 0])
+        total[0] += ops
+        total[1] += nbytes
+    return found
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_report_of_trace_and_log_is_one_job_agreeing_with_both(name, tmp_path, darshan_runtime, ioassess):
+    """`ioassess report TRACE_DIR LOG` of a stacked run is one job: per file, layer and
+    direction, its ops and bytes are the trace's for POSIX and MPI-IO and Darshan's counters for
+    STDIO (which the recorder does not record), and the trace and Darshan count the same
+    wherever both see the file."""
+    mpi = name == "mpiio"
+    for order, preload in orders(darshan_runtime.mpi_lib if mpi else darshan_runtime.lib).items():
+        work, logs, traces = tmp_path / order / "work", tmp_path / order / "logs", tmp_path / order / "traces"
+        work.mkdir(parents=True)
+        cmd, _ = CASES[name](work)
+        assert run_beside_darshan(cmd, work, logs, preload, mpi, trace_dir=traces).returncode == 0
+        log = the_log(logs)
+        result = ioassess("report", traces, log, "-o", tmp_path / order / "r.html", "--json", tmp_path / order / "r.json")
+        assert result.returncode == 0, f"{order}: {result.stderr}"
+        assessment = json.loads((tmp_path / order / "r.json").read_text())
+        assert [i["kind"] for i in assessment["job"]["inputs"]] == ["trace", "darshan"], assessment["job"]["inputs"]
+
+        job, traced_job = load_job([str(traces), log]), load_job([str(traces)])
+        merged, traced, counted = job_amounts(job), job_amounts(traced_job), darshan_amounts(darshan_records(logs))
+        assert len(job.processes) == len(traced_job.processes), f"{order}: Darshan's ranks became other processes"
+        assert report_layers(assessment) == summed_by_layer(merged), f"{order}: the report is not the merged job"
+        assert not any(layer == "stdio" for _, layer, _ in traced), "the recorder has no STDIO layer"
+        assert merged == {**traced, **{key: v for key, v in counted.items() if key[1] == "stdio"}}, order
+
+        both = traced.keys() & counted.keys()
+        assert {key: (traced[key], counted[key]) for key in both if traced[key] != counted[key]} == {}, order
+        only_counted = {key for key in counted.keys() - traced.keys() if key[1] != "stdio"}
+        assert {file for file, _, _ in only_counted} <= STANDARD_STREAMS, f"{order}: only Darshan counted {only_counted}"
+        only_traced = traced.keys() - counted.keys()
+        if name == "tar":
+            # tar opens the files it archives with __openat_2 (glibc's fortified openat), which
+            # Darshan 3.5.0 does not wrap: Darshan has no record of their reads.
+            assert {file for file, _, _ in only_traced} == {str(path) for path in (work / "tree").rglob("f")}, order
+        else:
+            assert not only_traced, f"{order}: only the trace has {only_traced}"
