@@ -563,8 +563,8 @@ def _assemble_job(path, contents):
     start_epoch_s = job["start_time_sec"] + job["start_time_nsec"] * 1e-9
     finished = job["end_time_sec"] > 0 and job["runtime_s"] > 0
     if job["end_time_sec"] <= 0:
-        problems.append("The log has no end time (the job did not finish normally, or the log was rebuilt "
-                        "from a killed job's data): the job's runtime is unknown.")
+        problems.append("The log has no end time (the job did not finish: the mmap log of a killed process, or "
+                        "a log rebuilt from a killed job's data): the log does not give the job's runtime.")
     elif not finished:
         problems.append("The log's end time is not after its start time: the job's runtime is unknown.")
     problems += _partial_module_problems(contents.modules)

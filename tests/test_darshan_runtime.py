@@ -6,7 +6,8 @@ ioassess in each preload order. Stacked, the program's output, exit status and f
 plain run's; every counter of every Darshan record, timing aside, is the Darshan-only run's;
 ioassess's trace has the ops the program made where they are known, and none of Darshan's own
 log writes; and `ioassess report` of the trace and the log is one job whose reads and writes
-agree with both.
+agree with both. A process killed with SIGKILL leaves a trace of every op it completed and
+Darshan's mmap log, and the report of both uses the log and says the job did not finish.
 """
 import glob
 import json
@@ -14,7 +15,10 @@ import os
 import random
 import re
 import shutil
+import signal
+import subprocess
 import sys
+import time
 
 import darshan
 import numpy as np
@@ -25,7 +29,7 @@ from darshan_runtime import Unavailable, find_runtime
 from ioassess.cli import preload_with
 from ioassess.job import DIRECTIONS, LAYERS
 from ioassess.load import load_job
-from recorder_helpers import assert_same_run, load, prog, run, tool, total_table, tree_digest
+from recorder_helpers import assert_same_run, clean_env, load, prog, run, select, tool, total_table, tree_digest
 
 RANKS = 2
 BLOCK = 262144   # mpi_collective.c's bytes per rank and call
@@ -343,3 +347,82 @@ def test_report_of_trace_and_log_is_one_job_agreeing_with_both(name, tmp_path, d
             assert {file for file, _, _ in only_traced} == {str(path) for path in (work / "tree").rglob("f")}, order
         else:
             assert not only_traced, f"{order}: only the trace has {only_traced}"
+
+
+# ---- SIGKILL midway: the trace and Darshan's mmap log ----
+
+KILL_AFTER_OPS = 2000
+WAIT_S = 60   # for killme to start under both tools and complete KILL_AFTER_OPS pwrites
+
+
+def completed_pwrites(counter):
+    """killme's count of the pwrites it completed (0 before it has made its counter file)."""
+    try:
+        with open(counter, "rb") as f:
+            return int.from_bytes(os.pread(f.fileno(), 8, 0).ljust(8, b"\0"), "little")
+    except FileNotFoundError:
+        return 0
+
+
+def stop_after(proc, counter, ops):
+    """Stop proc (SIGSTOP, waited for) once it has completed `ops` pwrites; its count then."""
+    deadline = time.monotonic() + WAIT_S
+    while completed_pwrites(counter) < ops:
+        assert proc.poll() is None, f"killme ended by itself: {proc.returncode} {proc.stderr.read()!r}"
+        assert time.monotonic() < deadline, f"killme completed {completed_pwrites(counter)} pwrites in {WAIT_S} s"
+        os.sched_yield()
+    proc.send_signal(signal.SIGSTOP)
+    _, status = os.waitpid(proc.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status)
+    return completed_pwrites(counter)
+
+
+def test_sigkill_midway_leaves_every_completed_op_and_darshans_mmap_log(tmp_path, darshan_runtime, ioassess):
+    """killme, stacked, stopped after KILL_AFTER_OPS completed pwrites and killed by SIGKILL:
+    the trace has each completed pwrite (and at most the one the kernel finished as the
+    process stopped), Darshan wrote no log but its mmap log, whose counters say the same, and
+    `ioassess report TRACE_DIR MMAP_LOG` uses the log and says that the job did not finish."""
+    for order, preload in orders(darshan_runtime.lib).items():
+        base = tmp_path / order
+        logs, mmap_logs, traces, data, counter = (base / "logs", base / "logs" / "mmap", base / "traces",
+                                                  base / "data", base / "counter")
+        mmap_logs.mkdir(parents=True)
+        traces.mkdir(mode=0o700)
+        env = clean_env({"LD_PRELOAD": preload, "IOASSESS_TRACE_DIR": str(traces), "DARSHAN_ENABLE_NONMPI": "1",
+                         "DARSHAN_LOGPATH": str(logs), "DARSHAN_MMAP_LOGPATH": str(mmap_logs),
+                         "DXT_ENABLE_IO_TRACE": "1"})
+        proc = subprocess.Popen([prog("killme"), data, counter], env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)
+        try:
+            completed = stop_after(proc, counter, KILL_AFTER_OPS)
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
+            proc.stderr.close()
+        assert proc.returncode == -signal.SIGKILL
+
+        ts = load(traces)
+        assert [p.end_ns for p in ts.processes] == [None], f"{order}: the killed process's trace looks finished"
+        traced = int(select(ts, data, "pwrite").sum())
+        assert completed <= traced <= completed + 1, f"{order}: {completed} pwrites completed, {traced} traced"
+        assert not glob.glob(str(logs / "*.darshan*")), f"{order}: Darshan wrote a log although killed"
+        mmap_log = the_log(mmap_logs)
+        assert "_mmap-log-" in os.path.basename(mmap_log)
+        counted = darshan_records(mmap_logs)
+        assert not any(module.startswith("DXT_") for module, _, _ in counted), "Darshan's mmap log has DXT now"
+        assert completed <= counted[("POSIX", str(data), 0)]["POSIX_WRITES"] <= completed + 1, order
+
+        result = ioassess("report", traces, mmap_log, "-o", base / "r.html", "--json", base / "r.json")
+        assert result.returncode == 0, f"{order}: {result.stderr}"
+        assessment = json.loads((base / "r.json").read_text())
+        job = assessment["job"]
+        assert [(i["kind"], i["path"]) for i in job["inputs"]] == [("trace", str(traces)), ("darshan", mmap_log)]
+        assert job["job_id"] == str(proc.pid), "the mmap log's job id (the pid) is not the job's"
+        assert [f["pattern"]["source"] for f in assessment["top_files"]] == ["darshan counters"]
+        assert assessment["layers"][0]["posix"]["ops"] == traced
+        assert any(note.startswith("The log has no end time") and "does not give the job's runtime" in note
+                   for note in job["inputs"][1]["notes"]), job["inputs"]
+        assert [p["pid"] for p in job["unfinished_processes"]] == [proc.pid]
+        assert any("ended without finishing" in note for note in job["notes"]), job["notes"]
+        html = (base / "r.html").read_text()
+        assert "ended without finishing" in html and "has no end time" in html and "runtime is unknown" not in html
