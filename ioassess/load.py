@@ -255,14 +255,16 @@ def _merge_two(a, b):
     processes = [dataclasses.replace(p, start_s=p.start_s + traced.start_epoch_s - start,
                                      end_s=p.end_s + traced.start_epoch_s - start) for p in traced.processes]
     file_positions = _index_into(files, darshan.files, key=lambda f: f.name)
-    process_positions = _darshan_process_positions(processes, darshan, traced)
     traced_layers = list(set(np.unique(traced.ops["layer"]).tolist()) | {LAYERS.index("posix")})
-
-    def untraced_layers(table):
-        return _reindexed(table, ~np.isin(table["layer"], traced_layers), file_positions, process_positions)
-    kept_ops = untraced_layers(_rebased(darshan.ops, darshan.start_epoch_s - start))
-    totals = concatenate_columns(TOTAL_COLUMNS, [traced.totals, untraced_layers(darshan.totals)])
-    size_bins = concatenate_columns(SIZE_BIN_COLUMNS, [traced.size_bins, untraced_layers(darshan.size_bins)])
+    untraced = [(table, ~np.isin(table["layer"], traced_layers))
+                for table in (_rebased(darshan.ops, darshan.start_epoch_s - start), darshan.totals, darshan.size_bins)]
+    # Darshan's processes join the job's only when some of its I/O is kept.
+    process_positions = (_darshan_process_positions(processes, darshan, traced)
+                         if any(rows.any() for _, rows in untraced) else np.zeros(0, np.int32))
+    kept_ops, kept_totals, kept_size_bins = (_reindexed(table, rows, file_positions, process_positions)
+                                             for table, rows in untraced)
+    totals = concatenate_columns(TOTAL_COLUMNS, [traced.totals, kept_totals])
+    size_bins = concatenate_columns(SIZE_BIN_COLUMNS, [traced.size_bins, kept_size_bins])
     records = dict(darshan.darshan_records, file=file_positions[darshan.darshan_records["file"]])
     traced_ops = _rebased(traced.ops, traced.start_epoch_s - start)
     ops = concatenate_columns(ALL_OP_COLUMNS, [with_optional_columns(traced_ops), with_optional_columns(kept_ops)])
