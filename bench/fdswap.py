@@ -42,9 +42,12 @@ def count_outcomes(library, victim_bytes, runs, scratch):
         work.mkdir()
         traces.mkdir(mode=0o700)
         env = {**os.environ, "LD_PRELOAD": library, "IOASSESS_TRACE_DIR": str(traces)}
-        result = subprocess.run([str(FDSWAP), str(victim), str(work), str(OPS_PER_THREAD)], env=env,
-                                capture_output=True, timeout=300)
-        crashed += result.returncode != 0
+        try:
+            result = subprocess.run([str(FDSWAP), str(victim), str(work), str(OPS_PER_THREAD)], env=env,
+                                    capture_output=True, timeout=300)
+            crashed += result.returncode != 0
+        except subprocess.TimeoutExpired:   # a hang is counted as a crash, not the end of the count
+            crashed += 1
         if victim.read_bytes() != original:
             corrupted += 1
             victim.write_bytes(original)

@@ -57,8 +57,8 @@ static int safe_on_the_way(const struct stat *st, uid_t user)
            (!(st->st_mode & (S_IWGRP | S_IWOTH)) || (st->st_mode & S_ISVTX));
 }
 
-/* The trace directory itself: a directory (not a symbolic link) of the user's that no one
- * else can write. */
+/* The trace directory itself (its path already resolved): a directory of the user's that no
+ * one else can write. */
 static int private_dir(const struct stat *st, uid_t user)
 {
     return S_ISDIR(st->st_mode) && st->st_uid == user && !(st->st_mode & (S_IWGRP | S_IWOTH));
@@ -136,7 +136,8 @@ static int configure_trace_dir(void)
     if (n <= 0 || (size_t)n >= sizeof wanted)
         return -1;
     struct stat st;
-    if (lstat_path(wanted, &st) == 0 && !S_ISDIR(st.st_mode))   /* a symbolic link, a file */
+    /* the path as named must not end in a symbolic link or a file (it is resolved below) */
+    if (lstat_path(wanted, &st) == 0 && !S_ISDIR(st.st_mode))
         return -1;
     char *dir = ioassess_config.trace_dir;
     if (canonical_path(wanted, dir, sizeof ioassess_config.trace_dir) != 0)
@@ -151,7 +152,9 @@ static void configure_excludes(void)
         list = IOASSESS_DEFAULT_EXCLUDE;
     if (strcmp(list, "none") == 0)
         return;
-    ioassess_config.skip_darshan_logs = 1;
+    /* Darshan's runtime, when loaded (every preloaded library is, before any constructor runs),
+     * writes its own logs: they are not the job's I/O. */
+    ioassess_config.skip_darshan_logs = dlsym(RTLD_DEFAULT, "darshan_core_initialize") != NULL;
     while (*list && ioassess_config.exclude_count < IOASSESS_MAX_EXCLUDES) {
         const char *end = strchr(list, ':');
         size_t n = end ? (size_t)(end - list) : strlen(list);

@@ -27,7 +27,7 @@
 
 #include "ioassess-internal.h"
 
-#define KERNEL_SIGSET_BYTES 8
+#define KERNEL_SIGSET_BYTES (_NSIG / 8)
 
 static char helper_stack[32 * 1024] __attribute__((aligned(64)));
 

@@ -208,7 +208,7 @@ static void sanitise(char *dst, size_t dst_bytes, const char *src, const char *i
     dst[i] = '\0';
 }
 
-/* /proc/PID/cmdline as read (arguments separated by NUL) made one line. */
+/* /proc/self/cmdline as read (arguments separated by NUL) made one line. */
 static void arguments_as_line(char *cmdline, long n)
 {
     cmdline[n > 0 ? n : 0] = '\0';
@@ -282,7 +282,6 @@ struct trace_start {
     size_t prefix_bytes;                /* trace_path holds the name up to the sequence number */
     uint64_t bytes;                     /* header page and first chunk */
     void *map;                          /* their mapping (set by the helper) */
-    char cmdline_path[32];              /* /proc/PID/cmdline of the caller */
     char cmdline[sizeof ((struct ioassess_header *)0)->cmdline];
     long cmdline_read;                  /* bytes read into cmdline (set by the helper) */
     int read_clock_source;              /* read the kernel's clock source into: */
@@ -295,7 +294,10 @@ struct trace_start {
 static long start_trace_in_helper(void *arg)
 {
     struct trace_start *s = arg;
-    s->cmdline_read = ioassess_read_in_helper(s->cmdline_path, s->cmdline, sizeof s->cmdline - 1);
+    /* The helper shares the caller's memory, so its own arguments are the caller's; and
+     * /proc/PID of the caller's pid could name another process where /proc was mounted in
+     * another pid namespace. */
+    s->cmdline_read = ioassess_read_in_helper("/proc/self/cmdline", s->cmdline, sizeof s->cmdline - 1);
     if (s->read_clock_source)
         ioassess_read_in_helper(CLOCK_SOURCE_FILE, s->clock_source, sizeof s->clock_source - 1);
     int fd = create_trace_file(s->prefix_bytes);
@@ -331,7 +333,6 @@ int ioassess_writer_start(void)
         .bytes = first_slot + round_up(FIRST_CHUNK_BYTES, page_bytes),
         .read_clock_source = ioassess_config.clock_from_kernel,
     };
-    snprintf(start.cmdline_path, sizeof start.cmdline_path, "/proc/%d/cmdline", (int)pid);
     if (start.prefix_bytes == 0 || ioassess_private_fds(start_trace_in_helper, &start) != 0)
         return -1;
     if (ioassess_config.clock_from_kernel) {

@@ -2,7 +2,7 @@
  * Programs at the edges of what a process may do, for the recorder's transparency tests:
  *   io        64 pwrites of 4 KiB to DIR/io, read back with pread; prints the bytes' sum.
  *   closeall  writes DIR/before, closes every descriptor from 3 up to the soft RLIMIT_NOFILE
- *             (one close() each, as programs that daemonise do), then writes DIR/after with 64
+ *             (at most 65536; one close() each, as programs that daemonise do), then writes DIR/after with 64
  *             pwrites of 4 KiB; prints how many of those closes succeeded.
  *   openmax   opens DIR/f<i> until open fails; prints how many opens worked and the errno's
  *             name, closes them all, then writes DIR/io as `io` does.

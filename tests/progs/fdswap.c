@@ -65,7 +65,9 @@ static void *worker(void *arg)
 static long long victim_damage(off_t expected_size)
 {
     struct stat st;
-    if (fstat(VICTIM_FD, &st) != 0 || st.st_size != expected_size)
+    if (fstat(VICTIM_FD, &st) != 0)
+        return 0;
+    if (st.st_size != expected_size)
         return st.st_size;
     static unsigned char buf[1 << 20];
     for (off_t at = 0; at < expected_size;) {
@@ -94,7 +96,10 @@ int main(int argc, char **argv)
     }
     close(fd);
     struct stat victim;
-    fstat(VICTIM_FD, &victim);
+    if (fstat(VICTIM_FD, &victim) != 0) {
+        perror(argv[1]);
+        return 2;
+    }
     for (int t = 0; t < NTHREADS; t++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/w%03d", argv[2], t);
