@@ -135,3 +135,6 @@ def test_a_pid_used_again_gets_a_new_trace_name(tmp_path, recorder_lib):
     assert [name.rsplit("_", 1)[1] for name in names] == ["0.iot", "1.iot", "2.iot", "3.iot"], names
     for name in ("first", "second"):
         assert ops_of_file(ts, str(tmp_path / name / "io")) == EDGES_OPS
+    # the /proc mounted outside the namespace names the host's pid 1 as 1: the arguments are the program's own
+    commands = sorted(p.cmdline for p in ts.processes if p.pid == 1 and p.exe == prog("edges"))
+    assert commands == [f"{prog('edges')} io {tmp_path / name}" for name in ("first", "second")], commands
