@@ -399,6 +399,16 @@ def _prepare_trace_dir(trace_dir):
         raise UsageError(f"{trace_dir}: the recorder records only into a directory of yours that no one else can "
                          f"write (this one: uid {status.st_uid}, mode {stat.S_IMODE(status.st_mode):04o}"
                          f"{', a symbolic link' if stat.S_ISLNK(status.st_mode) else ''}): choose another --trace-dir")
+    above = os.path.dirname(os.path.realpath(trace_dir))
+    while True:
+        status = os.stat(above)
+        if status.st_uid not in (0, os.getuid()) or (status.st_mode & 0o022 and not status.st_mode & stat.S_ISVTX):
+            raise UsageError(f"{trace_dir}: the recorder records only below directories that no one but root and you "
+                             f"can change, and {above} is not one (uid {status.st_uid}, mode "
+                             f"{stat.S_IMODE(status.st_mode):04o}): choose another --trace-dir")
+        if above == "/":
+            break
+        above = os.path.dirname(above)
     earlier = [name for name in os.listdir(trace_dir) if name.endswith(".iot")]
     if earlier:
         raise UsageError(f"{trace_dir} already holds {len(earlier)} trace files (*.iot) of an earlier run: "

@@ -574,7 +574,7 @@ def _assemble_job(path, contents):
     totals, size_bins, missing = _untraced_totals(counter_rows, bins, dxt_groups)
     problems += _truncated_dxt_problems(missing, contents.names)
 
-    records = _record_table(contents.counters)
+    records = _record_table(contents.counters, contents.job["nprocs"])
     traced = dxt_groups["ops"] > 0
     named_ranks = np.concatenate([records["fastest_rank"], records["slowest_rank"]])
     processes, rank_of_process = _processes(contents, dxt_groups["rank"][traced],
@@ -759,9 +759,10 @@ def _counter_tables(counters, problems):
     return rows, bins
 
 
-def _record_table(counters):
+def _record_table(counters, nprocs):
     """The columns of Job.darshan_records (record_id in place of file) of the counter records
-    with reads or writes."""
+    with reads or writes. A fastest or slowest rank the job did not have, or a time that is not
+    a finite number of seconds, is unknown (-1, NaN): damage, never a process or an array size."""
     tables = []
     for module, (records, names, fnames) in counters.items():
         n = len(records)
@@ -776,11 +777,13 @@ def _record_table(counters):
             if column in _RECORD_COUNTERS[module]:
                 table[column] = sum(np.maximum(counter(name), 0) for name in _RECORD_COUNTERS[module][column])
             elif column in _RANK_COUNTERS:
-                table[column] = np.where(records["rank"] < 0, counter(prefix + _RANK_COUNTERS[column]), -1)
+                values = counter(prefix + _RANK_COUNTERS[column])
+                valid = (values >= 0) & (values < nprocs if column.endswith("_rank") else True)
+                table[column] = np.where((records["rank"] < 0) & valid, values, -1)
             elif column in _RANK_FCOUNTERS:
                 name = prefix + _RANK_FCOUNTERS[column]
                 values = records["fcounters"][:, fnames.index(name)] if name in fnames else np.full(n, np.nan)
-                table[column] = np.where((records["rank"] < 0) & (values >= 0), values, np.nan)
+                table[column] = np.where((records["rank"] < 0) & np.isfinite(values) & (values >= 0), values, np.nan)
             elif column not in table and column != "file":
                 table[column] = np.full(n, -1)
         with_io = (table["reads"] > 0) | (table["writes"] > 0)

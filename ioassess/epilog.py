@@ -556,6 +556,8 @@ class Kept:
     def read(self):
         chunk = os.read(self.fd, 65536)
         self.ended = not chunk
+        if self.keep == "first" and len(self.data) >= self.limit:
+            return   # full: the rest is read only so that the writer never blocks
         joined = self.data + chunk
         self.data = joined[:self.limit] if self.keep == "first" else joined[-self.limit:]
 
@@ -693,9 +695,11 @@ def make_job_report(work, left_out):
 
 def trace_problems(notes, traces):
     """The job's notes that say why one of the traces could not be read: those that start with
-    its path, as TraceFileError puts it on one line (line breaks as spaces)."""
-    prefixes = tuple(" ".join(f"{path}: ".splitlines()) for path in traces)
-    return [note for note in notes if note.startswith(prefixes)]
+    its path as TraceFileError puts it (behind "not used: " when no trace could be read)."""
+    from .load import NOT_USED
+    from .trace import TraceFileError
+    prefixes = tuple(str(TraceFileError(path, "")) for path in traces)
+    return [note for note in notes if note.removeprefix(NOT_USED).startswith(prefixes)]
 
 
 def report_permissions(group_name):

@@ -12,7 +12,8 @@ ESCAPED_CATEGORIES = {"Cc", "Cf", "Zl", "Zp", "Cs"}
 
 
 def printable(text):
-    """text with each control character written as \\xHH (below U+0100) or \\uHHHH."""
+    """text with each control character written as \\xHH (below U+0100), \\uHHHH (below U+10000)
+    or \\UHHHHHHHH, so that no escape can be read as a shorter one followed by a digit."""
     if text.isprintable():
         return text
     return "".join(_escaped(char) if unicodedata.category(char) in ESCAPED_CATEGORIES else char for char in text)
@@ -20,4 +21,6 @@ def printable(text):
 
 def _escaped(char):
     code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"

@@ -28,6 +28,8 @@ FS_TYPES = {0xEF53: "ext4", 0x58465342: "xfs", 0x9123683E: "btrfs", 0x01021994: 
             0x2011BAB0: "exfat", 0x1CD1: "devpts", 0x9FA0: "proc", 0x62656572: "sysfs"}
 # Two inputs are the same job if neither has a job id and their runs overlap within this slack.
 SAME_JOB_SLACK_S = 60.0
+# The note of an input that could not be used while another could: this, then `PATH: problem`.
+NOT_USED = "not used: "
 
 
 class LoadError(Exception):
@@ -67,7 +69,7 @@ def load_job(paths, owner_uid=None):
     if not jobs:
         raise LoadError("; ".join(refused))
     job = merge_jobs(jobs)
-    job.notes[:0] = [f"not used: {problem}" for problem in refused]
+    job.notes[:0] = [NOT_USED + problem for problem in refused]
     return job
 
 
@@ -208,7 +210,7 @@ def same_job(a, b):
 
 
 def _job_id_is_a_pid_of(a, b):
-    return a.job_id.isdigit() and int(a.job_id) in {p.pid for p in b.processes if p.pid > 0}
+    return a.job_id.isascii() and a.job_id.isdigit() and int(a.job_id) in {p.pid for p in b.processes if p.pid > 0}
 
 
 def _exe_names(exe):

@@ -178,7 +178,7 @@ def job_facts(job, cell):
     """The job's facts; processes with I/O are the I/O-model cell's processes doing I/O (every
     rank when a shared-file record moved data), launchers are the processes of no rank in a job
     whose other processes have ranks (mpiexec and its proxies)."""
-    launchers = launcher_processes(job)
+    launchers = set(launcher_processes(job))
     hosts = collections.Counter(p.hostname for i, p in enumerate(job.processes) if p.hostname and i not in launchers)
     unfinished = [p for p in job.processes if p.source == "trace" and p.end_reason == "running/killed"]
     return {

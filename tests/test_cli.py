@@ -94,6 +94,12 @@ def test_run_refuses_a_directory_the_recorder_would_not_record_into(ioassess, tm
     assert_clean_error(result, f"{tmp_path / 't'}: the recorder records only into a directory of yours that no one "
                                f"else can write (this one: uid 0, mode {mode:04o}): choose another --trace-dir")
     assert not (tmp_path / "ran").exists()
+    below = tmp_path / "t" / "below"
+    result = ioassess("run", "--trace-dir", below, "--", "touch", tmp_path / "ran")
+    assert_clean_error(result, f"{below}: the recorder records only below directories that no one but root and you "
+                               f"can change, and {tmp_path / 't'} is not one (uid 0, mode {mode:04o}): "
+                               "choose another --trace-dir")
+    assert not (tmp_path / "ran").exists()
 
 
 def test_run_a_missing_or_unrunnable_command(ioassess, tmp_path):
