@@ -801,3 +801,21 @@ def test_a_merged_job_with_ops_does_not_repeat_the_logs_no_io_note(rewrite, pyth
     job = load_job([str(trace_dir), log])
     assert len(job.ops["size"]) == len(traced.ops["size"]) > 0
     assert not any(NO_IO_NOTE in i.notes for i in job.inputs)
+
+
+def test_a_shared_records_ranks_and_times_outside_the_job_are_unknown():
+    """A damaged log's shared record naming a slowest rank the job did not have (2^40, which
+    the per-rank view would take for an array size) or a time that is not finite: unknown."""
+    from ioassess.darshan_log import _record_table
+    names = ["POSIX_READS", "POSIX_WRITES", "POSIX_FASTEST_RANK", "POSIX_SLOWEST_RANK"]
+    fnames = ["POSIX_F_FASTEST_RANK_TIME", "POSIX_F_SLOWEST_RANK_TIME"]
+    records = np.zeros(2, dtype=[("id", np.uint64), ("rank", np.int64), ("counters", np.int64, len(names)),
+                                 ("fcounters", np.float64, len(fnames))])
+    records["id"] = [1, 2]
+    records["rank"] = -1
+    records["counters"] = [[5, 0, 3, 1 << 40], [5, 0, 1, 2]]
+    records["fcounters"] = [[0.5, np.inf], [0.5, 1.5]]
+    table = _record_table({"POSIX": (records, names, fnames)}, nprocs=4)
+    assert table["fastest_rank"].tolist() == [3, 1] and table["slowest_rank"].tolist() == [-1, 2]
+    assert table["fastest_s"].tolist() == [0.5, 0.5]
+    assert np.isnan(table["slowest_s"][0]) and table["slowest_s"][1] == 1.5
