@@ -380,9 +380,9 @@ def default_trace_dir(environ, now=None):
 def preload_with(preload, recorder, mpiio_recorder=None):
     """LD_PRELOAD with the MPI-IO recorder (if built) in front of the libraries already listed
     and the recorder after them: with Darshan, `libioassess-mpiio.so:libdarshan.so:libioassess.so`.
-    An MPI-IO wrapper behind Darshan's is never called (Darshan calls the PMPI functions), while
-    Darshan wraps the PMPI functions too, so both see every MPI-IO call; Darshan in front of the
-    POSIX recorder keeps its counters its own (docs/architecture.md, "Beside Darshan's runtime")."""
+    Both tools see every MPI-IO call in either order (each wraps the PMPI names too); Darshan
+    in front of the POSIX recorder keeps its own bookkeeping out of the durations ioassess
+    classifies (docs/architecture.md, "Beside Darshan's runtime")."""
     ours = [recorder, mpiio_recorder]
     others = [entry for entry in re.split(r"[: ]+", preload.strip()) if entry and entry not in ours]
     return ":".join(([mpiio_recorder] if mpiio_recorder else []) + others + [recorder])

@@ -32,6 +32,11 @@
 #include "ioassess-trace.h"
 
 #define EXPORT __attribute__((visibility("default")))
+/* The PMPI_ name of a wrapper is the wrapper too, as Darshan's are: a tool preloaded in front of
+ * this library calls the PMPI_ functions, so its wrappers lead here and both tools see every
+ * call, in either preload order. Calls nested in a recorded call are not recorded again
+ * (ioassess_layer_begin), and the real function is always the next library's PMPI_ one. */
+#define ALSO_PMPI(name) EXPORT extern __typeof__(name) P##name __attribute__((alias(#name)));
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
@@ -272,7 +277,8 @@ static inline int64_t offset_here(MPI_File fh, const struct mpi_file *f)
     {                                                                          \
         RECORDED(name, op, flags, where(fh, f_), buf, count, datatype, status, \
                  (fh, buf, count, datatype, status));                          \
-    }
+    }                                                                          \
+    ALSO_PMPI(name)
 
 /* (fh, offset, buf, count, datatype, status): explicit offset, blocking. */
 #define BLOCKING_AT(name, buf_t, count_t, op, flags)                           \
@@ -282,7 +288,8 @@ static inline int64_t offset_here(MPI_File fh, const struct mpi_file *f)
     {                                                                          \
         RECORDED(name, op, flags, offset_at(f_, offset), buf, count, datatype, status, \
                  (fh, offset, buf, count, datatype, status));                  \
-    }
+    }                                                                          \
+    ALSO_PMPI(name)
 
 /* (fh, buf, count, datatype, request): the call starts the transfer. */
 #define STARTING(name, buf_t, count_t, op, flags, where)                       \
@@ -292,7 +299,8 @@ static inline int64_t offset_here(MPI_File fh, const struct mpi_file *f)
     {                                                                          \
         RECORDED(name, op, (flags) | IOASSESS_OP_NONBLOCKING, where(fh, f_), buf, count, \
                  datatype, NULL, (fh, buf, count, datatype, request));         \
-    }
+    }                                                                          \
+    ALSO_PMPI(name)
 
 /* (fh, offset, buf, count, datatype, request) */
 #define STARTING_AT(name, buf_t, count_t, op, flags)                           \
@@ -302,7 +310,8 @@ static inline int64_t offset_here(MPI_File fh, const struct mpi_file *f)
     {                                                                          \
         RECORDED(name, op, (flags) | IOASSESS_OP_NONBLOCKING, offset_at(f_, offset), buf, \
                  count, datatype, NULL, (fh, offset, buf, count, datatype, request)); \
-    }
+    }                                                                          \
+    ALSO_PMPI(name)
 
 /* Split collectives' *_begin: (fh, buf, count, datatype) */
 #define SPLIT_BEGIN(name, buf_t, count_t, op, where)                           \
@@ -311,7 +320,8 @@ static inline int64_t offset_here(MPI_File fh, const struct mpi_file *f)
     {                                                                          \
         RECORDED(name, op, IOASSESS_OP_COLLECTIVE | IOASSESS_OP_NONBLOCKING, where(fh, f_), \
                  buf, count, datatype, NULL, (fh, buf, count, datatype));      \
-    }
+    }                                                                          \
+    ALSO_PMPI(name)
 
 /* (fh, offset, buf, count, datatype) */
 #define SPLIT_BEGIN_AT(name, buf_t, count_t, op)                               \
@@ -322,7 +332,8 @@ static inline int64_t offset_here(MPI_File fh, const struct mpi_file *f)
         RECORDED(name, op, IOASSESS_OP_COLLECTIVE | IOASSESS_OP_NONBLOCKING,   \
                  offset_at(f_, offset), buf, count, datatype, NULL,            \
                  (fh, offset, buf, count, datatype));                          \
-    }
+    }                                                                          \
+    ALSO_PMPI(name)
 
 #define COLL IOASSESS_OP_COLLECTIVE
 #define INDEP 0
@@ -389,6 +400,7 @@ EXPORT int MPI_File_sync(MPI_File fh)
     RECORDED(MPI_File_sync, IOASSESS_OP_MPI_FILE_SYNC, COLL, -1, NULL, 0, MPI_DATATYPE_NULL,
              NULL, (fh));
 }
+ALSO_PMPI(MPI_File_sync)
 
 /* ---- file handles: name, view ---- */
 
@@ -407,6 +419,7 @@ EXPORT int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Inf
     }
     return rc;
 }
+ALSO_PMPI(MPI_File_open)
 
 REAL(MPI_File_close);
 EXPORT int MPI_File_close(MPI_File *fh)
@@ -418,6 +431,7 @@ EXPORT int MPI_File_close(MPI_File *fh)
         forget_file(handle);
     return rc;
 }
+ALSO_PMPI(MPI_File_close)
 
 /* Offsets of a view are linear in its etypes when the filetype is contiguous (no holes, no
  * moved bounds) and the representation is native; anything else leaves them unknown. */
@@ -448,3 +462,4 @@ EXPORT int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype,
     }
     return rc;
 }
+ALSO_PMPI(MPI_File_set_view)

@@ -11,7 +11,9 @@ import os
 import pathlib
 import pwd
 import shutil
+import signal
 import subprocess
+import time
 
 import darshan
 import numpy as np
@@ -24,6 +26,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 PROGS = REPO / "tests" / "progs"
 BIN = PROGS / "bin"
 RUN_TIMEOUT_S = 120
+WAIT_S = 60   # for a program under test to reach a state (a loaded machine is slow)
 
 # Environment variables the recorder reads, and the batch/launcher variables it takes job id
 # and rank from: none of them may leak from the developer's or CI's environment into a test.
@@ -237,3 +240,31 @@ __all__ = ["ATTACKER_USER", "BIN", "OP_CODES", "REPO", "TEST_USER", "assert_same
            "clean_env", "describe", "file_id", "has_file", "load", "op_rows", "processes_by_pid", "prog",
            "run", "select", "shipped_darshan_logs", "system_user", "tool", "total_table", "trace_files",
            "tree_digest"]
+
+
+def wait_until(reached, what, proc):
+    """Poll reached() (yielding the CPU between tries) until it is true; fails if proc ends
+    first or after WAIT_S. `what` describes the state for the message."""
+    deadline = time.monotonic() + WAIT_S
+    while not reached():
+        assert proc.poll() is None, f"{proc.args[0]} ended before {what}: {proc.returncode}"
+        assert time.monotonic() < deadline, f"{proc.args[0]}: no {what} in {WAIT_S} s"
+        os.sched_yield()
+
+
+def completed_pwrites(counter):
+    """killme's count of the pwrites it completed (0 before it has made its counter file)."""
+    try:
+        with open(counter, "rb") as f:
+            return int.from_bytes(os.pread(f.fileno(), 8, 0).ljust(8, b"\0"), "little")
+    except FileNotFoundError:
+        return 0
+
+
+def stop_after(proc, counter, ops):
+    """Stop killme (SIGSTOP, waited for) once it has completed `ops` pwrites; its count then."""
+    wait_until(lambda: completed_pwrites(counter) >= ops, f"{ops} completed pwrites", proc)
+    proc.send_signal(signal.SIGSTOP)
+    _, status = os.waitpid(proc.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status)
+    return completed_pwrites(counter)

@@ -18,7 +18,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 
 import darshan
 import numpy as np
@@ -29,7 +28,8 @@ from darshan_runtime import Unavailable, find_runtime
 from ioassess.cli import preload_with
 from ioassess.job import DIRECTIONS, LAYERS
 from ioassess.load import load_job
-from recorder_helpers import assert_same_run, clean_env, load, prog, run, select, tool, total_table, tree_digest
+from recorder_helpers import (assert_same_run, clean_env, load, prog, run, select, stop_after, tool, total_table,
+                              tree_digest)
 
 RANKS = 2
 BLOCK = 262144   # mpi_collective.c's bytes per rank and call
@@ -49,12 +49,14 @@ def darshan_runtime():
 
 
 def orders(darshan_lib):
-    """The two preload orders: ioassess run's (MPI-IO recorder, Darshan, recorder), and
-    ioassess's libraries in front of Darshan."""
+    """The preload orders: ioassess run's (MPI-IO recorder, Darshan, recorder), ioassess's
+    libraries in front of Darshan, and Darshan in front of both (where Darshan's MPI-IO wrappers
+    call ioassess's PMPI ones)."""
     recorder, mpiio_recorder = ioassess.recorder_library_path(), ioassess.mpiio_library_path()
     assert mpiio_recorder, "libioassess-mpiio.so was not built: `make deps` installs MPICH's mpicc"
     return {"as_ioassess_run_orders": preload_with(darshan_lib, recorder, mpiio_recorder),
-            "ioassess_first": ":".join([recorder, mpiio_recorder, darshan_lib])}
+            "ioassess_first": ":".join([recorder, mpiio_recorder, darshan_lib]),
+            "darshan_first": ":".join([darshan_lib, recorder, mpiio_recorder])}
 
 
 def measures_time(counter):
@@ -349,32 +351,51 @@ def test_report_of_trace_and_log_is_one_job_agreeing_with_both(name, tmp_path, d
             assert not only_traced, f"{order}: only the trace has {only_traced}"
 
 
+# ---- ioassess run where a site preloads Darshan's MPI runtime ----
+
+def test_ioassess_run_of_an_mpi_job_with_darshans_mpi_runtime_preloaded(tmp_path, darshan_runtime, ioassess):
+    """What a site that preloads Darshan's MPI build gets from `ioassess run -- mpiexec ...`
+    (Darshan's runtime, and so MPICH and UCX, loaded into ioassess run itself): the job's output
+    and exit status, one summary line, a report of the ranks with mpiexec and its proxies apart,
+    Darshan's counters as without ioassess, and `ioassess report TRACE_DIR LOG` one job with both."""
+    darshan_lib = darshan_runtime.mpi_lib
+    work = tmp_path / "work"
+    work.mkdir()
+    cmd, check = mpiio_case(work)
+    plain = run(cmd, cwd=work)
+    alone = run_beside_darshan(cmd, work, tmp_path / "logs-alone", darshan_lib, mpi=True)
+    assert_same_run(plain, alone)
+
+    shutil.rmtree(work / "data")
+    cmd, check = mpiio_case(work)
+    logs, traces = tmp_path / "logs", tmp_path / "traces"
+    (logs / "mmap").mkdir(parents=True)
+    env = {"LD_PRELOAD": darshan_lib, "DARSHAN_LOGPATH": str(logs), "DARSHAN_MMAP_LOGPATH": str(logs / "mmap"),
+           "DXT_ENABLE_IO_TRACE": "1"}
+    result = ioassess("run", "--trace-dir", traces, "--", *cmd, cwd=work, env=env)
+    assert (result.returncode, result.stdout) == (0, plain.stdout.decode()), result.stderr
+    assert result.stderr.splitlines()[-1].startswith("ioassess: traces of ") and result.stderr.count("ioassess:") == 1
+    assert_same_counters(darshan_records(tmp_path / "logs-alone"), darshan_records(logs), "ioassess run")
+    ts = load(traces)
+    check(total_table(ts))
+    launchers = [p.pid for p in ts.processes if p.rank < 0]
+    assert launchers, "mpiexec left no trace"
+    job = json.loads((traces / "assessment.json").read_text())["job"]
+    assert (job["nprocs"], job["launchers"]) == (RANKS, len(launchers)), job
+
+    result = ioassess("report", traces, the_log(logs), "-o", tmp_path / "r.html", "--json", tmp_path / "r.json")
+    assert result.returncode == 0, result.stderr
+    merged = json.loads((tmp_path / "r.json").read_text())
+    assert [i["kind"] for i in merged["job"]["inputs"]] == ["trace", "darshan"]
+    assert (merged["job"]["nprocs"], merged["job"]["launchers"]) == (RANKS, len(launchers))
+    assert not any("no I/O" in note for i in merged["job"]["inputs"] for note in i["notes"]), merged["job"]["inputs"]
+    assert {row["direction"]: row["mpiio"]["ops"] for row in merged["layers"]} == {"read": RANKS, "write": RANKS,
+                                                                                 "sync": RANKS}
+
+
 # ---- SIGKILL midway: the trace and Darshan's mmap log ----
 
 KILL_AFTER_OPS = 2000
-WAIT_S = 60   # for killme to start under both tools and complete KILL_AFTER_OPS pwrites
-
-
-def completed_pwrites(counter):
-    """killme's count of the pwrites it completed (0 before it has made its counter file)."""
-    try:
-        with open(counter, "rb") as f:
-            return int.from_bytes(os.pread(f.fileno(), 8, 0).ljust(8, b"\0"), "little")
-    except FileNotFoundError:
-        return 0
-
-
-def stop_after(proc, counter, ops):
-    """Stop proc (SIGSTOP, waited for) once it has completed `ops` pwrites; its count then."""
-    deadline = time.monotonic() + WAIT_S
-    while completed_pwrites(counter) < ops:
-        assert proc.poll() is None, f"killme ended by itself: {proc.returncode} {proc.stderr.read()!r}"
-        assert time.monotonic() < deadline, f"killme completed {completed_pwrites(counter)} pwrites in {WAIT_S} s"
-        os.sched_yield()
-    proc.send_signal(signal.SIGSTOP)
-    _, status = os.waitpid(proc.pid, os.WUNTRACED)
-    assert os.WIFSTOPPED(status)
-    return completed_pwrites(counter)
 
 
 def test_sigkill_midway_leaves_every_completed_op_and_darshans_mmap_log(tmp_path, darshan_runtime, ioassess):
