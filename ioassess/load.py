@@ -12,13 +12,15 @@ import functools
 import math
 import os
 import pwd
+import re
 import shutil
 
 import numpy as np
 
 from . import traceformat as tf
-from .job import (ALL_OP_COLUMNS, LAYERS, NO_IO_NOTE, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Flag, Job, JobFile,
-                  JobInput, JobProcess, concatenate_columns, empty_columns, mount_of, with_optional_columns)
+from .job import (ALL_OP_COLUMNS, DARSHAN_RECORD_COLUMNS, LAYERS, NO_IO_NOTE, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Flag,
+                  Job, JobFile, JobInput, JobProcess, concatenate_columns, empty_columns, mount_of,
+                  with_optional_columns)
 from .trace import DIRECTION_OF_OP, TraceFileError, read_trace_dir, sum_by, summarise_errors
 
 # statfs f_type -> file system name, for the ones an HPC job meets.
@@ -30,6 +32,8 @@ FS_TYPES = {0xEF53: "ext4", 0x58465342: "xfs", 0x9123683E: "btrfs", 0x01021994: 
 SAME_JOB_SLACK_S = 60.0
 # The note of an input that could not be used while another could: this, then `PATH: problem`.
 NOT_USED = "not used: "
+# The name of the mmap log a rank of a killed MPI job leaves: ..._mmap-log-<job's hash>-<rank>.darshan.
+MMAP_LOG_NAME = re.compile(r"_mmap-log-(\d+)-(\d+)\.darshan$")
 
 
 class LoadError(Exception):
@@ -68,7 +72,7 @@ def load_job(paths, owner_uid=None):
             refused.append(str(error))
     if not jobs:
         raise LoadError("; ".join(refused))
-    job = merge_jobs(jobs)
+    job = merge_jobs(joined_rank_logs(jobs))
     job.notes[:0] = [NOT_USED + problem for problem in refused]
     return job
 
@@ -234,6 +238,49 @@ def merge_jobs(jobs):
                             f"executable {other.exe or 'unknown'} vs {base.exe or 'unknown'})")
         base = _merge_two(base, other)
     return base
+
+
+def joined_rank_logs(jobs):
+    """The Jobs with the mmap logs that the ranks of one killed MPI job left (one per rank, the
+    same hash in their names, the same executable) joined into one Job, in the place of the first."""
+    groups = collections.defaultdict(list)
+    for i, job in enumerate(jobs):
+        match = MMAP_LOG_NAME.search(job.inputs[0].path) if len(job.inputs) == 1 else None
+        if match and job.inputs[0].kind == "darshan":
+            groups[(match.group(1), job.exe)].append(i)
+    joined = {group[0]: functools.reduce(_join_ranks, [jobs[i] for i in group]) for group in groups.values()}
+    left_out = {i for group in groups.values() for i in group[1:]}
+    return [joined.get(i, job) for i, job in enumerate(jobs) if i not in left_out]
+
+
+def _join_ranks(a, b):
+    """One Darshan Job of the mmap logs of two sets of one job's ranks (LoadError if both have
+    a rank). The job id is the one of the log of rank 0, as in the log of a job that finished."""
+    if {p.rank for p in a.processes} & {p.rank for p in b.processes}:
+        raise LoadError(f"{b.inputs[0].path}: the mmap log of a rank that {a.inputs[0].path} has too")
+    start = min(a.start_epoch_s, b.start_epoch_s)
+    files = list(a.files)
+    file_positions = _index_into(files, b.files, key=lambda f: f.name)
+    process_positions = np.arange(len(a.processes), len(a.processes) + len(b.processes), dtype=np.int32)
+    processes = [dataclasses.replace(p, start_s=p.start_s + job.start_epoch_s - start,
+                                     end_s=p.end_s + job.start_epoch_s - start) for job in (a, b) for p in job.processes]
+
+    def of_b(table):
+        return _reindexed(table, np.ones(len(table["file"]), bool), file_positions, process_positions)
+
+    ops = concatenate_columns(ALL_OP_COLUMNS, [with_optional_columns(_rebased(a.ops, a.start_epoch_s - start)),
+                                               with_optional_columns(_rebased(of_b(b.ops), b.start_epoch_s - start))])
+    records = dict(b.darshan_records, file=file_positions[b.darshan_records["file"]])
+    first = b if any(p.rank == 0 for p in b.processes) else a
+    # a rank that did not finish leaves the job unfinished
+    end = max(a.end_epoch_s, b.end_epoch_s) if math.isfinite(a.end_epoch_s + b.end_epoch_s) else math.nan
+    return Job(job_id=first.job_id, exe=a.exe, cmdline=first.cmdline, user=a.user or b.user, start_epoch_s=start,
+               end_epoch_s=end, nprocs=max(a.nprocs, b.nprocs), processes=processes, files=files, ops=ops,
+               totals=concatenate_columns(TOTAL_COLUMNS, [a.totals, of_b(b.totals)]),
+               size_bins=concatenate_columns(SIZE_BIN_COLUMNS, [a.size_bins, of_b(b.size_bins)]),
+               mounts=a.mounts or b.mounts,
+               inputs=a.inputs + b.inputs, notes=a.notes + [n for n in b.notes if n not in a.notes],
+               darshan_records=concatenate_columns(DARSHAN_RECORD_COLUMNS, [a.darshan_records, records]))
 
 
 def _merge_two(a, b):

@@ -29,7 +29,7 @@ from ioassess.cli import preload_with
 from ioassess.job import DIRECTIONS, LAYERS
 from ioassess.load import load_job
 from recorder_helpers import (assert_same_run, clean_env, load, prog, run, select, stop_after, tool, total_table,
-                              tree_digest)
+                              tree_digest, wait_until)
 
 RANKS = 2
 BLOCK = 262144   # mpi_collective.c's bytes per rank and call
@@ -68,7 +68,11 @@ def measures_time(counter):
 def darshan_records(log_dir):
     """{(module, file name, rank): what Darshan counted} of the one log in log_dir: each
     counter not measuring time, or, of a DXT module, the (offset, length) of every segment."""
-    log = the_log(log_dir)
+    return log_records(the_log(log_dir))
+
+
+def log_records(log):
+    """darshan_records of one log."""
     found = {}
     # Closed here, not by the garbage collector: a report's __del__ run while cffi parses a type
     # for another one takes cffi's lock again and hangs the process.
@@ -447,3 +451,42 @@ def test_sigkill_midway_leaves_every_completed_op_and_darshans_mmap_log(tmp_path
         assert any("ended without finishing" in note for note in job["notes"]), job["notes"]
         html = (base / "r.html").read_text()
         assert "ended without finishing" in html and "has no end time" in html and "runtime is unknown" not in html
+
+
+def test_mmap_logs_of_a_killed_mpi_jobs_ranks_are_one_job(tmp_path, darshan_runtime, ioassess):
+    """An MPI job killed midway leaves one mmap log per rank (one hash in their names): `ioassess
+    report` of them is one job of both ranks with the job id of rank 0's log, also with the trace."""
+    data, logs, traces = tmp_path / "data", tmp_path / "logs", tmp_path / "traces"
+    data.mkdir()
+    (logs / "mmap").mkdir(parents=True)
+    traces.mkdir(mode=0o700)
+    preload = orders(darshan_runtime.mpi_lib)["as_ioassess_run_orders"]
+    env = clean_env({"IOASSESS_TRACE_DIR": str(traces), "DARSHAN_LOGPATH": str(logs),
+                     "DARSHAN_MMAP_LOGPATH": str(logs / "mmap")})
+    proc = subprocess.Popen([tool("mpiexec"), "-genv", "LD_PRELOAD", preload, "-n", str(RANKS),
+                             prog("mpi_collective"), "reopen", data], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:   # every rank has opened each of its 50 files once
+        wait_until(lambda: len(os.listdir(data)) >= RANKS * 50 + 1, "all reopen files", proc)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    rank_logs = sorted(glob.glob(str(logs / "mmap" / "*.darshan")), key=lambda name: name[-9:])
+    assert [re.search(r"-(\d+)\.darshan$", name).group(1) for name in rank_logs] == [str(r) for r in range(RANKS)]
+    assert len({re.search(r"_mmap-log-(\d+)-", name).group(1) for name in rank_logs}) == 1
+    with darshan.DarshanReport(rank_logs[0], read_all=False) as report:
+        rank0_job_id = str(report.metadata["job"]["jobid"])
+
+    result = ioassess("report", *rank_logs, "-o", tmp_path / "d.html", "--json", tmp_path / "d.json")
+    assert result.returncode == 0, result.stderr
+    job = json.loads((tmp_path / "d.json").read_text())["job"]
+    assert (job["nprocs"], job["job_id"], [i["path"] for i in job["inputs"]]) == (RANKS, rank0_job_id, rank_logs)
+    counted = darshan_amounts({key: counters for log in rank_logs for key, counters in log_records(log).items()})
+
+    result = ioassess("report", traces, *rank_logs, "-o", tmp_path / "r.html", "--json", tmp_path / "r.json")
+    assert result.returncode == 0, result.stderr
+    merged = json.loads((tmp_path / "r.json").read_text())
+    assert (merged["job"]["nprocs"], merged["job"]["job_id"]) == (RANKS, rank0_job_id)
+    traced = job_amounts(load_job([str(traces)]))
+    written = [(key, traced.get(key, (0, 0))[0], ops) for key, (ops, _) in counted.items() if key[1:] == ("mpiio", "write")]
+    assert written and all(0 <= darshan_ops - trace_ops <= RANKS for _, trace_ops, darshan_ops in written), written
