@@ -141,8 +141,13 @@ static void unmap(void *map, size_t bytes)
 static void stop_growing(void)
 {
     space_failed = 1;
+    ioassess_writer_set_flag(IOASSESS_HEADER_SPACE_FAILED);
+}
+
+void ioassess_writer_set_flag(uint32_t flag)
+{
     if (header)
-        __atomic_or_fetch(&header->flags, IOASSESS_HEADER_SPACE_FAILED, __ATOMIC_RELAXED);
+        __atomic_or_fetch(&header->flags, flag, __ATOMIC_RELAXED);
 }
 
 /* Map a new chunk with room for `bytes`: as big as the file so far, from 16 KiB to 4 MiB, so
@@ -365,6 +370,7 @@ int ioassess_writer_start(void)
     h->start_monotonic_ns = start_ns;
     h->start_realtime_ns = (uint64_t)real.tv_sec * 1000000000ull + (uint64_t)real.tv_nsec;
     h->record_cap = ioassess_config.record_cap;
+    h->flags |= ioassess_pagecache_header_flags();
     copy_string(h->job_id, sizeof h->job_id, ioassess_config.job_id);
     copy_string(h->hostname, sizeof h->hostname, ioassess_config.hostname);
     describe_process(h, start.cmdline, start.cmdline_read);
