@@ -294,9 +294,9 @@ def _parse_trace_file(path, owner_uid):
     _check_summary_amounts(path, summary)
     clocks = rare_rows[rare_rows[:, 0] == tf.SlotType.CLOCK].view(tf.CLOCK_RECORD_DTYPE).ravel()
     samples = rare_rows[rare_rows[:, 0] == tf.SlotType.PAGECACHE].view(tf.PAGECACHE_RECORD_DTYPE).ravel()
-    if len(ops["op"]) + len(samples) > header["record_cap"]:
-        raise TraceFileError(path, f"corrupt: more op records and page-cache samples than its record cap of "
-                                   f"{header['record_cap']} (both take the slots the cap counts)")
+    if len(samples) > header["record_cap"]:
+        raise TraceFileError(path, f"corrupt: more page-cache samples than its record cap of {header['record_cap']} "
+                                   "(the recorder writes at most one per op record)")
     starts = [(header["start_ticks"], header["start_monotonic_ns"])]
     ends = [(header["end_ticks"], header["end_monotonic_ns"])] if _has_ended(header) else []
     clock_pairs = np.concatenate([np.array(starts, np.uint64).reshape(-1, 2),

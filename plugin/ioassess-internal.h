@@ -83,6 +83,8 @@ struct ioassess_thread {
     int capped;                             /* record cap reached: use the summary table */
     int32_t pagecache_countdown;            /* ops until this thread samples the next one */
     uint32_t pagecache_random;              /* xorshift state drawing the gaps, 0 unseeded */
+    uint32_t pagecache_slots;               /* samples written since the last refill: slots
+                                               the record cap does not count */
     struct ioassess_thread *prev_thread;    /* registry of live threads (under lock) */
     struct ioassess_thread *next_thread;
 };

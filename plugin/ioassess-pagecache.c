@@ -142,6 +142,7 @@ void ioassess_pagecache_record(struct ioassess_pagecache_record *sample, uint64_
         sample->op_start_ticks = op_start_ticks;
         memcpy((char *)slot + 1, (const char *)sample + 1, sizeof *sample - 1);
         __atomic_store_n(&slot->type, IOASSESS_SLOT_PAGECACHE, __ATOMIC_RELEASE);
+        t->pagecache_slots++;
     }
     ioassess_leave(t);
 }

@@ -3,45 +3,30 @@ pages just before the call. Each test puts a file's pages into a known state and
 state independently (mincore on a mapping of the file) before a real program does its I/O
 under the recorder; the samples in the trace must say the same. A kernel that refuses
 cachestat is made with a seccomp filter (tests/progs/nocachestat.c)."""
-import ctypes
 import errno
 import mmap
 import os
+import re
+import subprocess
 
 import numpy as np
 import pytest
 
 from ioassess.load import load_job
+from ioassess.models.training import workload_program_path
 from recorder_helpers import assert_same_run, describe, load, prog, run, select
 
 PAGE = mmap.PAGESIZE
 FIRST_OPS_SAMPLED = 4       # the recorder samples the first 4 ops of each open file
 MEAN_GAP = 256              # then one op in 256 per thread on average
 
-libc = ctypes.CDLL(None, use_errno=True)
-libc.mmap.restype = ctypes.c_void_p
-libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
-libc.mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p)
-libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
-
-
-def resident_pages(path):
+def resident_pages(path, evict=False):
     """How many of the file's pages are in the page cache, by mincore(2) on a fresh mapping
-    (mapping faults nothing in)."""
-    size = os.path.getsize(path)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        address = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
-        assert address not in (None, ctypes.c_void_p(-1).value), os.strerror(ctypes.get_errno())
-        pages = -(-size // PAGE)
-        vector = ctypes.create_string_buffer(pages)
-        try:
-            assert libc.mincore(address, size, vector) == 0, os.strerror(ctypes.get_errno())
-        finally:
-            libc.munmap(address, size)
-    finally:
-        os.close(fd)
-    return sum(byte & 1 for byte in vector.raw)
+    (the workload generator's --resident); evict: after dropping them first (--evict: its
+    dirty pages written back, then POSIX_FADV_DONTNEED, as the file's owner may)."""
+    out = subprocess.run([workload_program_path(), "--evict" if evict else "--resident", str(path)],
+                         capture_output=True, text=True, check=True).stdout
+    return int(re.search(r"resident_pages=(\d+)", out).group(1))
 
 
 def make_file(path, size):
@@ -56,16 +41,6 @@ def cache_fully(path):
         while f.read(1 << 20):
             pass
     assert resident_pages(path) == -(-os.path.getsize(path) // PAGE)
-
-
-def drop_from_cache(path):
-    """Drop the (clean) file's pages, as its owner may: POSIX_FADV_DONTNEED."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-    assert resident_pages(path) == 0
 
 
 def sampled(ts, path, op):
@@ -97,7 +72,7 @@ def test_reads_of_cached_pages_are_all_cached_and_large_ones_ask_first_and_last_
 def test_reads_after_dontneed_find_nothing_cached(tmp_path, recorder_lib):
     data = tmp_path / "data"
     make_file(data, 8 << 20)
-    drop_from_cache(data)
+    assert resident_pages(data, evict=True) == 0
     # one page every MiB: read-ahead (at most 128 KiB here) never reaches the next op's page
     ts = recorded_ops(tmp_path, recorder_lib, "read", data, PAGE, 8, 1 << 20)
     ops = sampled(ts, data, "pread")
