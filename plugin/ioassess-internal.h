@@ -112,7 +112,7 @@ struct ioassess_ofd {
  * always or never sampled); an op of more than 2 x IOASSESS_PAGECACHE_RANGE_PAGES pages is
  * asked about its first and last IOASSESS_PAGECACHE_RANGE_PAGES pages only. */
 #define IOASSESS_PAGECACHE_FIRST_OPS 4
-#define IOASSESS_PAGECACHE_EVERY 256
+#define IOASSESS_PAGECACHE_EVERY 512
 #define IOASSESS_PAGECACHE_RANGE_PAGES 2
 
 enum ioassess_pagecache_state {
