@@ -48,11 +48,29 @@ class Flag(enum.IntFlag):
     UNDER_COLLECTIVE = 1 << 4  # a POSIX call made inside a collective MPI-IO call: aggregator work
 
 
+# The page-cache state of an op's pages just before the call, as the kernel gave it
+# (cachestat) for the ops the recorder sampled; -1 for every other op. Pages are of the
+# sample's page size (4 KiB on x86-64), counted over the pages asked (pc_pages).
+PAGECACHE_COLUMNS = {
+    "pc_pages": np.int8,  # pages asked: all of the op's, or its first and last few (pc_whole)
+    "pc_whole": np.int8,  # 1: the pages asked are every page of the op's requested range; 0: only
+                          # its first and last ones (its first one for readv/writev/preadv/... )
+    "pc_cached": np.int8,  # pages asked that were in the page cache (dirty ones included)
+    "pc_dirty": np.int8,  # of those, dirty (written, not yet written back)
+    "pc_writeback": np.int8,  # of those, being written back
+    "pc_evicted": np.int8,  # pages asked that memory reclaim had evicted (not fadvise/drop_caches)
+    "pc_recently_evicted": np.int8,  # of those, evicted recently
+    "pc_new_pages": np.int8,  # writes: pages asked at or past the end of the file (no data there
+                              # yet); -1 for reads and when the size was not known
+}
+
 # Per-op columns only some inputs have: Job.ops lacks them when its input has none (read them
-# with op_column).
+# with op_column, which gives OPTIONAL_OP_DEFAULTS for every op then).
 OPTIONAL_OP_COLUMNS = {
     "flags": np.uint16,       # Flag bits (the recorder's traces; Darshan has none)
+    **PAGECACHE_COLUMNS,      # the recorder's traces; -1 for the ops it did not sample
 }
+OPTIONAL_OP_DEFAULTS = {"flags": 0, **{name: -1 for name in PAGECACHE_COLUMNS}}
 ALL_OP_COLUMNS = {**OP_COLUMNS, **OPTIONAL_OP_COLUMNS}
 
 # I/O known only in aggregate, one row per (process, file, layer, direction) and source: Darshan
@@ -127,6 +145,11 @@ class JobProcess:
     end_reason: str           # "exit" | "exec" | "running/killed" | "unknown"
     exit_status: "int | None"
     source: str               # "trace" | "darshan"
+    pagecache: str = "unknown"  # page-cache samples of its ops (traces): "on" (the kernel answered
+                              # cachestat; pagecache_samples of its ops have them), "unavailable" (the
+                              # kernel refused it: none after that), "off" (IOASSESS_PAGECACHE=0);
+                              # "unknown" for Darshan's processes
+    pagecache_samples: int = 0
 
 
 @dataclasses.dataclass
@@ -182,8 +205,10 @@ def mount_of(name, mounts):
 
 
 def op_column(ops, name):
-    """A column of OPTIONAL_OP_COLUMNS: the ops' own, or 0 (not known) for every op."""
-    return ops[name] if name in ops else np.zeros(len(ops["size"]), OPTIONAL_OP_COLUMNS[name])
+    """A column of OPTIONAL_OP_COLUMNS: the ops' own, or its default (not known) for every op."""
+    if name in ops:
+        return ops[name]
+    return np.full(len(ops["size"]), OPTIONAL_OP_DEFAULTS[name], OPTIONAL_OP_COLUMNS[name])
 
 
 def with_optional_columns(ops):

@@ -18,8 +18,8 @@ import shutil
 import numpy as np
 
 from . import traceformat as tf
-from .job import (ALL_OP_COLUMNS, DARSHAN_RECORD_COLUMNS, LAYERS, NO_IO_NOTE, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Flag,
-                  Job, JobFile, JobInput, JobProcess, concatenate_columns, empty_columns, mount_of,
+from .job import (ALL_OP_COLUMNS, DARSHAN_RECORD_COLUMNS, LAYERS, NO_IO_NOTE, PAGECACHE_COLUMNS, SIZE_BIN_COLUMNS,
+                  TOTAL_COLUMNS, Flag, Job, JobFile, JobInput, JobProcess, concatenate_columns, empty_columns, mount_of,
                   with_optional_columns)
 from .trace import DIRECTION_OF_OP, TraceFileError, read_trace_dir, sum_by, summarise_errors
 
@@ -117,6 +117,7 @@ def job_from_traces(paths, owner_uid=None):
                      "(killed, or still running): their traces end at their last recorded op")
     if any(p.ops_lost for p in processes):
         notes.append(f"{sum(p.ops_lost for p in processes)} ops were counted nowhere (the trace could not grow)")
+    notes += _pagecache_notes(processes)
     job_ids = collections.Counter(p.job_id for p in processes if p.job_id)
     first = min(processes, key=lambda p: (p.rank if p.rank >= 0 else math.inf, p.start_ns))
     read = {p.path for p in processes}
@@ -132,11 +133,27 @@ def job_from_traces(paths, owner_uid=None):
         notes=notes)
 
 
+def _pagecache_notes(processes):
+    """What the report must say about the page-cache samples: processes whose kernel refused
+    them, and samples ignored as damaged."""
+    notes = []
+    refused = sum(p.pagecache == "unavailable" for p in processes)
+    if refused:
+        notes.append(f"the kernel refused cachestat(2) in {refused} of {len(processes)} processes: their ops have no "
+                     "page-cache samples (the kernel's word on what was cached), from the refusal on")
+    ignored = sum(p.pagecache_ignored for p in processes)
+    if ignored:
+        notes.append(f"{ignored} page-cache samples were ignored: they belong to no recorded op, or to one that has "
+                     "several, or hold impossible counts (damaged traces)")
+    return notes
+
+
 def _trace_process(p, start_ns):
     return JobProcess(rank=p.rank, hostname=p.hostname, pid=p.pid, exe=p.exe,
                       start_s=(p.start_ns - start_ns) / 1e9,
                       end_s=(p.end_ns - start_ns) / 1e9 if p.end_ns is not None else math.nan,
-                      end_reason=p.end_reason, exit_status=p.exit_status, source="trace")
+                      end_reason=p.end_reason, exit_status=p.exit_status, source="trace",
+                      pagecache=p.pagecache, pagecache_samples=p.pagecache_samples)
 
 
 # op code -> index into LAYERS (the reader has refused unknown codes)
@@ -162,6 +179,7 @@ def _trace_op_columns(ops, file_ids, start_ns):
         "buffer": contiguous(ops["buffer"]),
         "tid": contiguous(ops["tid"]),
         "flags": ops["flags"] & _JOB_FLAG_BITS,
+        **{name: ops[name] for name in PAGECACHE_COLUMNS},
     }
 
 

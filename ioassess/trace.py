@@ -1,8 +1,9 @@
 """Reading recorder traces (one file per process, see docs/trace-format.md) into columns.
 
 read_trace_dir() reads a job's trace files into one TraceSet: the op records as numpy columns
-with times in ns since the epoch, the processes, the files and the summary table entries of
-ops past the record cap. totals() adds both kinds of ops up per group. A file that is not a
+with times in ns since the epoch (and, for the ops the recorder sampled, the state of their
+pages in the page cache: PAGECACHE_COLUMNS), the processes, the files and the summary table
+entries of ops past the record cap. totals() adds both kinds of ops up per group. A file that is not a
 valid trace becomes a TraceFileError in TraceSet.errors and the rest is still read.
 """
 import dataclasses
@@ -14,7 +15,7 @@ import stat
 import numpy as np
 
 from . import traceformat as tf
-from .job import MAX_RANKS
+from .job import MAX_RANKS, PAGECACHE_COLUMNS
 
 OP_COLUMNS = {
     "process": np.int32,  # index into TraceSet.processes
@@ -28,7 +29,9 @@ OP_COLUMNS = {
     "buffer": np.uint64,
     "tid": np.uint32,
     "flags": np.uint16,  # traceformat.OpFlag: collective, under collective MPI-IO, ...
+    **PAGECACHE_COLUMNS,  # the kernel's page-cache state of the ops sampled, -1 for the others
 }
+OP_COLUMNS.update(PAGECACHE_COLUMNS)
 SUMMARY_COLUMNS = {
     "process": np.int32,
     "file_id": np.uint64,  # 0: other files (the table was full)
@@ -50,11 +53,14 @@ OTHER_FILES_ID = 0
 # A process's own clock fit needs its calibration pairs to span at least this much time.
 MIN_CALIBRATION_SPAN_NS = 1000
 # Beyond what the recorder writes: a header or slot that claims more is refused, not believed
-# (and nothing is allocated for it).
+# (and nothing is allocated for it); a page-cache sample that claims more is ignored.
 MAX_NAME_BYTES = 4096  # the recorder's IOASSESS_PATH_BYTES
 MAX_SUMMARY_ENTRIES = 1 << 16  # the recorder's table has 4096 entries
 MAX_TIME_NS = 1 << 62  # ns since the epoch (the year 2116); op starts and ends, process ends
 MAX_SUMMARY_AMOUNT = 1 << 48  # a summary entry's count, bytes or errors (256 TiB)
+MAX_SAMPLE_PAGES = 64  # pages one sample asks about (the recorder asks about at most 4)
+SAMPLE_PAGE_SHIFTS = (12, 30)  # page sizes from 4 KiB to 1 GiB
+PAGECACHE_STATES = {tf.HeaderFlag.PAGECACHE_UNAVAILABLE: "unavailable", tf.HeaderFlag.PAGECACHE_OFF: "off"}
 # What a refused file is, for TraceFileError.kind: the phrase completes "trace files that ...".
 NOT_A_TRACE = "are not ioassess traces"
 DAMAGED = "are damaged"
@@ -113,6 +119,10 @@ class ProcessInfo:
     ops_lost: int  # ops counted nowhere
     obfuscated: bool  # names and exe are hashes
     space_failed: bool  # the file could not grow: later ops are in the summary table only
+    pagecache: str  # page-cache sampling: "on"; "unavailable": the kernel refused cachestat (no samples
+                    # after that); "off": turned off (IOASSESS_PAGECACHE=0)
+    pagecache_samples: int  # ops with a page-cache sample (PAGECACHE_COLUMNS)
+    pagecache_ignored: int  # samples of no op, of several, several of one op, or with impossible values
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,6 +154,7 @@ class _ParsedTrace:
     files: dict  # file_id -> FileInfo
     clock_pairs: np.ndarray  # (n, 2) uint64: ticks, monotonic ns; the start pair first
     summary: np.ndarray  # SUMMARY_ENTRY_DTYPE, entries in use only
+    samples: np.ndarray  # PAGECACHE_RECORD_DTYPE, in slot order
 
 
 def read_trace_dir(path_or_paths, owner_uid=None):
@@ -270,7 +281,7 @@ def _read_traces(paths, owner_uid):
 # Slots read at a time: memory holds the op records and one chunk, never the whole file.
 READ_CHUNK_SLOTS = 1 << 20
 # Slot types other than ops: few, kept as raw rows with their slot numbers.
-_RARE_TYPES = (tf.SlotType.FILE, tf.SlotType.NAME_PART, tf.SlotType.CLOCK)
+_RARE_TYPES = (tf.SlotType.FILE, tf.SlotType.NAME_PART, tf.SlotType.CLOCK, tf.SlotType.PAGECACHE)
 
 
 def _parse_trace_file(path, owner_uid):
@@ -282,13 +293,17 @@ def _parse_trace_file(path, owner_uid):
     _check_op_kinds(path, summary["op"], np.arange(len(summary)), "summary entry")
     _check_summary_amounts(path, summary)
     clocks = rare_rows[rare_rows[:, 0] == tf.SlotType.CLOCK].view(tf.CLOCK_RECORD_DTYPE).ravel()
+    samples = rare_rows[rare_rows[:, 0] == tf.SlotType.PAGECACHE].view(tf.PAGECACHE_RECORD_DTYPE).ravel()
+    if len(samples) > header["record_cap"]:
+        raise TraceFileError(path, f"corrupt: more page-cache samples than its record cap of {header['record_cap']} "
+                                   "(the recorder writes at most one per op record)")
     starts = [(header["start_ticks"], header["start_monotonic_ns"])]
     ends = [(header["end_ticks"], header["end_monotonic_ns"])] if _has_ended(header) else []
     clock_pairs = np.concatenate([np.array(starts, np.uint64).reshape(-1, 2),
                                   np.stack([clocks["ticks"], clocks["monotonic_ns"]], axis=1),
                                   np.array(ends, np.uint64).reshape(-1, 2)])
     files = _parse_files(path, (size - tf.HEADER_BYTES) // tf.SLOT_BYTES, rare_slots, rare_rows)
-    return _ParsedTrace(path, header, ops, files, clock_pairs, summary)
+    return _ParsedTrace(path, header, ops, files, clock_pairs, summary, samples)
 
 
 def _read_slots(path, f, size, summary_slots, record_cap):
@@ -583,14 +598,19 @@ def _unfitted_clock(trace):
 
 def _assemble(good, errors, notes):
     # Empty tables first so that the columns have their dtypes and shapes without any trace.
-    op_tables = [_op_columns(0, np.empty(0, tf.OP_RECORD_DTYPE), 0, 0, 1.0)]
+    no_ops = {name: np.empty(0, tf.OP_RECORD_DTYPE[name]) for name in tf.OP_RECORD_DTYPE.names}
+    op_tables = [_op_columns(0, no_ops, pagecache_columns(no_ops, np.empty(0, tf.PAGECACHE_RECORD_DTYPE))[0],
+                             0, 0, 1.0)]
     summary_tables = [_summary_columns(0, np.empty(0, tf.SUMMARY_ENTRY_DTYPE), 1.0)]
     processes, files = [], {}
     for index, (trace, (offset_ns, ns_per_tick)) in enumerate(good):
         header = trace.header
-        processes.append(_process_info(trace, ns_per_tick))
+        pagecache, ignored = pagecache_columns(trace.ops, trace.samples)
+        processes.append(_process_info(trace, ns_per_tick, int(np.count_nonzero(pagecache["pc_pages"] >= 0)),
+                                       ignored))
         start_ns = int(header["start_realtime_ns"]) + round(offset_ns)
-        op_tables.append(_op_columns(index, trace.ops, int(header["start_ticks"]), start_ns, ns_per_tick))
+        op_tables.append(_op_columns(index, trace.ops, pagecache, int(header["start_ticks"]), start_ns,
+                                     ns_per_tick))
         summary_tables.append(_summary_columns(index, trace.summary, ns_per_tick))
         for file_id, info in trace.files.items():
             files.setdefault(file_id, info)
@@ -620,13 +640,14 @@ def _sorted_by_process_and_start(ops):
     return bool(np.all((process[1:] > process[:-1]) | ((process[1:] == process[:-1]) & (start[1:] >= start[:-1]))))
 
 
-def _op_columns(process, records, start_ticks, start_ns, ns_per_tick):
-    """Columns of one process's op records; start_ns is the wall-clock time at start_ticks."""
+def _op_columns(process, records, pagecache, start_ticks, start_ns, ns_per_tick):
+    """Columns of one process's op records and their page-cache columns; start_ns is the
+    wall-clock time at start_ticks."""
     since_start = (records["start_ticks"] - np.uint64(start_ticks)).view(np.int64)
     start_ns = np.int64(start_ns) + _ticks_to_ns(since_start, ns_per_tick)
     columns = {name: records[name] for name in ("op", "file_id", "offset", "requested", "result", "buffer", "tid",
                                                 "flags")}
-    columns.update(process=np.full(len(records["op"]), process), start_ns=start_ns,
+    columns.update(pagecache, process=np.full(len(records["op"]), process), start_ns=start_ns,
                    duration_ns=_ticks_to_ns(records["duration_ticks"], ns_per_tick))
     return {name: np.asarray(columns[name], dtype) for name, dtype in OP_COLUMNS.items()}
 
@@ -645,7 +666,7 @@ def _ticks_to_ns(ticks, ns_per_tick):
     return np.rint(ticks * ns_per_tick).astype(np.int64)
 
 
-def _process_info(trace, ns_per_tick):
+def _process_info(trace, ns_per_tick, pagecache_samples, pagecache_ignored):
     header = trace.header
     flags = tf.HeaderFlag(int(header["flags"]))
     return ProcessInfo(
@@ -670,6 +691,9 @@ def _process_info(trace, ns_per_tick):
         ops_lost=int(header["ops_lost"]),
         obfuscated=tf.HeaderFlag.OBFUSCATED in flags,
         space_failed=tf.HeaderFlag.SPACE_FAILED in flags,
+        pagecache=next((state for flag, state in PAGECACHE_STATES.items() if flag in flags), "on"),
+        pagecache_samples=pagecache_samples,
+        pagecache_ignored=pagecache_ignored,
     )
 
 
@@ -680,3 +704,84 @@ def _has_ended(header):
 
 def _c_string(raw):
     return bytes(raw).split(b"\0", 1)[0].decode("utf-8", "backslashreplace")
+
+
+# Op kinds a page-cache sample can belong to: the POSIX reads and writes.
+_SAMPLED_KIND = np.zeros(256, bool)
+_SAMPLED_KIND[[op for op in tf.OP_NAMES if tf.OP_LAYER[op] == "posix" and tf.OP_DIRECTION[op] != "sync"]] = True
+_WRITE_KIND = DIRECTION_OF_OP == tf.DIRECTIONS.index("write")
+
+
+def pagecache_columns(ops, samples):
+    """PAGECACHE_COLUMNS of one process's op records (fields of OP_RECORD_DTYPE, in ticks)
+    from its page-cache samples, and how many samples were ignored: those whose key (tid,
+    op_start_ticks) names no op or several, several samples of one op, and samples whose values
+    cannot be (more pages cached than asked, a head page that is not the op's offset, ...)."""
+    n = len(ops["op"])
+    columns = {name: np.full(n, -1, dtype) for name, dtype in PAGECACHE_COLUMNS.items()}
+    op_index = _op_of_each_sample(ops["tid"], ops["start_ticks"], samples["tid"], samples["op_start_ticks"])
+    kept = op_index >= 0
+    kept[kept] = _plausible(samples[kept], {name: column[op_index[kept]] for name, column in ops.items()})
+    samples, op_index = samples[kept], op_index[kept]
+    shift = samples["page_shift"].astype(np.uint64)
+    head_page, head_pages = samples["head_page"], samples["head_pages"].astype(np.uint64)
+    tail_page, tail_pages = samples["tail_page"], samples["tail_pages"].astype(np.uint64)
+    offset = ops["offset"][op_index].view(np.uint64)
+    last_byte = offset + np.maximum(ops["requested"][op_index], 1) - np.uint64(1)
+    span = (last_byte >> shift) - (offset >> shift) + np.uint64(1)
+    pages = head_pages + tail_pages
+    columns["pc_pages"][op_index] = pages
+    columns["pc_whole"][op_index] = pages == span
+    for field in ("cached", "dirty", "writeback", "evicted", "recently_evicted"):
+        columns[f"pc_{field}"][op_index] = samples[field]
+    size = samples["file_size"]
+    sized = _WRITE_KIND[ops["op"][op_index]] & (size >= 0)
+    first_new = (size[sized].view(np.uint64) + (np.uint64(1) << shift[sized]) - np.uint64(1)) >> shift[sized]
+    columns["pc_new_pages"][op_index[sized]] = (_pages_from(head_page[sized], head_pages[sized], first_new)
+                                               + _pages_from(tail_page[sized], tail_pages[sized], first_new))
+    return columns, len(kept) - len(op_index)
+
+
+def _op_of_each_sample(op_tid, op_ticks, sample_tid, sample_ticks):
+    """Index of the op with each sample's (tid, start ticks); -1 where no op or several have it,
+    and for every sample of an op that has several. Only ops that start at some sample's ticks
+    are looked at closely, so the cost is one search per op in the few samples' ticks."""
+    if len(sample_ticks) == 0 or len(op_ticks) == 0:
+        return np.full(len(sample_ticks), -1, np.int64)
+    sorted_ticks = np.sort(sample_ticks)
+    position = np.minimum(np.searchsorted(sorted_ticks, op_ticks), len(sorted_ticks) - 1)
+    candidates = np.flatnonzero(sorted_ticks[position] == op_ticks)
+    keys = np.empty(len(candidates) + len(sample_ticks), [("ticks", "<u8"), ("tid", "<u4")])
+    keys["ticks"] = np.concatenate([op_ticks[candidates], sample_ticks])
+    keys["tid"] = np.concatenate([op_tid[candidates], sample_tid])
+    _, key_of, key_count = np.unique(keys, return_inverse=True, return_counts=True)
+    key_of = key_of.ravel()
+    op_key, sample_key = key_of[:len(candidates)], key_of[len(candidates):]
+    ops_with_key = np.bincount(op_key, minlength=len(key_count))
+    samples_with_key = key_count - ops_with_key
+    op_of_key = np.full(len(key_count), -1, np.int64)
+    op_of_key[op_key] = candidates
+    one_to_one = (ops_with_key == 1) & (samples_with_key == 1)
+    return np.where(one_to_one[sample_key], op_of_key[sample_key], -1)
+
+
+def _plausible(samples, ops):
+    """Which samples the recorder can have written for these ops (one op per sample)."""
+    shift = samples["page_shift"].astype(np.uint64)
+    pages = samples["head_pages"].astype(np.int64) + samples["tail_pages"]
+    head_end = samples["head_page"] + samples["head_pages"].astype(np.uint64)
+    return (_SAMPLED_KIND[ops["op"]] & (ops["offset"] >= 0)
+            & (samples["page_shift"] >= SAMPLE_PAGE_SHIFTS[0]) & (samples["page_shift"] <= SAMPLE_PAGE_SHIFTS[1])
+            & (ops["offset"].view(np.uint64) >> shift == samples["head_page"])
+            & (samples["head_pages"] >= 1) & (pages <= MAX_SAMPLE_PAGES)
+            & ((samples["tail_pages"] == 0) | (samples["tail_page"] >= head_end))
+            & (samples["cached"] <= pages) & (samples["dirty"] <= samples["cached"])
+            & (samples["writeback"] <= samples["cached"])
+            & (samples["evicted"].astype(np.int64) + samples["cached"] <= pages)
+            & (samples["recently_evicted"] <= samples["evicted"]) & (samples["file_size"] >= -1))
+
+
+def _pages_from(first_page, pages, first_new_page):
+    """How many of the pages [first_page, first_page + pages) are at or past first_new_page."""
+    start = np.maximum(first_page, first_new_page)
+    return np.where(first_page + pages > start, first_page + pages - start, 0)

@@ -34,6 +34,7 @@ class SlotType(enum.IntEnum):
     FILE = 2
     NAME_PART = 3
     CLOCK = 4
+    PAGECACHE = 5
 
 
 class Layer(enum.IntEnum):
@@ -102,6 +103,8 @@ class HeaderFlag(enum.IntFlag):
     OBFUSCATED = 1 << 0
     EXIT_STATUS = 1 << 1
     SPACE_FAILED = 1 << 2
+    PAGECACHE_UNAVAILABLE = 1 << 3  # the kernel refused cachestat(2): no page-cache samples after that
+    PAGECACHE_OFF = 1 << 4  # sampling turned off (IOASSESS_PAGECACHE=0)
 
 
 class OpFlag(enum.IntFlag):
@@ -196,6 +199,24 @@ CLOCK_RECORD_DTYPE = np.dtype([
     ("pad2", "u1", (40,)),
 ])
 
+PAGECACHE_RECORD_DTYPE = np.dtype([
+    ("type", "u1"),
+    ("page_shift", "u1"),
+    ("head_pages", "<u2"),
+    ("tid", "<u4"),
+    ("op_start_ticks", "<u8"),
+    ("head_page", "<u8"),
+    ("tail_page", "<u8"),
+    ("tail_pages", "<u2"),
+    ("pad", "<u2"),
+    ("cached", "<u4"),
+    ("dirty", "<u4"),
+    ("writeback", "<u4"),
+    ("evicted", "<u4"),
+    ("recently_evicted", "<u4"),
+    ("file_size", "<i8"),
+])
+
 SUMMARY_ENTRY_DTYPE = np.dtype([
     ("state", "<u4"),
     ("op", "u1"),
@@ -218,5 +239,6 @@ STRUCT_DTYPES = {
     "ioassess_file_record": FILE_RECORD_DTYPE,
     "ioassess_name_part": NAME_PART_DTYPE,
     "ioassess_clock_record": CLOCK_RECORD_DTYPE,
+    "ioassess_pagecache_record": PAGECACHE_RECORD_DTYPE,
     "ioassess_summary_entry": SUMMARY_ENTRY_DTYPE,
 }

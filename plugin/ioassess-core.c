@@ -205,6 +205,8 @@ static int configure(void)
         host = uts.nodename;
     copy_bounded(ioassess_config.hostname, sizeof ioassess_config.hostname, host);
     configure_excludes();
+    const char *pagecache = getenv("IOASSESS_PAGECACHE");
+    ioassess_pagecache_configure(pagecache && strcmp(pagecache, "0") == 0);
     return 0;
 }
 

@@ -30,7 +30,7 @@ static int fd_high_water = -1;           /* highest descriptor with a non-unknow
 static uint64_t emitted[EMITTED_SLOTS];
 static uint32_t emitted_count;
 static int invalid_fd_named;
-static struct ioassess_ofd invalid_fd_ofd = {0, -1, 1, 0, NO_OFD};
+static struct ioassess_ofd invalid_fd_ofd = {0, -1, 1, 0, NO_OFD, 0};
 
 /* 64-bit FNV-1a; 0 is kept for "no file". */
 uint64_t ioassess_hash_name(const char *name)
@@ -166,6 +166,12 @@ static uint32_t register_fd(int fd, int open_flags)
     o->refs = 1;
     o->flags = (open_flags >= 0 && (open_flags & O_APPEND)) ? IOASSESS_OFD_APPEND : 0;
     o->offset = -1;
+    o->pagecache_first = 0;
+    if (S_ISREG(st.st_mode)) {
+        o->flags |= IOASSESS_OFD_REGULAR;
+        if (ioassess_pagecache_state == IOASSESS_PAGECACHE_SAMPLING)
+            o->pagecache_first = IOASSESS_PAGECACHE_FIRST_OPS;
+    }
     if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
         o->flags |= IOASSESS_OFD_SEEKABLE;
         o->offset = 0;                   /* a fresh open starts at 0, even with O_APPEND */

@@ -6,6 +6,7 @@
  *   ioassess-private.c the helper process that does the recorder's work with descriptors
  *   ioassess-fd.c      descriptor table: which file and offset each descriptor refers to
  *   ioassess-posix.c   the interposed POSIX calls
+ *   ioassess-pagecache.c which ops are sampled, and their page-cache state (cachestat)
  *   ioassess-layer.c   the entry points of layer libraries (ioassess-layer.h)
  *
  * Rules every file follows: the recorder's own I/O goes through raw syscalls (never through
@@ -80,6 +81,10 @@ struct ioassess_thread {
                                                a recorded MPI-IO call: OR'ed into its POSIX
                                                op records; 0 outside */
     int capped;                             /* record cap reached: use the summary table */
+    int32_t pagecache_countdown;            /* ops until this thread samples the next one */
+    uint32_t pagecache_random;              /* xorshift state drawing the gaps, 0 unseeded */
+    uint32_t pagecache_slots;               /* samples written since the last refill: slots
+                                               the record cap does not count */
     struct ioassess_thread *prev_thread;    /* registry of live threads (under lock) */
     struct ioassess_thread *next_thread;
 };
@@ -91,14 +96,33 @@ struct ioassess_ofd {
     uint32_t refs;                          /* descriptors pointing here (under lock) */
     uint32_t flags;                         /* IOASSESS_OFD_* */
     uint32_t next_free;                     /* free-list link (under lock) */
+    uint32_t pagecache_first;               /* its next ops to sample whatever the
+                                               countdown: the first ops of each open file */
 } __attribute__((aligned(64)));             /* threads using different files never share a line */
 
 #define IOASSESS_OFD_SEEKABLE (1u << 0)     /* regular file or block device */
 #define IOASSESS_OFD_APPEND (1u << 1)       /* O_APPEND: writes go to the end */
 #define IOASSESS_OFD_RESYNC (1u << 2)       /* a fork child may have moved the position:
                                                ask the kernel once at the next use */
+#define IOASSESS_OFD_REGULAR (1u << 3)      /* a regular file: its ops may be sampled */
+
+/* Page-cache sampling (docs/architecture.md, "Page-cache samples"): the first
+ * IOASSESS_PAGECACHE_FIRST_OPS ops of each open file description, then per thread one op in
+ * IOASSESS_PAGECACHE_EVERY on average (random gaps, so that no periodic access pattern is
+ * always or never sampled); an op of more than 2 x IOASSESS_PAGECACHE_RANGE_PAGES pages is
+ * asked about its first and last IOASSESS_PAGECACHE_RANGE_PAGES pages only. */
+#define IOASSESS_PAGECACHE_FIRST_OPS 4
+#define IOASSESS_PAGECACHE_EVERY 512
+#define IOASSESS_PAGECACHE_RANGE_PAGES 2
+
+enum ioassess_pagecache_state {
+    IOASSESS_PAGECACHE_SAMPLING = 0,        /* the default */
+    IOASSESS_PAGECACHE_REFUSED,             /* the kernel refused cachestat: never again */
+    IOASSESS_PAGECACHE_TURNED_OFF,          /* IOASSESS_PAGECACHE=0 */
+};
 
 extern int ioassess_state;
+extern int ioassess_pagecache_state;
 extern struct ioassess_config ioassess_config;
 extern pthread_mutex_t ioassess_lock;
 extern uint64_t ioassess_next_clock_ticks;
@@ -117,10 +141,19 @@ void ioassess_writer_clock_due(uint64_t now_ticks);
 void ioassess_writer_file(uint64_t file_id, const struct stat *st, uint64_t fs_magic,
                           const char *name);
 void ioassess_writer_count_lost(void);
+void ioassess_writer_set_flag(uint32_t flag);
 void ioassess_writer_end(uint32_t reason);
 void ioassess_writer_cancel_end(void);
 void ioassess_writer_exit_status(int status);
 void ioassess_thread_exit(void *state);
+
+/* ioassess-pagecache.c */
+void ioassess_pagecache_configure(int turned_off);
+uint32_t ioassess_pagecache_header_flags(void);
+int ioassess_pagecache_pick(struct ioassess_ofd *o, struct ioassess_thread *t);
+int ioassess_pagecache_take(int fd, int64_t offset, uint64_t bytes, int is_write,
+                            struct ioassess_pagecache_record *sample);
+void ioassess_pagecache_record(struct ioassess_pagecache_record *sample, uint64_t op_start_ticks);
 
 /* ioassess-private.c */
 long ioassess_private_fds(long (*work)(void *), void *arg);  /* work's result, -1 if no helper */
@@ -239,6 +272,17 @@ static inline void ioassess_record(uint8_t op, uint16_t flags, uint64_t file_id,
     if (unlikely(end_ticks >= __atomic_load_n(&ioassess_next_clock_ticks, __ATOMIC_RELAXED)))
         ioassess_writer_clock_due(end_ticks);
     ioassess_leave(t);
+}
+
+/* Whether this op is to be sampled: its page-cache state taken before the call
+ * (ioassess_pagecache_take) and written after its op record (ioassess_pagecache_record).
+ * Common path: one load from the file description and one decrement of a thread-local count. */
+static inline int ioassess_pagecache_due(struct ioassess_ofd *o)
+{
+    struct ioassess_thread *t = &ioassess_self;
+    if (likely(o->pagecache_first == 0 && --t->pagecache_countdown > 0))
+        return 0;
+    return ioassess_pagecache_pick(o, t);
 }
 
 /* Raw system calls for the recorder's own work: never recorded, by us or by a stacked

@@ -80,7 +80,29 @@ static inline int64_t outcome(ssize_t result, int err)
     return result < 0 ? -(int64_t)err : (int64_t)result;
 }
 
+/* The offset a read or write at the descriptor's position starts at, before the call; -1
+ * when it is not known until after (O_APPEND writes, a position to read from the kernel). */
+static inline int64_t offset_before(const struct ioassess_ofd *o, int is_write)
+{
+    if ((o->flags & IOASSESS_OFD_RESYNC) || (is_write && (o->flags & IOASSESS_OFD_APPEND)))
+        return -1;
+    return o->offset;
+}
+
 /* ---- timing bodies shared by every entry point of one kind ---- */
+
+/* The page-cache state of the op's range, when the op is sampled (ioassess-pagecache.c):
+ * taken before the call, written after its op record. */
+#define SAMPLED(fd, o, offset, bytes, is_write)                                \
+    struct ioassess_pagecache_record sample_;                                  \
+    int sampled_ = (offset) >= 0 && (bytes) > 0 && ioassess_pagecache_due(o) && \
+                   ioassess_pagecache_take(fd, offset, bytes, is_write, &sample_)
+
+#define RECORD_SAMPLE()                                                        \
+    do {                                                                       \
+        if (unlikely(sampled_))                                                \
+            ioassess_pagecache_record(&sample_, start_);                       \
+    } while (0)
 
 #define TIMED(call)                                                            \
     uint64_t start_ = ioassess_ticks();                                        \
@@ -93,34 +115,41 @@ static inline int64_t outcome(ssize_t result, int err)
         struct ioassess_ofd *o_ = ioassess_tracked(fd);                        \
         if (!o_)                                                               \
             return (call);                                                     \
+        SAMPLED(fd, o_, offset_before(o_, is_write), (uint64_t)(count), is_write); \
         TIMED(call);                                                           \
         int64_t offset_ = (is_write) ? advance_write(fd, o_, result_)         \
                                      : advance_read(fd, o_, result_);          \
         ioassess_record(op, (is_write) ? write_flags(o_) : 0, o_->file_id, offset_, \
                         (uint64_t)(count), outcome(result_, err_), start_, end_, buf); \
+        RECORD_SAMPLE();                                                       \
         errno = err_;                                                          \
         return result_;                                                        \
     } while (0)
 
-#define POSITIONAL(op, fd, buf, count, offset, call)                           \
+#define POSITIONAL(op, fd, buf, count, offset, is_write, call)                 \
     do {                                                                       \
         struct ioassess_ofd *o_ = ioassess_tracked(fd);                        \
         if (!o_)                                                               \
             return (call);                                                     \
+        SAMPLED(fd, o_, positional(o_, offset), (uint64_t)(count), is_write);   \
         TIMED(call);                                                           \
         ioassess_record(op, 0, o_->file_id, positional(o_, offset), (uint64_t)(count), \
                         outcome(result_, err_), start_, end_, buf);            \
+        RECORD_SAMPLE();                                                       \
         errno = err_;                                                          \
         return result_;                                                        \
     } while (0)
 
 /* Vector calls; offset < 0 means "at the descriptor's position" (readv/writev, and
- * preadv2/pwritev2 given -1). */
+ * preadv2/pwritev2 given -1). A sample asks about the first page only: the array's lengths
+ * cannot be read before the call (an unreadable array is the kernel's to report). */
 #define VECTOR(op, fd, iov, iovcnt, offset, is_write, call)                    \
     do {                                                                       \
         struct ioassess_ofd *o_ = ioassess_tracked(fd);                        \
         if (!o_)                                                               \
             return (call);                                                     \
+        SAMPLED(fd, o_, (offset) >= 0 ? positional(o_, offset) : offset_before(o_, is_write), \
+                1, is_write);                                                  \
         TIMED(call);                                                           \
         int64_t offset_ = (offset) >= 0 ? positional(o_, offset)               \
                           : (is_write) ? advance_write(fd, o_, result_)        \
@@ -128,6 +157,7 @@ static inline int64_t outcome(ssize_t result, int err)
         ioassess_record(op, (is_write) ? write_flags(o_) : 0, o_->file_id, offset_, \
                         iov_bytes(iov, iovcnt, result_), outcome(result_, err_), \
                         start_, end_, iov_base(iov, iovcnt, result_));         \
+        RECORD_SAMPLE();                                                       \
         errno = err_;                                                          \
         return result_;                                                        \
     } while (0)
@@ -189,41 +219,41 @@ IOASSESS_EXPORT ssize_t write(int fd, const void *buf, size_t count)
 IOASSESS_EXPORT ssize_t pread(int fd, void *buf, size_t count, off_t offset)
 {
     RESOLVE(pread);
-    POSITIONAL(IOASSESS_OP_PREAD, fd, buf, count, offset, CALL_REAL(pread, fd, buf, count, offset));
+    POSITIONAL(IOASSESS_OP_PREAD, fd, buf, count, offset, 0, CALL_REAL(pread, fd, buf, count, offset));
 }
 
 IOASSESS_EXPORT ssize_t pread64(int fd, void *buf, size_t count, off_t offset)
 {
     RESOLVE(pread64);
-    POSITIONAL(IOASSESS_OP_PREAD, fd, buf, count, offset,
+    POSITIONAL(IOASSESS_OP_PREAD, fd, buf, count, offset, 0,
                CALL_REAL(pread64, fd, buf, count, offset));
 }
 
 IOASSESS_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t count, off_t offset, size_t buflen)
 {
     RESOLVE(__pread_chk);
-    POSITIONAL(IOASSESS_OP_PREAD, fd, buf, count, offset,
+    POSITIONAL(IOASSESS_OP_PREAD, fd, buf, count, offset, 0,
                CALL_REAL(__pread_chk, fd, buf, count, offset, buflen));
 }
 
 IOASSESS_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t count, off_t offset, size_t buflen)
 {
     RESOLVE(__pread64_chk);
-    POSITIONAL(IOASSESS_OP_PREAD, fd, buf, count, offset,
+    POSITIONAL(IOASSESS_OP_PREAD, fd, buf, count, offset, 0,
                CALL_REAL(__pread64_chk, fd, buf, count, offset, buflen));
 }
 
 IOASSESS_EXPORT ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset)
 {
     RESOLVE(pwrite);
-    POSITIONAL(IOASSESS_OP_PWRITE, fd, buf, count, offset,
+    POSITIONAL(IOASSESS_OP_PWRITE, fd, buf, count, offset, 1,
                CALL_REAL(pwrite, fd, buf, count, offset));
 }
 
 IOASSESS_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t count, off_t offset)
 {
     RESOLVE(pwrite64);
-    POSITIONAL(IOASSESS_OP_PWRITE, fd, buf, count, offset,
+    POSITIONAL(IOASSESS_OP_PWRITE, fd, buf, count, offset, 1,
                CALL_REAL(pwrite64, fd, buf, count, offset));
 }
 

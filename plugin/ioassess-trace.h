@@ -5,13 +5,15 @@
  *
  * One file per process, written by libioassess.so; libioassess-mpiio.so records MPI-IO calls
  * into the same file through it (ioassess-layer.h). Version 1 covers both: MPI-IO kinds and
- * flags were added without changing the layout, and traces without them read as before.
+ * flags, and later PAGECACHE slots, were added without changing the layout, and traces
+ * without them read as before.
  * The file is written only through MAP_SHARED mappings, so every completed store is in the
  * page cache even if the process is killed; there is no footer.
  *
  *   [0, header_bytes)            struct ioassess_header
  *   [header_bytes, file size)    64-byte slots, in page-aligned extents allocated as the
- *                                process runs: per-thread op extents, file-name extents and
+ *                                process runs: per-thread extents (op records and the
+ *                                page-cache samples of some of them), file-name extents and
  *                                (once the record cap is reached) the summary table.
  *
  * A slot's first byte is its type. A slot is written in full before its type byte is stored
@@ -40,6 +42,7 @@ enum ioassess_slot_type {
     IOASSESS_SLOT_FILE = 2,      /* struct ioassess_file_record; its name follows */
     IOASSESS_SLOT_NAME_PART = 3, /* struct ioassess_name_part */
     IOASSESS_SLOT_CLOCK = 4,     /* struct ioassess_clock_record */
+    IOASSESS_SLOT_PAGECACHE = 5, /* struct ioassess_pagecache_record */
 };
 
 /* An op kind's layer is its top two bits: op >> IOASSESS_OP_LAYER_SHIFT. */
@@ -123,6 +126,12 @@ enum ioassess_end_reason {
                                                   path is no longer the trace): later ops are
                                                   in the summary table only, or counted in
                                                   ops_lost if there is none */
+#define IOASSESS_HEADER_PAGECACHE_UNAVAILABLE (1u << 3) /* the kernel refused cachestat(2)
+                                                  (no such call, a seccomp filter, or a file
+                                                  system without it): no page-cache samples
+                                                  after the refusal */
+#define IOASSESS_HEADER_PAGECACHE_OFF (1u << 4) /* page-cache sampling turned off
+                                                  (IOASSESS_PAGECACHE=0): no samples */
 
 /* Op record flags (ioassess_op_record.flags). */
 #define IOASSESS_OP_APPEND (1u << 0)            /* POSIX: the descriptor had O_APPEND: offset
@@ -214,6 +223,31 @@ struct ioassess_clock_record {
     uint64_t ticks;                /* clock ticks */
     uint64_t monotonic_ns;         /* CLOCK_MONOTONIC read right after ticks */
     uint8_t pad2[40];              /* zero */
+};
+
+/* The page-cache state of a sampled POSIX read or write's byte range on a regular file, taken
+ * with cachestat(2) just before the call and written (by the op's thread) right after its op
+ * record. Its op is the one of this process with the same (tid, start_ticks). At most two
+ * page ranges are asked: the head range from head_page on and, when the op spans more pages
+ * than the recorder asks about at once, a tail range that ends at the op's last page. The
+ * counts are summed over both ranges; a cached page that is dirty counts in both. */
+struct ioassess_pagecache_record {
+    uint8_t type;                  /* IOASSESS_SLOT_PAGECACHE */
+    uint8_t page_shift;            /* log2 of the page size of the ranges (12: 4 KiB) */
+    uint16_t head_pages;           /* pages asked from head_page on (at least 1) */
+    uint32_t tid;                  /* kernel thread id of the op's caller (the op's key) */
+    uint64_t op_start_ticks;       /* start_ticks of the op's record (the op's key) */
+    uint64_t head_page;            /* first page asked: the op's offset >> page_shift */
+    uint64_t tail_page;            /* first page of the tail range, 0 if none */
+    uint16_t tail_pages;           /* pages asked from tail_page on, 0: no tail range */
+    uint16_t pad;                  /* zero */
+    uint32_t cached;               /* nr_cache: pages asked that were in the page cache */
+    uint32_t dirty;                /* nr_dirty: pages asked that were cached and dirty */
+    uint32_t writeback;            /* nr_writeback: pages asked under writeback */
+    uint32_t evicted;              /* nr_evicted: pages asked that reclaim evicted */
+    uint32_t recently_evicted;     /* nr_recently_evicted: of those, evicted recently (more
+                                      memory would have kept them) */
+    int64_t file_size;             /* writes: st_size just before the call; reads: -1 */
 };
 
 /* Past the record cap, ops are added here instead: exact per (file, op, size bucket).

@@ -141,8 +141,13 @@ static void unmap(void *map, size_t bytes)
 static void stop_growing(void)
 {
     space_failed = 1;
+    ioassess_writer_set_flag(IOASSESS_HEADER_SPACE_FAILED);
+}
+
+void ioassess_writer_set_flag(uint32_t flag)
+{
     if (header)
-        __atomic_or_fetch(&header->flags, IOASSESS_HEADER_SPACE_FAILED, __ATOMIC_RELAXED);
+        __atomic_or_fetch(&header->flags, flag, __ATOMIC_RELAXED);
 }
 
 /* Map a new chunk with room for `bytes`: as big as the file so far, from 16 KiB to 4 MiB, so
@@ -365,6 +370,7 @@ int ioassess_writer_start(void)
     h->start_monotonic_ns = start_ns;
     h->start_realtime_ns = (uint64_t)real.tv_sec * 1000000000ull + (uint64_t)real.tv_nsec;
     h->record_cap = ioassess_config.record_cap;
+    h->flags |= ioassess_pagecache_header_flags();
     copy_string(h->job_id, sizeof h->job_id, ioassess_config.job_id);
     copy_string(h->hostname, sizeof h->hostname, ioassess_config.hostname);
     describe_process(h, start.cmdline, start.cmdline_read);
@@ -463,6 +469,14 @@ static void unregister_thread(struct ioassess_thread *t)
     t->prev_thread = t->next_thread = NULL;
 }
 
+/* Slots of the thread's extents that went to page-cache samples go back to the record cap,
+ * which counts op records only. Caller holds the lock. */
+static void return_sample_slots(struct ioassess_thread *t)
+{
+    op_slots_granted -= t->pagecache_slots;
+    t->pagecache_slots = 0;
+}
+
 /* Give the thread a new extent of op slots; 0 when the cap is reached or the file cannot
  * grow (the caller then uses the summary table). The first slot is a CLOCK pair. */
 int ioassess_writer_refill(struct ioassess_thread *t)
@@ -472,6 +486,7 @@ int ioassess_writer_refill(struct ioassess_thread *t)
     pthread_mutex_lock(&ioassess_lock);
     if (!t->tid)
         register_thread(t);
+    return_sample_slots(t);
     unmap(t->extent, t->extent_bytes);
     t->extent = NULL;
     t->next = t->end = NULL;
@@ -505,6 +520,7 @@ void ioassess_thread_exit(void *state)
     ioassess_enter(t);
     pthread_mutex_lock(&ioassess_lock);
     op_slots_granted -= (uint64_t)(t->end - t->next);   /* unused slots go back to the cap */
+    return_sample_slots(t);
     unmap(t->extent, t->extent_bytes);
     t->extent = NULL;
     t->next = t->end = NULL;
@@ -687,6 +703,7 @@ void ioassess_writer_after_fork(void)
     self->extent = NULL;
     self->tid = 0;
     self->capped = 0;
+    self->pagecache_slots = 0;
     unmap(name_extent, name_extent_bytes);
     name_extent = NULL;
     name_next = name_end = NULL;

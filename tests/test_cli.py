@@ -138,7 +138,7 @@ SHOW_KEYS = {"process_count", "processes", "hosts", "file_count", "top_files", "
              "ops_kept", "ops_not_kept", "ops_lost", "errors"}
 PROCESS_KEYS = {"path", "pid", "ppid", "rank", "job_id", "hostname", "exe", "cmdline", "start_ns", "end_ns",
                 "end_reason", "exit_status", "clock_source", "ns_per_tick", "record_cap", "ops_kept", "ops_not_kept",
-                "ops_lost", "obfuscated", "space_failed"}
+                "ops_lost", "obfuscated", "space_failed", "pagecache", "pagecache_samples", "pagecache_ignored"}
 AMOUNT_KEYS = {"count", "bytes", "duration_s", "errors"}
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from ioassess import traceformat as tf
 from ioassess.load import load_job
+from ioassess.trace import read_trace_file
 from recorder_helpers import clean_env, shipped_darshan_logs
 
 SEED = 20261123
@@ -74,7 +75,8 @@ resource.setrlimit(resource.RLIMIT_AS, (vm_bytes + job["headroom"],) * 2)
 rng = random.Random(job["seed"])
 EXTREMES = (0, 1, 0x7F, 0xFF, 2**31 - 1, 2**31, 2**32 - 1, 2**53, 2**62, 2**63 - 1, 2**63, 2**64 - 1)
 SLOT_DTYPES = {tf.SlotType.OP: tf.OP_RECORD_DTYPE, tf.SlotType.FILE: tf.FILE_RECORD_DTYPE,
-               tf.SlotType.NAME_PART: tf.NAME_PART_DTYPE, tf.SlotType.CLOCK: tf.CLOCK_RECORD_DTYPE}
+               tf.SlotType.NAME_PART: tf.NAME_PART_DTYPE, tf.SlotType.CLOCK: tf.CLOCK_RECORD_DTYPE,
+               tf.SlotType.PAGECACHE: tf.PAGECACHE_RECORD_DTYPE}
 
 
 class OutOfTime(Exception):
@@ -339,6 +341,41 @@ def test_a_damaged_darshan_log_beside_good_traces_is_a_note(ioassess, recorded, 
     alone = ioassess("report", log, "-o", tmp_path / "alone.html")
     assert alone.returncode == 2 and len(alone.stderr.splitlines()) == 1
     assert alone.stderr.startswith(f"ioassess: {log}: ")
+
+
+def set_sample_field(data, at, name, value):
+    offset = tf.PAGECACHE_RECORD_DTYPE.fields[name][1]
+    size = tf.PAGECACHE_RECORD_DTYPE[name].itemsize
+    data[at + offset:at + offset + size] = int(value).to_bytes(size, "little")
+
+
+def test_nonsense_page_cache_samples_are_ignored_and_counted(ioassess, recorded, tmp_path):
+    victim = with_most_ops(recorded["monotonic"])
+    data = bytearray(pathlib.Path(victim).read_bytes())
+    slots = range(tf.HEADER_BYTES, len(data), tf.SLOT_BYTES)
+    samples = [at for at in slots if data[at] == tf.SlotType.PAGECACHE]
+    assert len(samples) >= 5, "the recorded program's first reads and writes are sampled"
+    before = read_trace_file(victim).processes[0]
+    assert before.pagecache_samples == len(samples) and before.pagecache_ignored == 0
+
+    record = np.frombuffer(bytes(data[samples[0]:samples[0] + tf.SLOT_BYTES]), tf.PAGECACHE_RECORD_DTYPE)[0]
+    set_sample_field(data, samples[0], "cached", int(record["head_pages"]) + int(record["tail_pages"]) + 1)
+    set_sample_field(data, samples[1], "op_start_ticks", 12345)            # no op starts then
+    empty = next(at for at in reversed(slots) if data[at] == tf.SlotType.EMPTY)
+    data[empty:empty + tf.SLOT_BYTES] = data[samples[2]:samples[2] + tf.SLOT_BYTES]   # two samples, one op
+    set_sample_field(data, samples[3], "head_pages", 0xFFFF)
+    set_sample_field(data, samples[4], "head_page", 1 << 60)              # not the op's offset
+    forged = tmp_path / "forged.iot"
+    forged.write_bytes(bytes(data))
+
+    after = read_trace_file(forged)
+    (process,) = after.processes
+    assert process.pagecache_ignored == 6 and process.pagecache_samples == len(samples) - 5
+    assert np.count_nonzero(after.ops["pc_pages"] >= 0) == len(samples) - 5
+    result = ioassess("report", forged, "-o", tmp_path / "r.html", "--json", tmp_path / "r.json")
+    assert result.returncode == 0, result.stderr
+    notes = json.loads((tmp_path / "r.json").read_text())["job"]["notes"]
+    assert any(note.startswith("6 page-cache samples were ignored") for note in notes), notes
 
 
 # ---- B: very many bogus traces ----

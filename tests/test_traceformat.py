@@ -113,7 +113,8 @@ def test_every_field_has_the_c_offset_size_and_type(c_output):
 
 def test_slots_are_slot_sized_and_the_header_fits():
     for struct, dtype in tf.STRUCT_DTYPES.items():
-        if struct in ("ioassess_op_record", "ioassess_file_record", "ioassess_name_part", "ioassess_clock_record"):
+        if struct in ("ioassess_op_record", "ioassess_file_record", "ioassess_name_part", "ioassess_clock_record",
+                      "ioassess_pagecache_record"):
             assert dtype.itemsize == tf.SLOT_BYTES, struct
     assert tf.HEADER_DTYPE.itemsize <= tf.HEADER_BYTES
     assert tf.SUMMARY_ENTRY_DTYPE.itemsize % tf.SLOT_BYTES == 0
