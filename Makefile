@@ -6,7 +6,7 @@ PIP = $(PYTHON) -m pip --disable-pip-version-check
 # report; autoconf, automake, libtool and zlib build Darshan's runtime (tests/darshan_runtime.py).
 DEBIAN_TOOLS = sqlite3:sqlite3 git:git gzip:gzip tar:tar sha256sum:coreutils dd:coreutils chromium:chromium \
 	mpicc:libmpich-dev mpiexec:mpich useradd:passwd /usr/share/lmod/lmod/libexec/lmod:lmod \
-	autoconf:autoconf automake:automake libtoolize:libtool /usr/include/zlib.h:zlib1g-dev
+	autoconf:autoconf automake:automake libtoolize:libtool /usr/include/zlib.h:zlib1g-dev fio:fio
 
 .PHONY: all build install deps demo test bench validate clean
 
@@ -55,6 +55,7 @@ bench: deps install
 # Trains the quick profile and checks it on held-out workloads (minutes; docs/cause-models.md).
 validate: deps install
 	$(PYTHON) bench/validate_models.py
+	$(PYTHON) bench/validate_fio.py
 
 clean:
 	$(MAKE) -C plugin clean

@@ -7,6 +7,11 @@ in aggregate (Darshan counters, the recorder's summary table past its record cap
 estimate: its time if cached lies between the cached typical times at the two edges of its
 access-size bins, so its time lost is an interval.
 
+Where the recorder sampled the page cache before an op, the kernel's word overrides the model
+where it settles the cause (report/ground_truth.py): an op served from memory that took as
+long as storage I/O is a stall, a write that waited for new pages an allocation, neither blamed
+on storage.
+
 Only the POSIX and STDIO layers count as I/O time (MPI-IO time contains the POSIX time under
 it: the layers are shown side by side, never added); the POSIX reads and writes made inside
 collective MPI-IO calls are the aggregators' work. Memory layout is unknown without buffer
@@ -23,12 +28,21 @@ from ioassess.job import DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, Flag, op_column
 from ioassess.models.causes import CLASSES, LAYOUT_UNKNOWN, cached_typical_seconds, classify, memory_layout_codes
 from ioassess.models.slowdown import slowdown_by_interval
 
+from .ground_truth import agreement, inferred_verdicts, kernel_verdicts, overridden_classes
+
 FORMAT = "ioassess-assessment"
 FORMAT_VERSION = 1
-# Class names in the tables: the model's classes, then what no model covers.
+# Class names in the tables: the model's classes, the causes only the kernel's samples tell,
+# then what no model covers.
+STALL = "stall"                    # the kernel saw the pages cached, yet it took as long as storage I/O
+ALLOCATION = "allocation"          # a write into new pages that took as long as storage I/O
 NOT_MODELLED = "not modelled"      # sync ops, failed calls, I/O of sizes/ops the model has no line for
 ESTIMATED = "counters (estimate)"  # I/O known only in aggregate
-ROW_CLASSES = CLASSES + (NOT_MODELLED, ESTIMATED)
+ROW_CLASSES = CLASSES + (STALL, ALLOCATION, NOT_MODELLED, ESTIMATED)
+CLASS_CODES = {cls: code for code, cls in enumerate(ROW_CLASSES)}
+# Where time lost in each class comes from (the headline's "why").
+CAUSES = {"memcpy": "memory", "cached": "memory", "uncached": "storage", "slow": "storage", STALL: "stall",
+          ALLOCATION: "allocation"}
 IO_LAYERS = (LAYERS.index("posix"), LAYERS.index("stdio"))
 POSIX, MPIIO = LAYERS.index("posix"), LAYERS.index("mpiio")
 WRITE = DIRECTIONS.index("write")
@@ -74,6 +88,7 @@ def assess(job, model, model_source="", site_grid=None):
                   "provenance": model.provenance},
         "tier": tier_of(job),
         "headline": headline,
+        "kernel": kernel_word(job, per_op),
         "classes": class_table(job, per_op, per_total),
         "layers": layer_table(job),
         "collective_io": collective_io(job, aggregation),
@@ -96,9 +111,11 @@ def assess(job, model, model_source="", site_grid=None):
 # ---- per op ----
 
 def classify_ops(job, model):
-    """Per op of Job.ops: class code (index into ROW_CLASSES), cached typical duration (NaN where
-    not modelled), time lost (s), whether it counts as I/O time (POSIX/STDIO layer), and the
-    indices of the ops the model covers."""
+    """Per op of Job.ops: class code (index into ROW_CLASSES) with the kernel's word applied and
+    the model's own (model_class), the kernel's verdict of its sample (kernel) and the verdict
+    it is judged by (judged: its own or its file's, report/ground_truth.py), cached typical
+    duration (NaN where not modelled), time lost (s), whether it counts as I/O time (POSIX/STDIO
+    layer), and the indices of the ops the model covers."""
     ops = job.ops
     is_io = np.isin(ops["layer"], IO_LAYERS)
     modelled = is_io & (ops["direction"] < 2) & (ops["result"] >= 0)
@@ -112,11 +129,15 @@ def classify_ops(job, model):
     cached = cached_typical_seconds(model, directions, ops["size"], layouts)
     del layouts, directions
     not_modelled = (codes < 0) | np.isnan(cached)
-    codes[not_modelled] = ROW_CLASSES.index(NOT_MODELLED)
+    codes[not_modelled] = CLASS_CODES[NOT_MODELLED]
     lost = np.maximum(ops["duration_s"] - cached, 0.0)
     lost[not_modelled] = 0.0
     covered = np.flatnonzero(is_io & ~not_modelled & (cached > 0))
-    return {"class": codes, "cached_typical_s": cached, "lost_s": lost, "is_io": is_io, "modelled": covered}
+    verdict = kernel_verdicts(ops)
+    judged = inferred_verdicts(ops, verdict)
+    return {"class": overridden_classes(codes, judged, ops["direction"], CLASS_CODES), "model_class": codes,
+            "kernel": verdict, "judged": judged, "cached_typical_s": cached, "lost_s": lost, "is_io": is_io,
+            "modelled": covered}
 
 
 # ---- aggregates (estimates) ----
@@ -205,6 +226,10 @@ def headline_numbers(job, per_op, per_total, processes):
     lost_exact = float(per_op["lost_s"][io].sum())
     lost_low = lost_exact + float(per_total["lost_low_s"][per_total["is_io"]].sum())
     lost_high = lost_exact + float(per_total["lost_high_s"][per_total["is_io"]].sum())
+    lost_by_cause = collections.Counter()
+    for code, cls in enumerate(ROW_CLASSES):
+        if cls in CAUSES:
+            lost_by_cause[CAUSES[cls]] += float(per_op["lost_s"][io & (per_op["class"] == code)].sum())
     runtime = job.runtime_s
     critical = max(processes, key=lambda p: p["lost_high_s"], default=None)
     slowest = max(processes, key=lambda p: p["io_s"], default=None)
@@ -214,6 +239,7 @@ def headline_numbers(job, per_op, per_total, processes):
         "lost_low_s": lost_low, "lost_high_s": lost_high,
         "estimate": bool(per_total["is_io"].any()),
         "lost_share_of_io": _ratio((lost_low + lost_high) / 2, io_s),
+        "lost_by_cause": {cause: lost_by_cause[cause] for cause in ("storage", "stall", "allocation", "memory")},
         "runtime_s": _finite(runtime),
         "io_share_of_runtime": _ratio(io_s, runtime * max(job.nprocs, 1)) if math.isfinite(runtime) else None,
         "lost_share_of_runtime": _ratio(critical["lost_high_s"], runtime) if critical and math.isfinite(runtime)
@@ -221,6 +247,19 @@ def headline_numbers(job, per_op, per_total, processes):
         "critical_path": critical,
         "most_io_process": slowest,
     }
+
+
+def kernel_word(job, per_op):
+    """The page-cache samples: how many ops have one, how many were judged by their file's, and
+    how the model's classes agree with the kernel (report/ground_truth.py)."""
+    refused = [p for p in job.processes if p.source == "trace" and p.pagecache == "unavailable"]
+    turned_off = [p for p in job.processes if p.source == "trace" and p.pagecache == "off"]
+    judged_only = (per_op["judged"] >= 0) & (per_op["kernel"] < 0) & per_op["is_io"]
+    changed = per_op["class"] != per_op["model_class"]
+    return {**agreement(per_op["model_class"], per_op["kernel"], job.ops["direction"], per_op["modelled"], CLASS_CODES),
+            "inferred_ops": int(np.count_nonzero(judged_only)),
+            "reclassified_ops": int(np.count_nonzero(changed & per_op["is_io"])),
+            "processes_refused": len(refused), "processes_turned_off": len(turned_off)}
 
 
 def class_table(job, per_op, per_total):
@@ -831,6 +870,20 @@ def model_lines(model, sizes=tuple(2 ** np.arange(0, 25))):
 
 # ---- recommendations ----
 
+# Causes the kernel's samples tell apart from storage: (class, title, text).
+NOT_STORAGE_FINDINGS = (
+    (STALL, "Stalls, not storage",
+     "These ops found their pages in the page cache (the kernel said so, or said so of every sampled op of "
+     "their file), yet took as long as storage I/O: the process waited for a CPU (more busy threads than "
+     "cores), was preempted, or took page faults. The file system is not the cause: fewer processes or threads "
+     "per core, or pinning them, is."),
+    (ALLOCATION, "Writes waited for new memory, not storage",
+     "These writes went into new pages (past the end of the file, or whole pages of an uncached file) and took "
+     "as long as storage I/O: the kernel was finding memory for them (on a virtual machine, memory the host "
+     "hands over lazily). Reusing or preallocating files (fallocate), or memory already in use, avoids it; "
+     "faster storage would not."),
+)
+
 def recommendations(a):
     """Findings with the numbers that triggered them; each {"title", "text", "numbers"}."""
     found = []
@@ -862,6 +915,11 @@ def recommendations(a):
                       "text": "These ops took longer than the model's slowest explained duration: contention "
                               "on the file system or the node, or a cause the model does not know.",
                       "numbers": {"slow_ops": slow["ops"], "slow_s": slow["seconds"], "lost_s": slow["lost"]}})
+    for cls, title, text in NOT_STORAGE_FINDINGS:
+        entry = by_class[cls]
+        if entry["lost"] > 0 and entry["lost"] >= LOST_SHARE_WORTH_A_LOOK * lost_mid:
+            numbers = {f"{cls}_ops": entry["ops"], f"{cls}_s": entry["seconds"], "lost_s": entry["lost"]}
+            found.append({"title": title, "text": text, "numbers": numbers})
     small = sum(r["read_ops"] + r["write_ops"] for r in a["sizes"] if 0 <= r["size_high"] <= SMALL_OP_BYTES // 4)
     total = sum(r["read_ops"] + r["write_ops"] for r in a["sizes"])
     if total and small / total >= SMALL_OPS_SHARE:

@@ -14,7 +14,8 @@ from . import svg
 from .assess import ROW_CLASSES
 
 CLASS_COLOURS = {"memcpy": "#2ca02c", "cached": "#1f77b4", "uncached": "#ff7f0e", "slow": "#d62728",
-                 "not modelled": "#7f7f7f", "counters (estimate)": "#9467bd"}
+                 "stall": "#e377c2", "allocation": "#bcbd22", "not modelled": "#7f7f7f",
+                 "counters (estimate)": "#9467bd"}
 TEMPLATE_DIR = os.path.join(os.path.dirname(__file__), "templates")
 
 

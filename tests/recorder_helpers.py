@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from ioassess import read_trace_dir, totals
+from ioassess.models.training import workload_program_path
 from ioassess.traceformat import OP_NAMES
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -237,9 +238,9 @@ def shipped_darshan_logs():
 
 
 __all__ = ["ATTACKER_USER", "BIN", "OP_CODES", "REPO", "TEST_USER", "assert_same_run", "assert_same_tree",
-           "clean_env", "describe", "file_id", "has_file", "load", "op_rows", "processes_by_pid", "prog",
-           "run", "select", "shipped_darshan_logs", "system_user", "tool", "total_table", "trace_files",
-           "tree_digest"]
+           "clean_env", "completed_pwrites", "describe", "evict", "file_id", "has_file", "load", "op_rows",
+           "processes_by_pid", "prog", "random_data_file", "run", "select", "shipped_darshan_logs", "stop_after",
+           "system_user", "tool", "total_table", "trace_files", "tree_digest", "wait_until"]
 
 
 def wait_until(reached, what, proc):
@@ -268,3 +269,26 @@ def stop_after(proc, counter, ops):
     _, status = os.waitpid(proc.pid, os.WUNTRACED)
     assert os.WIFSTOPPED(status)
     return completed_pwrites(counter)
+
+
+def random_data_file(path, size):
+    """A file of `size` random bytes (16 MiB of them repeated), written back to storage."""
+    block = os.urandom(16 << 20)
+    with open(path, "wb") as f:
+        for _ in range(size // len(block)):
+            f.write(block)
+        os.fsync(f.fileno())
+    return path
+
+
+def evict(path):
+    """Drop the file from the page cache and check that it is gone."""
+    if os.geteuid() == 0:
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+    else:
+        subprocess.run([workload_program_path(), "--evict", str(path)], check=True, capture_output=True)
+    out = subprocess.run([workload_program_path(), "--resident", str(path)], check=True, capture_output=True,
+                         text=True).stdout
+    assert float(out.split()[0].split("=")[1]) < 0.01, out

@@ -5,7 +5,6 @@ import os
 import re
 import signal
 import stat
-import subprocess
 
 import darshan
 import numpy as np
@@ -14,7 +13,7 @@ import pytest
 from ioassess import read_trace_dir
 from ioassess.models.training import workload_program_path
 from ioassess.report.render import seconds_text
-from recorder_helpers import shipped_darshan_logs
+from recorder_helpers import evict, random_data_file, shipped_darshan_logs
 
 FILE_BYTES = 512 << 20   # 8192 slots of READ_BYTES: few reads find a page an earlier read brought in
 READ_BYTES = 64 << 10
@@ -37,19 +36,6 @@ def random_reads(ioassess, data_file, trace_dir):
     return read_json(trace_dir / "assessment.json")
 
 
-def evict(path):
-    """Drop the file from the page cache and check that it is gone."""
-    if os.geteuid() == 0:
-        os.sync()
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-    else:
-        subprocess.run([workload_program_path(), "--evict", path], check=True, capture_output=True)
-    out = subprocess.run([workload_program_path(), "--resident", path], check=True, capture_output=True,
-                         text=True).stdout
-    assert float(out.split()[0].split("=")[1]) < 0.01, out
-
-
 def class_shares(assessment, direction):
     rows = [r for r in assessment["classes"] if r["direction"] == direction]
     ops = sum(r["ops"] for r in rows)
@@ -58,12 +44,7 @@ def class_shares(assessment, direction):
 
 @pytest.fixture(scope="module")
 def data_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("data") / "data.bin"
-    block = os.urandom(16 << 20)
-    with open(path, "wb") as f:
-        for _ in range(FILE_BYTES // len(block)):
-            f.write(block)
-    return path
+    return random_data_file(tmp_path_factory.mktemp("data") / "data.bin", FILE_BYTES)
 
 
 def test_cached_reads_lose_nothing_and_uncached_reads_lose_time(ioassess, data_file, tmp_path):
