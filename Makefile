@@ -2,11 +2,13 @@
 # each installs what it needs.
 PYTHON ?= python3
 PIP = $(PYTHON) -m pip --disable-pip-version-check
-# Debian packages the tests and the demo use (command or file:package); chromium opens the HTML
-# report; autoconf, automake, libtool and zlib build Darshan's runtime (tests/darshan_runtime.py).
+# Debian packages the tests, the demo and the bench use (command or file:package); chromium opens
+# the HTML report; autoconf, automake, libtool and zlib build Darshan's runtime
+# (tests/darshan_runtime.py); fio runs bench/fio_uncached.py and make validate's workloads.
 DEBIAN_TOOLS = sqlite3:sqlite3 git:git gzip:gzip tar:tar sha256sum:coreutils dd:coreutils chromium:chromium \
 	mpicc:libmpich-dev mpiexec:mpich useradd:passwd /usr/share/lmod/lmod/libexec/lmod:lmod \
-	autoconf:autoconf automake:automake libtoolize:libtool /usr/include/zlib.h:zlib1g-dev fio:fio
+	autoconf:autoconf automake:automake libtoolize:libtool /usr/include/zlib.h:zlib1g-dev \
+	fio:fio
 
 .PHONY: all build install deps demo test bench validate clean
 
@@ -45,6 +47,7 @@ bench: deps install
 	@$(PYTHON) -c 'import drishti' 2>/dev/null || $(PIP) install --quiet 'drishti-io==0.8'
 	$(MAKE) -C bench
 	$(PYTHON) bench/overhead.py
+	$(PYTHON) bench/fio_uncached.py
 	$(PYTHON) bench/models_density.py
 	$(PYTHON) bench/models_classify.py
 	$(PYTHON) bench/report.py

@@ -92,10 +92,11 @@ static inline int64_t offset_before(const struct ioassess_ofd *o, int is_write)
 /* ---- timing bodies shared by every entry point of one kind ---- */
 
 /* The page-cache state of the op's range, when the op is sampled (ioassess-pagecache.c):
- * taken before the call, written after its op record. */
+ * taken before the call, written after its op record. The common path asks only whether the
+ * op is due; an op at an unknown offset lets its turn pass. */
 #define SAMPLED(fd, o, offset, bytes, is_write)                                \
     struct ioassess_pagecache_record sample_;                                  \
-    int sampled_ = (offset) >= 0 && (bytes) > 0 && ioassess_pagecache_due(o) && \
+    int sampled_ = ioassess_pagecache_due(o) && (offset) >= 0 && (bytes) > 0 && \
                    ioassess_pagecache_take(fd, offset, bytes, is_write, &sample_)
 
 #define RECORD_SAMPLE()                                                        \
