@@ -28,6 +28,8 @@ import time
 import zipfile
 
 import numpy as np
+# Imported now, not on first use: an import that Ctrl-C interrupts can leave numpy half made.
+from numpy.random import default_rng
 
 from ioassess import recorder_library_path
 from ioassess.files import file_system_facts, work_dir_problem
@@ -263,13 +265,20 @@ def check_training_dir(directory, profile):
 
 @contextlib.contextmanager
 def interrupts_held():
-    """SIGINT and SIGTERM wait (blocked) until the block is done, so that a Ctrl-C cannot come
-    between making a work directory and being ready to remove it, nor cut its removal short."""
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    """A SIGINT or SIGTERM that comes during the block takes effect after it, so that a Ctrl-C
+    cannot come between making a work directory and being ready to remove it, nor cut its
+    removal short. Held by Python handlers, not by blocking the signals: a signal blocked in
+    this thread would go to another (numpy's), and Python would act on it at once."""
+    caught = []
+    previous = {signum: signal.signal(signum, lambda signum, _frame: caught.append(signum))
+                for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if caught:
+            signal.raise_signal(caught[0])
 
 
 class Trainer:
@@ -277,14 +286,14 @@ class Trainer:
     whether root evicts by drop_caches (every file of the machine); otherwise, and always
     without root, only the training file is evicted (POSIX_FADV_DONTNEED)."""
 
-    def __init__(self, directory, profile, may_drop_caches=True):
+    def __init__(self, directory, profile, may_drop_caches=True, work_prefix="ioassess-train-"):
         self.profile = profile
         self.workload = workload_program_path()
         self.library = recorder_library_path()
         for program in (self.workload, self.library):
             if not os.path.isfile(program):
                 raise TrainingError(f"{program} is missing: reinstall ioassess (pip install .)")
-        self.work_dir = tempfile.mkdtemp(prefix=f"ioassess-{profile.name}-", dir=directory)
+        self.work_dir = tempfile.mkdtemp(prefix=work_prefix, dir=directory)
         self.data_file = os.path.join(self.work_dir, "training.dat")
         self.runs = 0
         self.evict_by_drop_caches = may_drop_caches and os.geteuid() == 0
@@ -295,7 +304,7 @@ class Trainer:
             shutil.rmtree(self.work_dir, ignore_errors=True)
 
     def create_data_file(self):
-        block = np.random.default_rng(1).integers(0, 256, 1 << 20, dtype=np.uint8).tobytes()
+        block = default_rng(1).integers(0, 256, 1 << 20, dtype=np.uint8).tobytes()
         with open(self.data_file, "wb") as f:
             for _ in range(self.profile.file_bytes >> 20):
                 f.write(block)
@@ -422,6 +431,9 @@ def measure_all(trainer, profile, progress):
         # state is only re-read when mincore finds it no longer resident.
         resident = trainer.prepare(config)
         durations = trainer.measure(config)["duration_s"]
+        if not len(durations):
+            raise TrainingError(f"{trainer.workload}: the run {config.state} {config.op} {config.mem_layout} "
+                                f"{config.size} B recorded no {config.op} of {trainer.target(config)}")
         key = (config.op, STATE_CLASS[config.state], MODEL_LAYOUT[config.mem_layout])
         cell = measurements.setdefault(key, {})
         cell[config.size] = np.concatenate([cell.get(config.size, np.empty(0)), durations])
@@ -467,8 +479,7 @@ def train(directory, profile_name, model_path, stream):
     """Measure, fit and write the model file, its training report (MODEL.html) and the raw
     measurements (MODEL.measurements.npz) beside it. The training file and traces are removed
     at the end, also on Ctrl-C or an error."""
-    measurements, description, facts = measure_file_system(directory, PROFILES[profile_name], stream,
-                                                           "trained by ioassess train")
+    measurements, description, facts = measure_file_system(directory, PROFILES[profile_name], stream, "train")
     save_measurements(measurements_path(model_path), measurements, description, facts)
     return fit_and_write(measurements, description, facts, model_path)
 
@@ -478,22 +489,26 @@ def calibrate(directory, model_path, stream):
     uncached state by POSIX_FADV_DONTNEED on its own file, also as root: dropping every cache of
     a shared machine is not a user's business), fit and write the model alone; returns it. The
     work files are removed at the end, also on Ctrl-C, SIGTERM or an error."""
-    measurements, description, facts = measure_file_system(directory, PROFILES["calibrate"], stream,
-                                                           "calibrated by ioassess calibrate", may_drop_caches=False)
+    measurements, description, facts = measure_file_system(directory, PROFILES["calibrate"], stream, "calibrate")
     name = os.path.splitext(os.path.basename(model_path))[0]
     model, _ = fit_model(measurements, name, description, facts)
     save_model(model, model_path)
     return model
 
 
-def measure_file_system(directory, profile, stream, source, may_drop_caches=True):
-    """Run the profile's grid in a work directory made in directory and removed at the end;
-    returns (measurements, description, provenance)."""
+MEASURING_COMMANDS = {"train": "trained by ioassess train", "calibrate": "calibrated by ioassess calibrate"}
+
+
+def measure_file_system(directory, profile, stream, command):
+    """Run the profile's grid in a work directory (DIR/ioassess-COMMAND-*) made in directory
+    and removed at the end; returns (measurements, description, provenance). command: train
+    (may drop caches as root) or calibrate (never does)."""
     check_training_dir(directory, profile)
+    source = MEASURING_COMMANDS[command]
     trainer = None
     try:
         with interrupts_held():
-            trainer = Trainer(directory, profile, may_drop_caches)
+            trainer = Trainer(directory, profile, command == "train", f"ioassess-{command}-")
         stream.write(f"ioassess: {profile.name} profile, {len(training_grid(profile))} runs in {trainer.work_dir}\n")
         trainer.create_data_file()
         progress = Progress(sum(expected_seconds(profile, c) for c in training_grid(profile)), stream)
