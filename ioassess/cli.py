@@ -1,7 +1,8 @@
 """The `ioassess` command line: `run` a command under the recorder, `report` on a job's traces
 and Darshan logs, `show` what traces hold, list the cause `models`, `train` the cause models of
-a file system, `calibrate` a model of this machine's file system as any user, measure the site's I/O-model grid (`iomodels`, docs/iomodels.md), and the
-`epilog` that makes a job's report when Slurm ends it (docs/epilog.md).
+a file system, `calibrate` a model of this machine's file system as any user, measure the
+site's I/O-model grid (`iomodels`, docs/iomodels.md), and the `epilog` that makes a job's
+report when Slurm ends it (docs/epilog.md).
 
 Exit statuses and every option are documented in docs/cli.md. Known bad input (unreadable
 traces, missing directories, a missing library) ends in one `ioassess: ...` line on stderr and

@@ -388,7 +388,8 @@ def work_for(job, settings):
                 trace_dir=expand(settings.trace_dir, job), darshan_logpath=settings.darshan_logpath,
                 darshan_days=settings.darshan_days, output=expand(settings.output, job),
                 json=expand(settings.json, job) if settings.json else "", model=settings.model,
-                model_dirs=model_dirs({}, job.home, settings.site_models or site_model_dir()), report_group=settings.report_group)
+                model_dirs=model_dirs({}, job.home, settings.site_models or site_model_dir()),
+                report_group=settings.report_group)
 
 
 def run_worker(job, work, time_limit):

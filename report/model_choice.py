@@ -25,7 +25,7 @@ import re
 import numpy as np
 
 from ioassess.job import LAYERS
-from ioassess.models.modelfile import DEFAULT_MODEL, ORIGINS, find_models, load_model, model_path
+from ioassess.models.modelfile import DEFAULT_MODEL, ORIGINS, find_models, load_model, model_dirs
 
 # File-system types of local Linux block devices and memory, whose page cache behaves as the
 # default model's (trained on ext4); anything else (nfs, lustre, gpfs, ...) is another machine.
@@ -125,7 +125,8 @@ def choose_model(job, dirs=None):
         rank, _, _, index = min(ranked)
         model, path, match = usable[index].model, usable[index].path, MATCHES[rank]
     else:
-        path = model_path(DEFAULT_MODEL, dirs)
+        shipped = next(directory for origin, directory in dirs or model_dirs() if origin == "shipped")
+        path = os.path.join(shipped, DEFAULT_MODEL + ".json")
         model, match = load_model(path), "none"
     choice = {"match": match, "reason": _reason(match, model, main, hosts), "not_used": not_used}
     return model, path, {**choice, **_file_system_facts(model, file_systems)}
@@ -183,4 +184,4 @@ def _reason(match, model, main, hosts):
     if match == "local default":
         return (f"no model for {main.type} made {where_run}: the shipped default {shipped} is used for this local "
                 f"file system; {another}")
-    return f"no model for {main.type}: the shipped default {shipped} is not a model of {main.type}"
+    return f"no model for {main.type}: the shipped default {shipped} is used, but it is not a model of {main.type}"

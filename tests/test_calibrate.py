@@ -5,11 +5,13 @@ job on this machine and for PyDarshan's example logs of Lustre and NFS jobs."""
 import datetime
 import json
 import os
+import pathlib
 import platform
 import shutil
 import signal
 import stat
 import subprocess
+import tempfile
 import time
 
 import markupsafe
@@ -70,7 +72,8 @@ def test_calibrated_classes_are_ordered_at_64_kib(calibrated_model):
     whole pages into an uncached file reads nothing, so it is no slower than a cached one."""
     lines = load_model(str(calibrated_model.path)).lines
     for layout in ("off0", "rnd"):
-        read = [float(lines[("read", cls, layout)].typical.predict(64 * KiB)) for cls in ("memcpy", "cached", "uncached")]
+        read = [float(lines[("read", cls, layout)].typical.predict(64 * KiB))
+                for cls in ("memcpy", "cached", "uncached")]
         assert read == sorted(read) and len(set(read)) == 3, (layout, read)
         write = [float(lines[("write", cls, layout)].typical.predict(64 * KiB)) for cls in ("memcpy", "cached")]
         assert write[0] < write[1], (layout, write)
@@ -120,11 +123,27 @@ def test_a_bad_dir_is_one_line_and_exit_2(ioassess, searchable_tmp, job_user, in
     assert not any(home.iterdir())
 
 
+def test_a_site_model_directory_the_user_cannot_write_is_refused_before_measuring(ioassess, searchable_tmp, job_user,
+                                                                                 installation_reachable):
+    """--site writes into $IOASSESS_SITE_MODELS (else the epilog config's site_models, else
+    /etc/ioassess/models): root's, so a user's calibration stops at once with one line."""
+    work, site_models = searchable_tmp / "work", searchable_tmp / "site-models"
+    work.mkdir()
+    os.chown(work, job_user.pw_uid, job_user.pw_gid)
+    site_models.mkdir()
+    result = ioassess("calibrate", "--dir", work, "--site", env={"IOASSESS_SITE_MODELS": str(site_models)},
+                      user=job_user.pw_uid, group=job_user.pw_gid, extra_groups=[])
+    assert result.returncode == 2
+    assert result.stderr == f"ioassess: {site_models}: cannot write the model there (not writable)\n"
+    assert os.listdir(work) == [] and os.listdir(site_models) == []
+
+
 # ---- the report's choice of model ----
 
 def report_of_reads(ioassess, tmp_path, env):
-    """The assessment of a job reading a file under tmp_path, reported with the model directories
-    of env."""
+    """The assessment of a job reading a file under tmp_path (made if needed), reported with
+    the model directories of env."""
+    tmp_path.mkdir(exist_ok=True)
     data = tmp_path / "data"
     data.write_bytes(os.urandom(1 << 20))
     ran = ioassess("run", "--trace-dir", tmp_path / "t", "--", "dd", f"if={data}", "of=/dev/null", "bs=64k", env=env)
@@ -166,9 +185,51 @@ def test_another_users_model_is_not_used(ioassess, tmp_path, calibrated_model, j
     choice = assessment["model"]["choice"]
     assert assessment["model"]["name"] == DEFAULT_MODEL and choice["match"] == "shipped for the type"
     assert choice["not_used"] == [f"{planted}: belongs to uid {job_user.pw_uid}, not to you or root: not used"]
-    assert choice["reason"].startswith(f"no model for ext4 made on {platform.node()}: the shipped model {DEFAULT_MODEL} ")
+    assert choice["reason"].startswith(
+        f"no model for ext4 made on {platform.node()}: the shipped model {DEFAULT_MODEL} ")
     assert choice["reason"].endswith("its times are another machine's (`ioassess calibrate` makes a model of this one)")
     assert escaped(choice["reason"]) in html
+
+
+def test_a_model_of_a_host_of_the_same_class_comes_after_the_one_of_the_jobs_host(ioassess, tmp_path,
+                                                                                  calibrated_model):
+    """A site's model made on another node of the cluster (here: the host's name in another
+    domain) is chosen for the job; the user's own model of this host comes first."""
+    env, users = model_dirs_env(tmp_path)
+    other_node = json.loads(calibrated_model.path.read_text())
+    other_node["provenance"]["host"] = f"{platform.node()}.elsewhere.example"
+    (tmp_path / "site" / "other-node.json").write_text(json.dumps(other_node))
+    assessment, _ = report_of_reads(ioassess, tmp_path / "first", env)
+    choice = assessment["model"]["choice"]
+    assert assessment["model"]["source"] == str(tmp_path / "site" / "other-node.json")
+    assert choice["match"] == "host class"
+    assert choice["reason"].startswith(f"calibrated by ioassess calibrate on {platform.node()}.elsewhere.example "
+                                       "(a host like the job's), for ")
+    shutil.copy(calibrated_model.path, users)
+    assessment, _ = report_of_reads(ioassess, tmp_path / "second", env)
+    assert (assessment["model"]["source"], assessment["model"]["choice"]["match"]) == \
+        (str(users / calibrated_model.path.name), "host and file system")
+
+
+def test_a_job_on_tmpfs_gets_the_local_default_with_its_caveat(ioassess, tmp_path, calibrated_model):
+    """The model calibrated on ext4 is not tmpfs's; the shipped default stands for local file
+    systems, and the report says that its times are another machine's, under the banner of a
+    model of another file-system type."""
+    env, _ = model_dirs_env(tmp_path, [calibrated_model.path])
+    shm = pathlib.Path(tempfile.mkdtemp(dir="/dev/shm"))
+    try:
+        (shm / "data").write_bytes(os.urandom(1 << 20))
+        ran = ioassess("run", "--trace-dir", tmp_path / "t", "--", "dd", f"if={shm / 'data'}", "of=/dev/null",
+                       "bs=64k", env={**env, "IOASSESS_EXCLUDE": "none"})   # /dev is not recorded by default
+    finally:
+        shutil.rmtree(shm)
+    assert ran.returncode == 0, ran.stderr
+    choice = read_json(tmp_path / "t" / "assessment.json")["model"]["choice"]
+    assert (choice["match"], choice["file_system"]["type"]) == ("local default", "tmpfs")
+    assert choice["banner"].startswith(f"The cause model {DEFAULT_MODEL} was made for ext4, but ")
+    assert choice["reason"].startswith(f"no model for tmpfs made on {platform.node()}: the shipped default "
+                                       f"{DEFAULT_MODEL} (ext4 on ")
+    assert "is used for this local file system; its times are another machine's" in choice["reason"]
 
 
 def darshan_log(name):
@@ -202,6 +263,8 @@ def test_the_local_model_is_never_applied_to_nfs_without_a_banner(ioassess, tmp_
     choice = assessment["model"]["choice"]
     assert assessment["model"]["name"] == DEFAULT_MODEL and choice["match"] == "none"
     assert choice["file_system"]["type"] == "nfs"
+    assert choice["reason"].startswith(f"no model for nfs: the shipped default {DEFAULT_MODEL} (ext4 on ")
+    assert choice["reason"].endswith(" is used, but it is not a model of nfs")
     assert choice["banner"].startswith(f"The cause model {DEFAULT_MODEL} was made for ext4, but ")
     assert "of this job's I/O time went to nfs at " in choice["banner"]
     assert f'<p class="warning" id="model-banner">{escaped(choice["banner"])}</p>' in html
