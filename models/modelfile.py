@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 import re
+import stat
 
 from ioassess.jsonfile import (Invalid, JsonFileError, check_format, check_keys, choice, iso_date, json_type, number,
                                read_json_file, typed, write_json_file)
@@ -141,7 +142,8 @@ def find_models(dirs=None):
     """Every model file (*.json) of the model directories (default: model_dirs()), in search
     order, by name within a directory. A user's or site's file that belongs to someone other
     than this user or root is not used (another user could otherwise choose how your jobs are
-    judged), nor is a file load_model() rejects: both come with their problem."""
+    judged), nor is anything but a regular file, nor a file load_model() rejects: each comes
+    with its problem."""
     found = []
     for origin, directory in dirs or model_dirs():
         try:
@@ -154,13 +156,14 @@ def find_models(dirs=None):
 
 
 def _found_model(origin, name, path):
-    if origin != "shipped":
-        try:
-            owner = os.stat(path).st_uid
-        except OSError as error:
-            return FoundModel(origin, name, path, None, f"cannot read: {error.strerror}")
-        if owner not in (0, os.geteuid()):
-            return FoundModel(origin, name, path, None, f"belongs to uid {owner}, not to you or root: not used")
+    try:
+        status = os.stat(path)
+    except OSError as error:
+        return FoundModel(origin, name, path, None, f"cannot read: {error.strerror}")
+    if not stat.S_ISREG(status.st_mode):   # a FIFO would block the report
+        return FoundModel(origin, name, path, None, "not a regular file: not used")
+    if origin != "shipped" and status.st_uid not in (0, os.geteuid()):
+        return FoundModel(origin, name, path, None, f"belongs to uid {status.st_uid}, not to you or root: not used")
     try:
         return FoundModel(origin, name, path, load_model(path), "")
     except ModelFileError as error:

@@ -231,16 +231,18 @@ def test_a_name_is_a_model_of_the_first_directory_that_has_it(model_dirs):
         assert load_model("node1-scratch").provenance["host"] == host
 
 
-def test_models_of_other_users_and_invalid_ones_are_found_with_their_problem(model_dirs, job_user):
+def test_models_of_other_users_fifos_and_invalid_ones_are_found_with_their_problem(model_dirs, job_user):
     user, site, shipped = model_dirs
     save_model(small_model(), site / "theirs.json")
     os.chown(site / "theirs.json", job_user.pw_uid, -1)
     write_json(user / "broken.json", mutated(set_in(["version"], 7)))
+    os.mkfifo(user / "fifo.json")
     save_model(small_model(), shipped / "node1-scratch.json")
     found = [(f.origin, f.name, f.path, f.model, f.problem) for f in find_models()]
     assert found == [
         ("user", "broken", str(user / "broken.json"), None,
          "invalid: model file version 7 is newer than this ioassess supports (1)"),
+        ("user", "fifo", str(user / "fifo.json"), None, "not a regular file: not used"),
         ("site", "theirs", str(site / "theirs.json"), None,
          f"belongs to uid {job_user.pw_uid}, not to you or root: not used"),
         ("shipped", "node1-scratch", str(shipped / "node1-scratch.json"), small_model(), "")]
