@@ -159,8 +159,8 @@ def _build_parser():
                                   "the current directory); its calibration files are removed at the end")
     destination = calibration.add_mutually_exclusive_group()
     destination.add_argument("--site", action="store_true",
-                             help=f"write into the site's model directory (${SITE_MODELS_ENV} or "
-                                  f"{SITE_MODELS_DIR}; for admins) instead of yours")
+                             help=f"write into the site's model directory (${SITE_MODELS_ENV}, else the epilog "
+                                  f"config's site_models, else {SITE_MODELS_DIR}; for admins) instead of yours")
     destination.add_argument("--out", metavar="MODEL.json",
                              help="write this file instead (default: HOST-TYPE-MOUNT.json in your model directory, "
                                   "${XDG_DATA_HOME:-~/.local/share}/ioassess/models)")
