@@ -94,11 +94,13 @@ PROFILES = {
         file_layouts={"discard": ("off0",), "cached": ("seq", "rnd"), "uncached": ("rnd",)},
         repeats=3, min_ops=64, max_ops=5000, budget_bytes=256 << 20, file_bytes=2 << 30,
         mem_buffer_bytes=256 << 20),
-    # `ioassess calibrate`: every line of the full profile in well under a minute (about 16 s
-    # on a 2-vCPU VM, docs/performance.md): sizes a factor 8 apart, one repeat, a file just
-    # large enough that no run reads a slot twice (16 slots of 16 MiB).
+    # `ioassess calibrate`: every line of the full profile in well under a minute (about 22 s
+    # on a 2-vCPU VM, docs/performance.md): the quick profile's sizes (64 KiB among them: with
+    # sizes a factor 8 apart the lines at 64 KiB were interpolations that put cached reads under
+    # the memcpy bound), one repeat, a file just large enough that no run reads a slot twice
+    # (16 slots of 16 MiB).
     "calibrate": Profile(
-        name="calibrate", sizes=_powers(1, 16 << 20, 8), mem_layouts=("off0", "rnd"),
+        name="calibrate", sizes=_powers(1, 16 << 20, 4), mem_layouts=("off0", "rnd"),
         file_layouts={"discard": ("off0",), "cached": ("rnd",), "uncached": ("rnd",)},
         repeats=1, min_ops=16, max_ops=2000, budget_bytes=32 << 20, file_bytes=256 << 20,
         mem_buffer_bytes=64 << 20),
