@@ -1,7 +1,8 @@
 """The `ioassess` command line: `run` a command under the recorder, `report` on a job's traces
 and Darshan logs, `show` what traces hold, list the cause `models`, `train` the cause models of
-a file system, measure the site's I/O-model grid (`iomodels`, docs/iomodels.md), and the
-`epilog` that makes a job's report when Slurm ends it (docs/epilog.md).
+a file system, `calibrate` a model of this machine's file system as any user, measure the
+site's I/O-model grid (`iomodels`, docs/iomodels.md), and the `epilog` that makes a job's
+report when Slurm ends it (docs/epilog.md).
 
 Exit statuses and every option are documented in docs/cli.md. Known bad input (unreadable
 traces, missing directories, a missing library) ends in one `ioassess: ...` line on stderr and
@@ -20,13 +21,15 @@ import signal
 import stat
 import subprocess
 import sys
+import time
 
 from . import mpiio_library_path, recorder_library_path
 from .epilog import add_options as add_epilog_options, run as run_epilog
 from .escape import printable
-from .files import file_system_of
-from .models.modelfile import DEFAULT_MODEL, ModelFileError, list_models, load_model, model_path, model_summary
-from .models.training import PROFILES, TrainingError, refit, train
+from .files import file_system_facts, file_system_of
+from .models.modelfile import (DEFAULT_MODEL, SITE_MODELS_DIR, SITE_MODELS_ENV, ModelFileError,
+                               find_models, load_model, model_path, model_summary, site_model_dir, user_model_dir)
+from .models.training import PROFILES, TrainingError, calibrate, check_training_dir, refit, train
 from .iomodels import (DEFAULT_REPEATS, DEFAULT_TOTAL_BYTES, LAYOUTS, SITE_GRID_ENV, SITE_GRID_PATH, GridFileError,
                        IoModelsError, Sweep, default_grid_path, default_processes, format_grid, load_site_grid,
                        measure_grid, parse_size)
@@ -95,8 +98,9 @@ def _build_parser():
     run.add_argument("--trace-dir", metavar="DIR",
                      help="where the traces go (default: ./ioassess-[<job id>-]YYYYmmdd-HHMMSS-<pid>); "
                           "must not already hold traces")
-    run.add_argument("--model", metavar="NAME|PATH", default=DEFAULT_MODEL,
-                     help=f"the cause model of the report (default: {DEFAULT_MODEL})")
+    run.add_argument("--model", metavar="NAME|PATH",
+                     help="the cause model of the report (default: the one made where the job's I/O went; "
+                          "see `ioassess models`)")
     run.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="the command to run")
     run.set_defaults(handler=_run)
     report = commands.add_parser(
@@ -105,8 +109,9 @@ def _build_parser():
                     "the HTML report and, with --json, the assessment as JSON.")
     report.add_argument("inputs", nargs="+", metavar="INPUT",
                         help="a trace directory, a trace file (.iot) or a Darshan log (.darshan)")
-    report.add_argument("--model", metavar="NAME|PATH", default=DEFAULT_MODEL,
-                        help=f"a cause model name (see `ioassess models`) or file (default: {DEFAULT_MODEL})")
+    report.add_argument("--model", metavar="NAME|PATH",
+                        help="a cause model name (see `ioassess models`) or file (default: the one whose provenance "
+                             "fits the job's file systems and hosts best)")
     report.add_argument("-o", "--output", metavar="REPORT.html", default="report.html",
                         help="the HTML report to write (default: report.html)")
     report.add_argument("--json", metavar="ASSESSMENT.json", help="also write the assessment as JSON")
@@ -123,8 +128,9 @@ def _build_parser():
     show.add_argument("--json", action="store_true", help="print a JSON object instead of text (see docs/cli.md)")
     show.set_defaults(handler=_show)
     models = commands.add_parser("models", help="list the cause models",
-                                 description="List the installed cause models (the default marked *), or check "
-                                             "and describe the given ones.")
+                                 description="List the cause models of your model directory, the site's and the "
+                                             "shipped ones (the default marked *), or check and describe the "
+                                             "given ones.")
     models.add_argument("models", nargs="*", metavar="MODEL",
                         help="a model name or a model file (.json) to check and describe")
     models.set_defaults(handler=_models)
@@ -143,6 +149,22 @@ def _build_parser():
     training.add_argument("-o", "--output", metavar="MODEL.json",
                           help="the model file to write (default: ./<fs type>-<host>.json)")
     training.set_defaults(handler=_train)
+    calibration = commands.add_parser(
+        "calibrate", help="measure a cause model of this machine and file system (any user, under a minute)",
+        description="Run a short training in DIR as any user can (its own file evicted with POSIX_FADV_DONTNEED) "
+                    "and write a cause model of this host and DIR's file system, which reports of jobs on it "
+                    "then use (docs/cli.md).")
+    calibration.add_argument("--dir", metavar="DIR", default=".",
+                             help="a writable directory on the file system to model, with 0.5 GiB free (default: "
+                                  "the current directory); its calibration files are removed at the end")
+    destination = calibration.add_mutually_exclusive_group()
+    destination.add_argument("--site", action="store_true",
+                             help=f"write into the site's model directory (${SITE_MODELS_ENV}, else the epilog "
+                                  f"config's site_models, else {SITE_MODELS_DIR}; for admins) instead of yours")
+    destination.add_argument("--out", metavar="MODEL.json",
+                             help="write this file instead (default: HOST-TYPE-MOUNT.json in your model directory, "
+                                  "${XDG_DATA_HOME:-~/.local/share}/ioassess/models)")
+    calibration.set_defaults(handler=_calibrate)
     iomodels = commands.add_parser(
         "iomodels", help="measure the site's I/O-model grid with an MPI benchmark (for admins)",
         description="Write the same total size in every I/O model from serial to one shared file, with "
@@ -241,6 +263,8 @@ def _uid(user):
 
 
 def _models(args):
+    """One line per model: a * for the shipped default, where it is (user, site, shipped), its
+    name, its provenance (or why it cannot be used) and its file."""
     if args.models:
         listing, failures = [], 0
         for name_or_path in args.models:
@@ -250,15 +274,17 @@ def _models(args):
                 _print_error(error)
                 failures += 1
                 continue
-            listing.append((model.name, model_path(name_or_path), model_summary(model)))
+            listing.append(("given", model.name, model_path(name_or_path), model_summary(model)))
     else:
-        listing, failures = list_models(), 0
-        if DEFAULT_MODEL not in [name for name, _, _ in listing]:
-            listing.insert(0, (DEFAULT_MODEL, None, "(not installed: train one with `ioassess train`)"))
-    width = max((len(name) for name, _, _ in listing), default=0)
-    for name, path, summary in listing:
-        mark = "*" if path in (None, model_path(DEFAULT_MODEL)) else " "
-        print(f"{mark} {name:<{width}}  {summary}" + (f"; {path}" if path else ""))
+        failures = 0
+        listing = [(found.origin, found.name, found.path,
+                    model_summary(found.model) if found.model else found.problem) for found in find_models()]
+        if not any(origin == "shipped" and name == DEFAULT_MODEL for origin, name, _, _ in listing):
+            listing.append(("shipped", DEFAULT_MODEL, None, "(not installed: train one with `ioassess train`)"))
+    width = max((len(name) for _, name, _, _ in listing), default=0)
+    for origin, name, path, summary in listing:
+        mark = "*" if (origin, name) == ("shipped", DEFAULT_MODEL) else " "
+        print(f"{mark} {origin:<7}  {name:<{width}}  {summary}" + (f"; {path}" if path else ""))
     return USAGE_ERROR if failures else 0
 
 
@@ -275,6 +301,49 @@ def _train(args):
         return status
     _print_error(f"wrote {output} and its training report {result[1]}")
     return 0
+
+
+def _calibrate(args):
+    started = time.monotonic()
+    result, status = _until_interrupted(functools.partial(_calibrate_into, args),
+                                        (TrainingError, ModelFileError, UsageError),
+                                        "calibration interrupted; its files were removed and no model was written")
+    if status:
+        return status
+    model, output = result
+    file_system = model.provenance["file_system"]
+    _print_error(f"wrote {output}: {file_system['type']} at {file_system['mount']} on {model.provenance['host']}, "
+                 f"measured in {time.monotonic() - started:.0f} s")
+    return 0
+
+
+def _calibrate_into(args):
+    """Check DIR and the model's directory before measuring; (model, path written)."""
+    check_training_dir(args.dir, PROFILES["calibrate"])
+    output = args.out or os.path.join(site_model_dir() if args.site else user_model_dir(),
+                                      calibrated_model_name(os.uname().nodename, file_system_facts(args.dir)) + ".json")
+    if not output.endswith(".json"):
+        raise UsageError(f"{output}: the model file name must end in .json")
+    _check_output_dir(os.path.dirname(os.path.abspath(output)))
+    return calibrate(args.dir, output, sys.stderr), output
+
+
+def calibrated_model_name(host, file_system):
+    """HOST-TYPE-MOUNT, the mount point's / as - ("root" for /), in letters, digits, . _ and -:
+    one model per host and file system, replaced when calibrated again."""
+    mount = file_system.get("mount", "/").strip("/").replace("/", "-") or "root"
+    name = f"{host.split('.')[0]}-{file_system.get('type', 'unknown')}-{mount}"
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+
+
+def _check_output_dir(directory):
+    """Create the model directory if needed; refuse one that cannot be written, before measuring."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"{directory}: cannot create the model directory: {error.strerror}") from None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise UsageError(f"{directory}: cannot write the model there (not writable)")
 
 
 def _until_interrupted(work, errors, interrupted):

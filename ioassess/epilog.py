@@ -33,7 +33,7 @@ import time
 
 from .escape import printable
 
-from .models.modelfile import DEFAULT_MODEL
+from .models.modelfile import SITE_MODELS_DIR, SITE_MODELS_ENV, model_dirs, site_model_dir
 
 DEFAULT_CONFIG = "/etc/ioassess/epilog.conf"
 CONFIG_SECTION = "epilog"
@@ -75,7 +75,8 @@ class Settings:
     darshan_days: int = 2
     output: str = "%w/ioassess-%j.html"
     json: str = ""
-    model: str = DEFAULT_MODEL
+    model: str = ""          # "": the one whose provenance fits the job (docs/cause-models.md)
+    site_models: str = ""    # "": $IOASSESS_SITE_MODELS, else SITE_MODELS_DIR
     nodes: str = "first"
     time_limit: float = 60.0
     log: str = ""
@@ -109,6 +110,7 @@ class Work:
     output: str
     json: str
     model: str
+    model_dirs: list         # [origin, directory] in search order (modelfile.model_dirs)
     report_group: str
 
 
@@ -155,7 +157,12 @@ def add_options(parser):
                 f"(default: {defaults.darshan_days})")
     option("-o", "--output", metavar="TEMPLATE", help=f"the report (default: {defaults.output})")
     option("--json", metavar="TEMPLATE", help="also write the assessment as JSON here (default: not)")
-    option("--model", metavar="NAME|PATH", help=f"the cause model (default: {defaults.model})")
+    option("--model", metavar="NAME|PATH",
+           help="the cause model (default: the one whose provenance fits the job best, from the user's model "
+                "directory, the site's and the shipped ones)")
+    option("--site-models", metavar="DIR",
+           help=f"the site's model directory, where `ioassess calibrate --site` writes (default: ${SITE_MODELS_ENV}, "
+                f"else {SITE_MODELS_DIR})")
     option("--nodes", type=_nodes, metavar="|".join(NODES),
            help="make the report on the first node of the job only, or on every node (default: first)")
     option("--time-limit", metavar="SECONDS", type=_seconds,
@@ -292,6 +299,15 @@ def read_config(path):
     return values
 
 
+def configured_site_models(config=DEFAULT_CONFIG):
+    """The site_models setting of the site's config file, or "" when it names none or cannot be
+    read (the epilog itself says what is wrong with it)."""
+    try:
+        return read_config(config).get("site_models", "") if os.path.exists(config) else ""
+    except EpilogError:
+        return ""
+
+
 def reports_here(environ, settings):
     """Whether this run makes the job's report: under TaskEpilog (which has SLURM_PROCID) task 0
     of each step, wherever it ran; under the Epilog, which every node of the job runs, the first
@@ -372,6 +388,7 @@ def work_for(job, settings):
                 trace_dir=expand(settings.trace_dir, job), darshan_logpath=settings.darshan_logpath,
                 darshan_days=settings.darshan_days, output=expand(settings.output, job),
                 json=expand(settings.json, job) if settings.json else "", model=settings.model,
+                model_dirs=model_dirs({}, job.home, settings.site_models or site_model_dir()),
                 report_group=settings.report_group)
 
 
@@ -677,8 +694,8 @@ def make_job_report(work, left_out):
         check_destination(path, work.uid)
     mode, group, unshared = report_permissions(work.report_group)
     try:
-        assessment = make_report(traces + darshan_log, work.model, work.output, work.json or None,
-                                 owner_uid=work.uid, mode=mode, group=group)
+        assessment = make_report(traces + darshan_log, work.model or None, work.output, work.json or None,
+                                 owner_uid=work.uid, mode=mode, group=group, model_dirs=work.model_dirs)
     except OSError as error:
         raise EpilogError(f"{work.output}: cannot write the report: {error.strerror}") from None
     read = {entry["path"] for entry in assessment["job"]["inputs"]}

@@ -31,15 +31,33 @@ def replace_atomically(path, text, mode=0o600, group=-1):
 def file_system_of(path):
     """(type, mount point) of the file system holding path, from /proc/self/mounts; ("unknown",
     "/") if that cannot be read."""
+    facts = file_system_facts(path)
+    return facts["type"], facts["mount"]
+
+
+def file_system_facts(path):
+    """{"type", "mount", "source"[, "device_number"]} of the file system holding path: its type,
+    mount point and what is mounted there (a device, a server's export) from /proc/self/mounts
+    ("unknown", "/", "unknown" if that cannot be read), and path's st_dev as MAJOR:MINOR (left
+    out if path cannot be stat'ed)."""
+    facts = {"type": "unknown", "mount": "/", "source": "unknown"}
+    try:
+        status = os.stat(path)
+        facts["device_number"] = f"{os.major(status.st_dev)}:{os.minor(status.st_dev)}"
+    except OSError:
+        pass
     try:
         with open("/proc/self/mounts") as mounts:
-            table = [(fields[1].replace("\\040", " "), fields[2]) for fields in map(str.split, mounts)]
+            table = [(fields[1].replace("\\040", " "), fields[2], fields[0]) for fields in map(str.split, mounts)]
     except OSError:
-        return "unknown", "/"
+        return facts
     # Longest mount point first; of one mount point mounted twice, the later mount is the visible one.
     table = sorted(reversed(table), key=lambda entry: -len(entry[0]))
-    mount_point, fs_type = mount_of(os.path.realpath(path), table)
-    return (fs_type, mount_point) if mount_point else ("unknown", "/")
+    mount_point, fs_type = mount_of(os.path.realpath(path), [entry[:2] for entry in table])
+    if mount_point:
+        source = next(entry[2] for entry in table if entry[:2] == (mount_point, fs_type))
+        facts.update(type=fs_type, mount=mount_point, source=source.replace("\\040", " "))
+    return facts
 
 
 def work_dir_problem(directory, needed_bytes, needed_for):

@@ -160,6 +160,7 @@ class JobFile:
     stripe_size: int = -1     # Lustre, -1 if not known
     stripe_count: int = -1
     osts: tuple = ()          # Lustre OST ids
+    device: int = 0           # st_dev of the file (traces), 0 if not known
 
 
 @dataclasses.dataclass

@@ -101,8 +101,8 @@ def job_from_traces(paths, owner_uid=None):
     processes = traceset.processes
     start_ns = min(p.start_ns for p in processes)
     file_ids = sorted(traceset.files)
-    files = [JobFile(name=traceset.files[i].name, fs_type=FS_TYPES.get(traceset.files[i].fs_magic, ""))
-             for i in file_ids]
+    files = [JobFile(name=traceset.files[i].name, fs_type=FS_TYPES.get(traceset.files[i].fs_magic, ""),
+                     device=traceset.files[i].device) for i in file_ids]
     ops = _trace_op_columns(traceset.ops, file_ids, start_ns)
     traceset.ops.clear()   # its columns may be views into the op records: let them go now
     totals, size_bins = _trace_summary_columns(traceset.summary, file_ids)
@@ -315,7 +315,7 @@ def _merge_two(a, b):
         facts = by_name.get(f.name)
         if facts is not None:
             files[i] = JobFile(f.name, facts.mount_point, facts.fs_type or f.fs_type, facts.stripe_size,
-                               facts.stripe_count, facts.osts)
+                               facts.stripe_count, facts.osts, f.device)
         else:
             mount_point, fs_type = mount_of(f.name, darshan.mounts)
             files[i] = dataclasses.replace(f, mount_point=mount_point, fs_type=f.fs_type or fs_type)

@@ -12,6 +12,9 @@ density, walking right from the last cluster, first falls below 0.05 of that clu
 from dataclasses import dataclass
 
 import numpy as np
+# Imported now, not on numpy's first use: a lazy import fails when the installation stops being
+# readable midway (and a Ctrl-C inside one can leave numpy half made).
+from numpy.fft import irfft, rfft
 
 # A local maximum counts as a cluster only if it reaches this fraction of the global maximum.
 # Counting every maximum (the paper's literal rule) lets a lone far outlier form the "last
@@ -173,7 +176,7 @@ def _convolve_gaussian(binned, lo, up, bandwidth):
     offsets = np.linspace(0.0, 2 * (up - lo), size)
     offsets[half + 1:] = -offsets[half - 1:0:-1]
     kernel = np.exp(-0.5 * (offsets / bandwidth) ** 2) / (bandwidth * np.sqrt(2 * np.pi))
-    return np.fft.irfft(np.fft.rfft(binned) * np.conj(np.fft.rfft(kernel)), size)
+    return irfft(rfft(binned) * np.conj(rfft(kernel)), size)
 
 
 def _local_maxima(y):

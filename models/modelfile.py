@@ -4,10 +4,16 @@ The format is documented field by field in docs/model-format.md. load_model() va
 completely and turns every problem (unreadable, not JSON, wrong format, newer version, bad
 field, lines not joined at 4096 B, bounds out of order) into a ModelFileError whose str() is
 one line `PATH: problem`. save_model() writes only what load_model() accepts, atomically.
+
+Models are looked for in three places, in this order (docs/model-format.md, "Where models
+are"): the user's model directory, the site's, and the ones shipped with ioassess.
 """
 import copy
+import dataclasses
 import json
 import os
+import re
+import stat
 
 from ioassess.jsonfile import (Invalid, JsonFileError, check_format, check_keys, choice, iso_date, json_type, number,
                                read_json_file, typed, write_json_file)
@@ -19,6 +25,12 @@ MODEL_FORMAT = "ioassess-cause-model"
 MODEL_VERSION = 1
 DEFAULT_MODEL = "local-linux"
 PRETRAINED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pretrained")
+# Where `ioassess calibrate --site` writes and every report looks: $IOASSESS_SITE_MODELS, else
+# the epilog config's site_models, else this directory.
+SITE_MODELS_ENV = "IOASSESS_SITE_MODELS"
+SITE_MODELS_DIR = "/etc/ioassess/models"
+ORIGINS = ("user", "site", "shipped")
+DEVICE_NUMBER = re.compile(r"[0-9]+:[0-9]+")
 # Relative gap allowed between the two segments at JOINT_BYTES. A fitted line is joined
 # exactly; a transcribed one (Table 3, three significant digits: each printed number may be
 # 0.5 % off) only up to rounding.
@@ -70,45 +82,92 @@ def save_model(model, path):
 
 # ---- reading ----
 
-def model_path(name_or_path):
-    """A name (no path separator, no .json suffix) is a model in PRETRAINED_DIR; anything
-    else is a path."""
+def user_model_dir(environ=os.environ, home=None):
+    """${XDG_DATA_HOME:-HOME/.local/share}/ioassess/models (a relative XDG_DATA_HOME is ignored,
+    as the XDG specification says); home: the user's home, default ~."""
+    data_home = environ.get("XDG_DATA_HOME", "")
+    if not os.path.isabs(data_home):
+        data_home = os.path.join(home or os.path.expanduser("~"), ".local", "share")
+    return os.path.join(data_home, "ioassess", "models")
+
+
+def site_model_dir(environ=os.environ):
+    """$IOASSESS_SITE_MODELS, else the site_models setting of the epilog's config file, else
+    SITE_MODELS_DIR."""
+    from ioassess.epilog import configured_site_models   # the epilog imports this module
+    return environ.get(SITE_MODELS_ENV) or configured_site_models() or SITE_MODELS_DIR
+
+
+def model_dirs(environ=os.environ, home=None, site_dir=None):
+    """[(origin, directory)] in search order: the user's, the site's, the shipped ones."""
+    return [("user", user_model_dir(environ, home)), ("site", site_dir or site_model_dir(environ)),
+            ("shipped", PRETRAINED_DIR)]
+
+
+def model_path(name_or_path, dirs=None):
+    """A name (no path separator, no .json suffix) is NAME.json in the first of the model
+    directories that has one (default: model_dirs()), else in PRETRAINED_DIR; anything else is
+    a path."""
     text = os.fspath(name_or_path)
     if os.sep in text or text.endswith(".json"):
         return text
-    return os.path.join(PRETRAINED_DIR, text + ".json")
+    candidates = [os.path.join(directory, text + ".json") for _, directory in (dirs or model_dirs())]
+    return next((path for path in candidates if os.path.isfile(path)), os.path.join(PRETRAINED_DIR, text + ".json"))
 
 
-def load_model(name_or_path):
+def load_model(name_or_path, dirs=None):
     """The validated CauseModel of a model name or file; raises ModelFileError."""
-    path = model_path(name_or_path)
+    path = model_path(name_or_path, dirs)
     return read_json_file(path, _model_from_json, ModelFileError,
-                          lambda: "no such model file" + _available_hint(name_or_path, path))
+                          lambda: "no such model file" + _available_hint(name_or_path, path, dirs))
 
 
-def _available_hint(name_or_path, path):
+def _available_hint(name_or_path, path, dirs):
     if path == os.fspath(name_or_path):
         return ""
-    names = [name for name, _, _ in list_models()]
+    names = sorted({found.name for found in find_models(dirs)})
     return f" (available models: {', '.join(names) if names else 'none'})"
 
 
-def list_models():
-    """(name, path, summary) of every model file in PRETRAINED_DIR, sorted by name. summary is
-    model_summary() of the model, or `invalid: problem` for a file load_model() rejects."""
-    try:
-        names = sorted(entry[:-len(".json")] for entry in os.listdir(PRETRAINED_DIR) if entry.endswith(".json"))
-    except FileNotFoundError:
-        return []
-    listing = []
-    for name in names:
-        path = os.path.join(PRETRAINED_DIR, name + ".json")
+@dataclasses.dataclass(frozen=True)
+class FoundModel:
+    origin: str         # user | site | shipped
+    name: str           # the file name without .json
+    path: str
+    model: object       # the CauseModel, or None when the file cannot be used
+    problem: str        # why it cannot be used; "" when it can
+
+
+def find_models(dirs=None):
+    """Every model file (*.json) of the model directories (default: model_dirs()), in search
+    order, by name within a directory. A user's or site's file that belongs to someone other
+    than this user or root is not used (another user could otherwise choose how your jobs are
+    judged), nor is anything but a regular file, nor a file load_model() rejects: each comes
+    with its problem."""
+    found = []
+    for origin, directory in dirs or model_dirs():
         try:
-            summary = model_summary(load_model(path))
-        except ModelFileError as error:
-            summary = f"invalid: {error.problem}"
-        listing.append((name, path, summary))
-    return listing
+            names = sorted(entry[:-len(".json")] for entry in os.listdir(directory) if entry.endswith(".json"))
+        except OSError:
+            continue
+        for name in names:
+            found.append(_found_model(origin, name, os.path.join(directory, name + ".json")))
+    return found
+
+
+def _found_model(origin, name, path):
+    try:
+        status = os.stat(path)
+    except OSError as error:
+        return FoundModel(origin, name, path, None, f"cannot read: {error.strerror}")
+    if not stat.S_ISREG(status.st_mode):   # a FIFO would block the report
+        return FoundModel(origin, name, path, None, "not a regular file: not used")
+    if origin != "shipped" and status.st_uid not in (0, os.geteuid()):
+        return FoundModel(origin, name, path, None, f"belongs to uid {status.st_uid}, not to you or root: not used")
+    try:
+        return FoundModel(origin, name, path, load_model(path), "")
+    except ModelFileError as error:
+        return FoundModel(origin, name, path, None, f"invalid: {error.problem}")
 
 
 def model_summary(model):
@@ -146,9 +205,13 @@ def _provenance(provenance):
     for field in ("source", "host", "kernel", "profile"):
         typed(provenance, "provenance.", field, str)
     file_system = typed(provenance, "provenance.", "file_system", dict)
-    check_keys(file_system, "provenance.file_system.", ("type", "mount"))
-    for field in ("type", "mount"):
+    check_keys(file_system, "provenance.file_system.", ("type", "mount") + tuple(
+        field for field in ("source", "device_number") if field in file_system))
+    for field in file_system:
         typed(file_system, "provenance.file_system.", field, str)
+    device_number = file_system.get("device_number")
+    if device_number is not None and not DEVICE_NUMBER.fullmatch(device_number):
+        raise Invalid(f"provenance.file_system.device_number: must be MAJOR:MINOR, got {json.dumps(device_number)}")
     iso_date(provenance, "provenance.", "date")
     typed(provenance, "provenance.", "generator", dict)
     return provenance

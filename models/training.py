@@ -13,6 +13,7 @@ class, the least line over its cut-offs + 10 % (docs/cause-models.md says why).
 The pure parts (the grid, fitting the lines from measurements) are separate from the parts
 that run programs and change the page cache (class Trainer).
 """
+import contextlib
 import dataclasses
 import itertools
 import json
@@ -20,15 +21,18 @@ import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
 import zipfile
 
 import numpy as np
+# Imported now, not on first use: an import that Ctrl-C interrupts can leave numpy half made.
+from numpy.random import default_rng
 
 from ioassess import recorder_library_path
-from ioassess.files import file_system_of, work_dir_problem
+from ioassess.files import file_system_facts, work_dir_problem
 from ioassess.progress import Progress
 from ioassess.trace import read_trace_dir
 from ioassess.traceformat import Op
@@ -90,6 +94,16 @@ PROFILES = {
         file_layouts={"discard": ("off0",), "cached": ("seq", "rnd"), "uncached": ("rnd",)},
         repeats=3, min_ops=64, max_ops=5000, budget_bytes=256 << 20, file_bytes=2 << 30,
         mem_buffer_bytes=256 << 20),
+    # `ioassess calibrate`: every line of the full profile in well under a minute (about 22 s
+    # on a 2-vCPU VM, docs/performance.md): the quick profile's sizes (64 KiB among them: with
+    # sizes a factor 8 apart the lines at 64 KiB were interpolations that put cached reads under
+    # the memcpy bound), one repeat, a file just large enough that no run reads a slot twice
+    # (16 slots of 16 MiB).
+    "calibrate": Profile(
+        name="calibrate", sizes=_powers(1, 16 << 20, 4), mem_layouts=("off0", "rnd"),
+        file_layouts={"discard": ("off0",), "cached": ("rnd",), "uncached": ("rnd",)},
+        repeats=1, min_ops=16, max_ops=2000, budget_bytes=32 << 20, file_bytes=256 << 20,
+        mem_buffer_bytes=64 << 20),
 }
 
 
@@ -251,26 +265,48 @@ def check_training_dir(directory, profile):
         raise TrainingError(problem)
 
 
-class Trainer:
-    """Runs the generator under the recorder in prepared page-cache states."""
+@contextlib.contextmanager
+def interrupts_held():
+    """A SIGINT or SIGTERM that comes during the block takes effect after it, so that a Ctrl-C
+    cannot come between making a work directory and being ready to remove it, nor cut its
+    removal short. Held by Python handlers, not by blocking the signals: a signal blocked in
+    this thread would go to another (numpy's), and Python would act on it at once."""
+    caught = []
+    previous = {signum: signal.signal(signum, lambda signum, _frame: caught.append(signum))
+                for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if caught:
+            signal.raise_signal(caught[0])
 
-    def __init__(self, directory, profile):
+
+class Trainer:
+    """Runs the generator under the recorder in prepared page-cache states. may_drop_caches:
+    whether root evicts by drop_caches (every file of the machine); otherwise, and always
+    without root, only the training file is evicted (POSIX_FADV_DONTNEED)."""
+
+    def __init__(self, directory, profile, may_drop_caches=True, work_prefix="ioassess-train-"):
         self.profile = profile
         self.workload = workload_program_path()
         self.library = recorder_library_path()
         for program in (self.workload, self.library):
             if not os.path.isfile(program):
                 raise TrainingError(f"{program} is missing: reinstall ioassess (pip install .)")
-        self.work_dir = tempfile.mkdtemp(prefix="ioassess-train-", dir=directory)
+        self.work_dir = tempfile.mkdtemp(prefix=work_prefix, dir=directory)
         self.data_file = os.path.join(self.work_dir, "training.dat")
         self.runs = 0
-        self.evict_by_drop_caches = os.geteuid() == 0
+        self.evict_by_drop_caches = may_drop_caches and os.geteuid() == 0
 
     def cleanup(self):
-        shutil.rmtree(self.work_dir, ignore_errors=True)
+        """Remove the work directory; a second Ctrl-C or SIGTERM waits until it is gone."""
+        with interrupts_held():
+            shutil.rmtree(self.work_dir, ignore_errors=True)
 
     def create_data_file(self):
-        block = np.random.default_rng(1).integers(0, 256, 1 << 20, dtype=np.uint8).tobytes()
+        block = default_rng(1).integers(0, 256, 1 << 20, dtype=np.uint8).tobytes()
         with open(self.data_file, "wb") as f:
             for _ in range(self.profile.file_bytes >> 20):
                 f.write(block)
@@ -364,13 +400,12 @@ def timed_ops(traceset, target, op):
     return columns
 
 
-def provenance(directory, profile, trainer):
-    fs_type, mount = file_system_of(directory)
+def provenance(directory, profile, trainer, source):
     return {
-        "source": "trained by ioassess train",
+        "source": source,
         "host": platform.node(),
         "kernel": platform.release(),
-        "file_system": {"type": fs_type, "mount": mount},
+        "file_system": file_system_facts(directory),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "profile": profile.name,
         "generator": {
@@ -398,6 +433,9 @@ def measure_all(trainer, profile, progress):
         # state is only re-read when mincore finds it no longer resident.
         resident = trainer.prepare(config)
         durations = trainer.measure(config)["duration_s"]
+        if not len(durations):
+            raise TrainingError(f"{trainer.workload}: the run {config.state} {config.op} {config.mem_layout} "
+                                f"{config.size} B recorded no {config.op} of {trainer.target(config)}")
         key = (config.op, STATE_CLASS[config.state], MODEL_LAYOUT[config.mem_layout])
         cell = measurements.setdefault(key, {})
         cell[config.size] = np.concatenate([cell.get(config.size, np.empty(0)), durations])
@@ -443,23 +481,48 @@ def train(directory, profile_name, model_path, stream):
     """Measure, fit and write the model file, its training report (MODEL.html) and the raw
     measurements (MODEL.measurements.npz) beside it. The training file and traces are removed
     at the end, also on Ctrl-C or an error."""
-    profile = PROFILES[profile_name]
+    measurements, description, facts = measure_file_system(directory, PROFILES[profile_name], stream, "train")
+    save_measurements(measurements_path(model_path), measurements, description, facts)
+    return fit_and_write(measurements, description, facts, model_path)
+
+
+def calibrate(directory, model_path, stream):
+    """`ioassess calibrate`: measure the calibrate profile in directory as any user can (the
+    uncached state by POSIX_FADV_DONTNEED on its own file, also as root: dropping every cache of
+    a shared machine is not a user's business), fit and write the model alone; returns it. The
+    work files are removed at the end, also on Ctrl-C, SIGTERM or an error."""
+    measurements, description, facts = measure_file_system(directory, PROFILES["calibrate"], stream, "calibrate")
+    name = os.path.splitext(os.path.basename(model_path))[0]
+    model, _ = fit_model(measurements, name, description, facts)
+    save_model(model, model_path)
+    return model
+
+
+MEASURING_COMMANDS = {"train": "trained by ioassess train", "calibrate": "calibrated by ioassess calibrate"}
+
+
+def measure_file_system(directory, profile, stream, command):
+    """Run the profile's grid in a work directory (DIR/ioassess-COMMAND-*) made in directory
+    and removed at the end; returns (measurements, description, provenance). command: train
+    (may drop caches as root) or calibrate (never does)."""
     check_training_dir(directory, profile)
-    trainer = Trainer(directory, profile)
+    source = MEASURING_COMMANDS[command]
+    trainer = None
     try:
-        stream.write(f"ioassess train: {profile.name} profile, {len(training_grid(profile))} runs in "
-                     f"{trainer.work_dir}\n")
+        with interrupts_held():
+            trainer = Trainer(directory, profile, command == "train", f"ioassess-{command}-")
+        stream.write(f"ioassess: {profile.name} profile, {len(training_grid(profile))} runs in {trainer.work_dir}\n")
         trainer.create_data_file()
         progress = Progress(sum(expected_seconds(profile, c) for c in training_grid(profile)), stream)
         measurements, _ = measure_all(trainer, profile, progress)
-        fs_type, mount = file_system_of(directory)
-        description = (f"Cause models of {fs_type} at {mount} on {platform.node()}, "
-                       f"measured by ioassess train ({profile.name} profile).")
-        facts = provenance(directory, profile, trainer)
+        facts = provenance(directory, profile, trainer, source)
     finally:
-        trainer.cleanup()
-    save_measurements(measurements_path(model_path), measurements, description, facts)
-    return fit_and_write(measurements, description, facts, model_path)
+        if trainer is not None:
+            trainer.cleanup()
+    file_system = facts["file_system"]
+    description = (f"Cause models of {file_system['type']} at {file_system['mount']} on {facts['host']}, "
+                   f"{source} ({profile.name} profile).")
+    return measurements, description, facts
 
 
 def fit_and_write(measurements, description, facts, model_path):

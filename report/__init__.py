@@ -13,6 +13,7 @@ from ioassess.models.modelfile import load_model, model_path
 from ioassess.progress import Progress
 
 from .assess import assess
+from .model_choice import choose_model, given_model_choice
 from .render import write_report
 
 # Shares of the work, for the progress bar.
@@ -21,20 +22,27 @@ LOAD_SHARE, ASSESS_SHARE, RENDER_SHARE = 0.5, 0.2, 0.3
 QUIET_FOR_S = 1.0
 
 
-def make_report(inputs, model_name_or_path, html_path=None, json_path=None, stream=None, site_grid=None,
-                owner_uid=None, mode=0o600, group=-1):
+def make_report(inputs, model_name_or_path=None, html_path=None, json_path=None, stream=None, site_grid=None,
+                owner_uid=None, mode=0o600, group=-1, model_dirs=None):
     """Load the inputs, assess them under the model, write the HTML report and/or the JSON;
     returns the assessment. Raises LoadError, ModelFileError or GridFileError (one line each)
-    before anything is written. site_grid: the I/O-model grid file to place the job on; without
-    it, the site's (find_site_grid). owner_uid: whose traces are taken (load_job; default: the
-    effective uid's). Both files get exactly mode and, when given, the group gid `group`: 0600
-    by default, as the job's traces, since they name its files and command line."""
-    model = load_model(model_name_or_path)
+    before anything is written. model_name_or_path: the model to use; None: the one whose
+    provenance fits the job best (model_choice.choose_model) from model_dirs (default: the
+    user's, the site's, the shipped ones). site_grid: the I/O-model grid file to place the job
+    on; without it, the site's (find_site_grid). owner_uid: whose traces are taken (load_job;
+    default: the effective uid's). Both files get exactly mode and, when given, the group gid
+    `group`: 0600 by default, as the job's traces, since they name its files and command line."""
+    given = None if model_name_or_path is None else load_model(model_name_or_path, model_dirs)
     grid = find_site_grid(site_grid, stream)
     progress = Progress(1.0, stream, quiet_for_s=QUIET_FOR_S) if stream is not None and stream.isatty() else None
     job = load_job(inputs, owner_uid)
     _advance(progress, LOAD_SHARE, "loaded")
-    assessment = json_safe(assess(job, model, model_path(model_name_or_path), grid))
+    if given is None:
+        model, path, choice = choose_model(job, model_dirs)
+    else:
+        model, path = given, model_path(model_name_or_path, model_dirs)
+        choice = given_model_choice(job, model, path)
+    assessment = json_safe(assess(job, model, path, grid, choice))
     _advance(progress, ASSESS_SHARE, "assessed")
     if json_path:
         replace_atomically(json_path, json.dumps(assessment, indent=1, allow_nan=False) + "\n", mode, group)

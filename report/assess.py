@@ -68,10 +68,11 @@ RANK_PLOT_BINS = 200
 MOST_LOST_NAMED = 3
 
 
-def assess(job, model, model_source="", site_grid=None):
+def assess(job, model, model_source="", site_grid=None, model_choice=None):
     """The assessment (a dict) of a Job under a CauseModel. site_grid: None, or the site's
     I/O-model grid to place the job on, {"path", "grid"} (a grid of ioassess.iomodels.load_grid),
-    or {"path", "problem"} for one that could not be used."""
+    or {"path", "problem"} for one that could not be used. model_choice: how the model was
+    chosen and why (report.model_choice), or None."""
     per_op = classify_ops(job, model)
     per_total = estimate_totals(job, model)
     per_process = process_io(job, per_op, per_total)
@@ -85,7 +86,7 @@ def assess(job, model, model_source="", site_grid=None):
         "version": FORMAT_VERSION,
         "job": job_facts(job, cell),
         "model": {"name": model.name, "description": model.description, "source": model_source,
-                  "provenance": model.provenance},
+                  "provenance": model.provenance, "choice": model_choice},
         "tier": tier_of(job),
         "headline": headline,
         "kernel": kernel_word(job, per_op),

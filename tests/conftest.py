@@ -25,7 +25,17 @@ For tests that need a second, unprivileged user (they run as root):
                    PyDarshan until the module's tests are done, so that TEST_USER can run them.
     searchable_tmp a fresh directory under /tmp that every user can search (pytest's tmp_path is
                    under root's private one), removed after the test.
+
+A cause model of the machine the tests run on (tests that compare durations with a model use
+it, never a shipped model trained elsewhere):
+
+    calibrated_model
+                   made once per session by `ioassess calibrate` run as TEST_USER in a directory
+                   of its own under /tmp (the file system of pytest's tmp_path): .path the model
+                   file (in .data_home/ioassess/models, XDG_DATA_HOME of the run), .work_dir the
+                   --dir given, .result the CompletedProcess, .started/.ended its time.time().
 """
+import contextlib
 import os
 import pathlib
 import shutil
@@ -33,6 +43,8 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
+import types
 
 import darshan
 import pytest
@@ -114,6 +126,13 @@ def job_user():
 def installation_reachable(job_user):
     """Let others search the directories above the installed Python and ioassess that they
     cannot (e.g. /root of a pyenv install), until the module's tests are done."""
+    with reachable_installation():
+        yield
+
+
+@contextlib.contextmanager
+def reachable_installation():
+    """installation_reachable's work, for a with block."""
     changed = {}
     for path in (os.path.realpath(sys.executable), installed_package.__file__, darshan.__file__):
         directory = os.path.dirname(path)
@@ -123,9 +142,34 @@ def installation_reachable(job_user):
                 changed[directory] = stat.S_IMODE(mode)
                 os.chmod(directory, stat.S_IMODE(mode) | stat.S_IXOTH)
             directory = os.path.dirname(directory)
-    yield
-    for directory, mode in changed.items():
-        os.chmod(directory, mode)
+    try:
+        yield
+    finally:
+        for directory, mode in changed.items():
+            os.chmod(directory, mode)
+
+
+@pytest.fixture(scope="session")
+def calibrated_model(recorder_lib):
+    """The model `ioassess calibrate` makes of this machine, as TEST_USER (see the module doc)."""
+    user = system_user(TEST_USER)
+    base = pathlib.Path(tempfile.mkdtemp(prefix="ioassess-calibrated-", dir="/tmp"))
+    os.chmod(base, 0o755)
+    work_dir, data_home = base / "work", base / "data"
+    for directory in (work_dir, data_home):
+        directory.mkdir()
+        os.chown(directory, user.pw_uid, user.pw_gid)
+    argv, env = _installed_cli(["calibrate", "--dir", work_dir], {"HOME": str(base), "XDG_DATA_HOME": str(data_home)})
+    started = time.time()
+    with reachable_installation():
+        result = subprocess.run(argv, cwd=work_dir, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+                                user=user.pw_uid, group=user.pw_gid, extra_groups=[])
+    ended = time.time()
+    assert result.returncode == 0, result.stderr
+    (path,) = (data_home / "ioassess" / "models").iterdir()
+    yield types.SimpleNamespace(path=path, work_dir=work_dir, data_home=data_home, result=result, started=started,
+                                ended=ended, user=user)
+    shutil.rmtree(base)
 
 
 @pytest.fixture

@@ -465,6 +465,40 @@ def test_the_spack_recipe_is_valid_python(tmp_path):
                    env={**os.environ, "PYTHONPYCACHEPREFIX": str(tmp_path)})
 
 
+def test_the_report_uses_the_model_of_the_site_or_the_one_the_user_calibrated(ioassess, make_site, home_user,
+                                                                              recorder_lib, calibrated_model):
+    """Without a model setting the job is judged by the model made where it ran: the site's
+    (site_models), and the user's own (in the home: the worker has none of the job's environment)
+    before it."""
+    site = make_site(home_user)
+    site_models = os.path.join(site.root, "site-models")
+    os.mkdir(site_models)
+    sites = shutil.copy(calibrated_model.path, site_models)
+    site.record_job(recorder_lib)
+    settings = site.settings(site_models=site_models)
+
+    def chosen():
+        assert_one_line(site, epilog(ioassess, settings, site.slurm_environment()), "wrote")
+        os.unlink(site.log)
+        with open(site.report(suffix="json")) as f:
+            model = json.load(f)["model"]
+        return model["source"], model["choice"]["match"]
+
+    assert chosen() == (sites, "host and file system")
+    models = os.path.join(home_user.pw_dir, ".local", "share", "ioassess", "models")
+    made = models   # the first directory of the path that is not there: removed at the end
+    while not os.path.exists(os.path.dirname(made)):
+        made = os.path.dirname(made)
+    assert not os.path.exists(made), f"{made}: left by an earlier run?"
+    site.as_user([tool("mkdir"), "-p", models], clean_env({}), cwd="/")
+    try:
+        users = shutil.copy(calibrated_model.path, models)
+        os.chown(users, home_user.pw_uid, home_user.pw_gid)
+        assert chosen() == (users, "host and file system")
+    finally:
+        shutil.rmtree(made)
+
+
 # ---- what a user, or another user, can do to the epilog ----
 
 def test_the_worker_runs_none_of_the_users_python_code(ioassess, make_site, home_user, user_site, recorder_lib):

@@ -1,6 +1,7 @@
 """Cause-model files: JSON round trip, validation with one-line errors, the shipped Mistral model
-(Kunkel 2015, Table 3) and `ioassess models`."""
+(Kunkel 2015, Table 3), the model directories and `ioassess models`."""
 import copy
+import dataclasses
 import json
 import os
 import stat
@@ -11,7 +12,7 @@ import pytest
 from ioassess.cli import main
 from ioassess.models import modelfile
 from ioassess.models.causes import CLASSES, CauseModel, ModelLine, SegmentedLine, classify, time_lost_seconds
-from ioassess.models.modelfile import (DEFAULT_MODEL, ModelFileError, list_models, load_model, model_to_json,
+from ioassess.models.modelfile import (DEFAULT_MODEL, ModelFileError, find_models, load_model, model_to_json,
                                        save_model)
 
 MiB = 1 << 20
@@ -35,6 +36,18 @@ def small_model():
         ("write", "uncached", "rnd"): ModelLine(segmented(5e-5, 1e-9, 1e-8), segmented(2e-5, 1e-9, 5e-9), ERRORS, ""),
     }
     return CauseModel("node1-scratch", "a test model", copy.deepcopy(PROVENANCE), lines)
+
+
+@pytest.fixture
+def model_dirs(tmp_path, monkeypatch):
+    """Empty user, site and shipped model directories under tmp_path: (user, site, shipped)."""
+    dirs = [tmp_path / "data" / "ioassess" / "models", tmp_path / "site", tmp_path / "shipped"]
+    for directory in dirs:
+        directory.mkdir(parents=True)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("IOASSESS_SITE_MODELS", str(dirs[1]))
+    monkeypatch.setattr(modelfile, "PRETRAINED_DIR", str(dirs[2]))
+    return dirs
 
 
 def write_json(path, data):
@@ -195,22 +208,44 @@ def test_a_file_that_is_not_a_model_is_rejected_with_one_line(tmp_path, content,
     assert str(raised.value) == f"{path}: {problem}"
 
 
-def test_missing_and_unreadable_files_are_one_line(tmp_path, monkeypatch):
+def test_missing_and_unreadable_files_are_one_line(tmp_path, model_dirs):
     with pytest.raises(ModelFileError, match=f"^{tmp_path}/none.json: no such model file$"):
         load_model(tmp_path / "none.json")
     with pytest.raises(ModelFileError, match=f"^{tmp_path}: cannot read: Is a directory$"):
         load_model(tmp_path)
-    monkeypatch.setattr(modelfile, "PRETRAINED_DIR", str(tmp_path))
-    save_model(small_model(), tmp_path / "node1-scratch.json")
+    user, site, shipped = model_dirs
+    save_model(small_model(), shipped / "node1-scratch.json")
+    save_model(small_model(), user / "mine.json")
     with pytest.raises(ModelFileError) as raised:
         load_model("lustre")
-    assert str(raised.value) == f"{tmp_path}/lustre.json: no such model file (available models: node1-scratch)"
+    assert str(raised.value) == f"{shipped}/lustre.json: no such model file (available models: mine, node1-scratch)"
 
 
-def test_a_name_is_a_model_in_the_pretrained_directory(tmp_path, monkeypatch):
-    monkeypatch.setattr(modelfile, "PRETRAINED_DIR", str(tmp_path))
-    save_model(small_model(), tmp_path / "node1-scratch.json")
-    assert load_model("node1-scratch") == small_model()
+def test_a_name_is_a_model_of_the_first_directory_that_has_it(model_dirs):
+    """User, then site, then shipped."""
+    user, site, shipped = model_dirs
+    model = small_model()
+    for directory, host in ((shipped, "shipped"), (site, "site"), (user, "user")):
+        save_model(dataclasses.replace(model, provenance={**model.provenance, "host": host}),
+                   directory / "node1-scratch.json")
+        assert load_model("node1-scratch").provenance["host"] == host
+
+
+def test_models_of_other_users_fifos_and_invalid_ones_are_found_with_their_problem(model_dirs, job_user):
+    user, site, shipped = model_dirs
+    save_model(small_model(), site / "theirs.json")
+    os.chown(site / "theirs.json", job_user.pw_uid, -1)
+    write_json(user / "broken.json", mutated(set_in(["version"], 7)))
+    os.mkfifo(user / "fifo.json")
+    save_model(small_model(), shipped / "node1-scratch.json")
+    found = [(f.origin, f.name, f.path, f.model, f.problem) for f in find_models()]
+    assert found == [
+        ("user", "broken", str(user / "broken.json"), None,
+         "invalid: model file version 7 is newer than this ioassess supports (1)"),
+        ("user", "fifo", str(user / "fifo.json"), None, "not a regular file: not used"),
+        ("site", "theirs", str(site / "theirs.json"), None,
+         f"belongs to uid {job_user.pw_uid}, not to you or root: not used"),
+        ("shipped", "node1-scratch", str(shipped / "node1-scratch.json"), small_model(), "")]
 
 
 # ---- the shipped Mistral model: Kunkel 2015, Table 3 ----
@@ -277,29 +312,31 @@ def test_the_mistral_model_classifies_1_mib_reads_and_nothing_is_slow(mistral):
 
 # ---- listing and `ioassess models` ----
 
-def test_list_models_lists_the_shipped_model():
-    names = {name: (path, summary) for name, path, summary in list_models()}
-    path, summary = names["mistral-lustre-2015"]
-    assert os.path.isfile(path)
-    assert summary == ("transcribed from Kunkel 2015, Table 3; host mistral (DKRZ); "
-                       "lustre at /mnt/lustre (Lustre 2.5, ClusterStor 9000); 2015; profile paper")
+def test_the_shipped_models_are_found():
+    found = {f.name: f for f in find_models([("shipped", modelfile.PRETRAINED_DIR)])}
+    mistral = found["mistral-lustre-2015"]
+    assert mistral.origin == "shipped" and os.path.isfile(mistral.path) and not mistral.problem
+    assert modelfile.model_summary(mistral.model) == (
+        "transcribed from Kunkel 2015, Table 3; host mistral (DKRZ); "
+        "lustre at /mnt/lustre (Lustre 2.5, ClusterStor 9000); 2015; profile paper")
 
 
-def test_models_command_marks_the_default_and_says_when_it_is_missing(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(modelfile, "PRETRAINED_DIR", str(tmp_path))
-    save_model(small_model(), tmp_path / "node1-scratch.json")
-    write_json(tmp_path / "broken.json", mutated(set_in(["version"], 7)))
+def test_models_command_lists_every_directory_and_marks_the_default(model_dirs, capsys):
+    user, site, shipped = model_dirs
+    save_model(small_model(), user / "node1-scratch.json")
+    write_json(site / "broken.json", mutated(set_in(["version"], 7)))
     assert main(["models"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        f"* {DEFAULT_MODEL}    (not installed: train one with `ioassess train`)",
-        "  broken         invalid: model file version 7 is newer than this ioassess supports (1); "
-        f"{tmp_path}/broken.json",
-        "  node1-scratch  trained by ioassess train; host node1; ext4 at /scratch; 2026-11-21T12:00:00+00:00; "
-        f"profile quick; {tmp_path}/node1-scratch.json",
+        "  user     node1-scratch  trained by ioassess train; host node1; ext4 at /scratch; "
+        f"2026-11-21T12:00:00+00:00; profile quick; {user}/node1-scratch.json",
+        "  site     broken         invalid: model file version 7 is newer than this ioassess supports (1); "
+        f"{site}/broken.json",
+        f"* shipped  {DEFAULT_MODEL}    (not installed: train one with `ioassess train`)",
     ]
-    os.rename(tmp_path / "node1-scratch.json", tmp_path / f"{DEFAULT_MODEL}.json")
+    save_model(small_model(), shipped / f"{DEFAULT_MODEL}.json")
     assert main(["models"]) == 0
-    assert capsys.readouterr().out.splitlines()[1].startswith(f"* {DEFAULT_MODEL}  trained by ioassess train; ")
+    assert capsys.readouterr().out.splitlines()[2].startswith(
+        f"* shipped  {DEFAULT_MODEL}    trained by ioassess train; ")
 
 
 def test_models_command_checks_the_given_files(tmp_path, capsys):
@@ -310,8 +347,8 @@ def test_models_command_checks_the_given_files(tmp_path, capsys):
     assert captured.err.splitlines() == [
         f'ioassess: {bad}: lines[0].layout: unknown layout "seq" (expected one of off0, rnd)']
     assert captured.out.splitlines() == [
-        "  node1-scratch  trained by ioassess train; host node1; ext4 at /scratch; 2026-11-21T12:00:00+00:00; "
-        f"profile quick; {tmp_path}/good.json"]
+        "  given    node1-scratch  trained by ioassess train; host node1; ext4 at /scratch; "
+        f"2026-11-21T12:00:00+00:00; profile quick; {tmp_path}/good.json"]
 
 
 def test_the_shipped_default_model_is_a_full_training_with_every_line():

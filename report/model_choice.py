@@ -1,0 +1,187 @@
+"""Which cause model judges a job: the one whose provenance fits where the job's I/O went
+(docs/cause-models.md, "Choosing the model").
+
+The job's main file system is the one that took most of its I/O time (reads and writes of the
+POSIX and STDIO layers, per op and from counters). Candidates are the model files of the
+user's, the site's and the shipped directories (ioassess.models.modelfile.find_models), ranked:
+
+  1. a user's or site's model made on a host of the job, for that file system (same device
+     number for traces, same mount point for Darshan logs, which have no device numbers), of
+     the same type;
+  2. a user's or site's model of the same type, made on a host of the same class (its name
+     with the digits taken out) or for the same mount point;
+  3. a shipped model of the same type (mistral-lustre-2015 for Lustre): shipped models were
+     made elsewhere, whatever their host was called;
+  4. the shipped default (local-linux) for a local Linux file system type.
+
+Ties go to the earlier directory in the search order, then to the name. With no candidate the
+default is used all the same, and the choice says, with a banner, that its file-system type is
+not the job's: a model of one type is never applied to another silently.
+"""
+import dataclasses
+import os
+import re
+
+import numpy as np
+
+from ioassess.job import LAYERS
+from ioassess.models.modelfile import DEFAULT_MODEL, ORIGINS, find_models, load_model, model_dirs
+
+# File-system types of local Linux block devices and memory, whose page cache behaves as the
+# default model's (trained on ext4); anything else (nfs, lustre, gpfs, ...) is another machine.
+LOCAL_TYPES = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "zfs", "tmpfs", "rootfs", "overlay",
+                         "overlayfs"})
+# Where no storage is: the files of these file systems say nothing about where the I/O went.
+PSEUDO_TYPES = frozenset({"", "proc", "sysfs", "devpts", "devtmpfs", "cgroup", "cgroup2", "debugfs", "pipefs"})
+MATCHES = ("host and file system", "host class", "shipped for the type", "local default", "none", "given")
+
+
+@dataclasses.dataclass(frozen=True)
+class FileSystem:
+    """A file system the job did I/O on."""
+    type: str
+    mount: str          # "" if not known (traces record the device, not the mount point)
+    device: int         # st_dev; 0 if not known (Darshan logs)
+    seconds: float      # the job's I/O time on it
+    share: float        # of the I/O time on known file systems
+
+
+def job_file_systems(job):
+    """The job's file systems, most I/O time first (then most files)."""
+    seconds = _seconds_per_file(job)
+    groups = {}
+    for index, file in enumerate(job.files):
+        if file.fs_type in PSEUDO_TYPES:
+            continue
+        key = (file.fs_type, file.mount_point, file.device)
+        total, files = groups.get(key, (0.0, 0))
+        groups[key] = (total + seconds[index], files + 1)
+    overall = sum(total for total, _ in groups.values())
+    ordered = sorted(groups.items(), key=lambda item: (-item[1][0], -item[1][1], item[0]))
+    return [FileSystem(fs_type, mount, device, total, total / overall if overall > 0 else 1.0 / len(ordered))
+            for (fs_type, mount, device), (total, _) in ordered]
+
+
+def _seconds_per_file(job):
+    """Read and write time per file of Job.files, of the layers whose time is the job's I/O time
+    (MPI-IO calls contain POSIX ones)."""
+    seconds = np.zeros(len(job.files))
+    mpiio = LAYERS.index("mpiio")
+    for table, column in ((job.ops, "duration_s"), (job.totals, "seconds")):
+        chosen = (table["layer"] != mpiio) & (table["direction"] < 2) & np.isfinite(table[column])
+        seconds += np.bincount(table["file"][chosen], table[column][chosen], minlength=len(job.files))
+    return seconds
+
+
+def host_class(host):
+    """The host's short name with each run of digits as one #: nodes of one cluster (n0012,
+    n0345) share it."""
+    return re.sub(r"[0-9]+", "#", host.split(".")[0])
+
+
+def match_rank(found, file_system, hosts):
+    """0-3 (the module doc's ranks 1-4, best first) of a usable model file for the file system,
+    or None when it does not fit."""
+    provenance = found.model.provenance
+    own = provenance["file_system"]
+    if found.origin == "shipped":   # made elsewhere, whatever its host was called
+        if own["type"] == file_system.type:
+            return 2
+        return 3 if found.name == DEFAULT_MODEL and file_system.type in LOCAL_TYPES else None
+    if own["type"] != file_system.type:
+        return None
+    if file_system.device:
+        same_place = own.get("device_number") == device_number(file_system.device)
+    else:
+        same_place = bool(file_system.mount) and own["mount"] == file_system.mount
+    if provenance["host"] in hosts and same_place:
+        return 0
+    if host_class(provenance["host"]) in {host_class(host) for host in hosts} or \
+            (file_system.mount and own["mount"] == file_system.mount):
+        return 1
+    return None
+
+
+def device_number(st_dev):
+    return f"{os.major(st_dev)}:{os.minor(st_dev)}"
+
+
+def choose_model(job, dirs=None):
+    """(model, path, choice) for the job, from the model directories (default: model_dirs());
+    choice is the assessment's "choice" (docs/assessment.md). Raises ModelFileError when the
+    shipped default is needed and cannot be read."""
+    file_systems = job_file_systems(job)
+    hosts = sorted({process.hostname for process in job.processes if process.hostname})
+    found = find_models(dirs)
+    usable = [entry for entry in found if entry.model is not None]
+    not_used = [f"{entry.path}: {entry.problem}" for entry in found if entry.model is None]
+    main = file_systems[0] if file_systems else None
+    ranked = []
+    for index, entry in enumerate(usable if main else ()):
+        rank = match_rank(entry, main, hosts)
+        if rank is not None:
+            ranked.append((rank, ORIGINS.index(entry.origin), entry.name, index))
+    if ranked:
+        rank, _, _, index = min(ranked)
+        model, path, match = usable[index].model, usable[index].path, MATCHES[rank]
+    else:
+        shipped = next(directory for origin, directory in dirs or model_dirs() if origin == "shipped")
+        path = os.path.join(shipped, DEFAULT_MODEL + ".json")
+        model, match = load_model(path), "none"
+    choice = {"match": match, "reason": _reason(match, model, main, hosts), "not_used": not_used}
+    return model, path, {**choice, **_file_system_facts(model, file_systems)}
+
+
+def given_model_choice(job, model, path):
+    """The choice of a model given with --model (or the epilog's `model` setting)."""
+    choice = {"match": "given", "reason": f"given: {path}", "not_used": []}
+    return {**choice, **_file_system_facts(model, job_file_systems(job))}
+
+
+def _file_system_facts(model, file_systems):
+    """The job's main file system, the others, and the banner when the model's type is not the
+    main one's."""
+    own_type = model.provenance["file_system"]["type"]
+    main = file_systems[0] if file_systems else None
+    banner = None
+    if main and main.type != own_type:
+        banner = (f"The cause model {model.name} was made for {own_type}, but {main.share:.0%} of this job's I/O "
+                  f"time went to {_where(main)}: its classes and time lost are not that file system's. "
+                  f"A model of it: `ioassess calibrate` there (for the site: `ioassess calibrate --site`).")
+    return {"file_system": _file_system_json(main) if main else None,
+            "other_file_systems": [_file_system_json(other) for other in file_systems[1:]],
+            "banner": banner}
+
+
+def _file_system_json(file_system):
+    return {"type": file_system.type, "mount": file_system.mount or None,
+            "device_number": device_number(file_system.device) if file_system.device else None,
+            "seconds": file_system.seconds, "share": file_system.share}
+
+
+def _where(file_system):
+    return file_system.type + (f" at {file_system.mount}" if file_system.mount else "")
+
+
+def _reason(match, model, main, hosts):
+    provenance = model.provenance
+    own = provenance["file_system"]
+    made = f"{provenance['source']} on {provenance['host']}"
+    when = f"for {own['type']} at {own['mount']} on {provenance['date']}"
+    where_run = f"on {', '.join(hosts)}" if hosts else "where the job ran (its hosts are not known)"
+    if match == "host and file system":
+        return f"{made}, where the job ran, {when}"
+    if match == "host class":
+        why = "the same mount point" if main.mount and own["mount"] == main.mount else "a host like the job's"
+        return f"{made} ({why}), {when}"
+    if main is None:
+        return (f"the file systems of the job's I/O are not known: the shipped default {model.name} "
+                f"({own['type']} on {provenance['host']}, {provenance['date']}) is used")
+    another = "its times are another machine's (`ioassess calibrate` makes a model of this one)"
+    shipped = f"{model.name} ({own['type']} on {provenance['host']}, {provenance['date']}; {provenance['source']})"
+    if match == "shipped for the type":
+        return f"no model for {main.type} made {where_run}: the shipped model {shipped} is used; {another}"
+    if match == "local default":
+        return (f"no model for {main.type} made {where_run}: the shipped default {shipped} is used for this local "
+                f"file system; {another}")
+    return f"no model for {main.type}: the shipped default {shipped} is used, but it is not a model of {main.type}"
