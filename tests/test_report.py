@@ -56,7 +56,11 @@ def test_cached_reads_lose_nothing_and_uncached_reads_lose_time(ioassess, data_f
     evict(str(data_file))
     uncached = random_reads(ioassess, data_file, tmp_path / "uncached", calibrated_model.path)
 
-    assert class_shares(cached, "read").get("cached", 0) >= 0.9, cached["classes"]
+    # served from the page cache: cached (or memory speed), and where a read stalled (the kernel
+    # saw its pages cached) a stall; never storage
+    shares = class_shares(cached, "read")
+    assert shares.get("cached", 0) + shares.get("memcpy", 0) + shares.get("stall", 0) >= 0.95, cached["classes"]
+    assert cached["headline"]["lost_by_cause"]["storage"] <= 0.05 * cached["headline"]["io_s"], cached["headline"]
     assert class_shares(uncached, "read").get("uncached", 0) >= 0.8, uncached["classes"]
     head_cached, head_uncached = cached["headline"], uncached["headline"]
     # near zero: a single op delayed by a few ms (the VM's scheduling) may weigh as much as all
@@ -68,7 +72,10 @@ def test_cached_reads_lose_nothing_and_uncached_reads_lose_time(ioassess, data_f
     assert top["ops"] == READS and top["bytes"] == READS * READ_BYTES
     assert top["pattern"]["read_share"] == 1.0 and top["pattern"]["consecutive_share"] < 0.1
     assert 0.2 < top["pattern"]["sequential_share"] < 0.8   # Darshan's sequential: past the previous end
-    assert uncached["recommendations"][0]["title"] == "Most lost time is uncached I/O"
+    # waiting for storage: uncached, or slower than that on a loaded machine
+    assert head_uncached["lost_by_cause"]["storage"] >= 0.8 * head_uncached["lost_low_s"], head_uncached
+    assert {"Most lost time is uncached I/O", "Some ops were slower than uncached I/O"} & \
+        {finding["title"] for finding in uncached["recommendations"]}
     html = (tmp_path / "uncached" / "report.html").read_text()
     assert str(data_file) in html and "uncached" in html
 
