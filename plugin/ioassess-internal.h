@@ -60,7 +60,7 @@ struct ioassess_config {
     int use_tsc;                            /* ticks are TSC cycles (else CLOCK_MONOTONIC ns) */
     int clock_from_kernel;                  /* use_tsc is to be set at start-up from the
                                                kernel's clock source */
-    int64_t rank;                           /* from the launcher's environment, else 0 */
+    int64_t rank;                           /* from the launcher's environment, else -1 */
     char job_id[64];                        /* from the batch system's environment */
     char hostname[256];                     /* uname nodename or IOASSESS_HOSTNAME */
     int exclude_count;                      /* path prefixes not recorded */
