@@ -54,6 +54,8 @@ BOUND_MARGIN = 1.1
 # run and the file read again when pages have gone.
 CACHED_RESIDENT = 0.99
 UNCACHED_RESIDENT = 0.01
+# Half a page: the start of uncached writes of a page or more (offset_base).
+PARTIAL_PAGE_OFFSET = 2048
 # Memory layouts the generator knows; all but off0 reuse no buffer address, so the classifier
 # sees them as "rnd" and they are pooled into the rnd lines.
 MODEL_LAYOUT = {"off0": "off0", "seq": "rnd", "rnd": "rnd", "stride": "rnd", "reverse": "rnd"}
@@ -119,6 +121,15 @@ class RunConfig:
     @property
     def seed(self):
         return 1000 * self.repeat + self.size % 997
+
+
+def offset_base(config):
+    """Where the run's file offsets start. Uncached writes of a page or more start half a page
+    in, so that each one writes part of a page at both ends and the kernel reads those pages
+    first (read-modify-write): the storage cause of a write. Whole pages of an uncached file are
+    written without a read, into new page-cache memory, like an append (allocation, not storage)."""
+    return PARTIAL_PAGE_OFFSET if config.state == "uncached" and config.op == "write" and config.size >= JOINT_BYTES \
+        else 0
 
 
 def ops_per_run(profile, size):
@@ -224,13 +235,6 @@ def _at_least(line, floor):
                        max(line.large_slope_s_per_byte, floor.large_slope_s_per_byte))
 
 
-def slower_by_behaviour(op, cls, size):
-    """Whether ops of this class and size differ from the next faster class by what the kernel
-    does, not only by chance: a write of whole pages into an uncached file needs no read, it
-    goes to the page cache as a cached write does; only smaller writes must read the page."""
-    return not (op == "write" and cls == "uncached" and size >= JOINT_BYTES)
-
-
 def fit_model(measurements, name, description, provenance):
     """measurements: {(op, class, layout): {size: durations_s array}} -> (CauseModel, points)."""
     points_by_cell = {cell: [size_point(size, durations) for size, durations in sorted(by_size.items())]
@@ -238,9 +242,8 @@ def fit_model(measurements, name, description, provenance):
     lines = {}
     for (op, cls, layout), by_size in sorted(measurements.items()):
         slower_cell = (op, SLOWER_CLASS.get(cls), layout)
-        slower = {size: durations for size, durations in measurements.get(slower_cell, {}).items()
-                  if slower_by_behaviour(op, slower_cell[1], size)}
-        bound, typical, errors = fit_cell(points_by_cell[(op, cls, layout)], by_size, slower)
+        bound, typical, errors = fit_cell(points_by_cell[(op, cls, layout)], by_size,
+                                          measurements.get(slower_cell, {}))
         lines[(op, cls, layout)] = ModelLine(bound=bound, typical=typical, errors=errors, note="")
     model = CauseModel(name=name, description=description, provenance=provenance, lines=order_bounds(lines))
     return model, points_by_cell
@@ -373,7 +376,8 @@ class Trainer:
         command = [self.workload, "--file", target, "--op", config.op, "--size", str(config.size),
                    "--mem-layout", config.mem_layout, "--mem-buffer", str(self.profile.mem_buffer_bytes),
                    "--file-layout", config.file_layout, "--repeats", str(ops),
-                   "--budget", str(ops * config.size), "--seed", str(config.seed)]
+                   "--budget", str(ops * config.size), "--seed", str(config.seed),
+                   "--offset-base", str(offset_base(config))]
         env = dict(os.environ, LD_PRELOAD=self.library, IOASSESS_TRACE_DIR=trace_dir,
                    IOASSESS_EXCLUDE="none", IOASSESS_MAX_RECORDS=str(ops + 1000))
         for name in ("IOASSESS_DISABLE", "IOASSESS_OBFUSCATE", "IOASSESS_CLOCK"):
@@ -418,6 +422,7 @@ def provenance(directory, profile, trainer, source):
             "budget_bytes": profile.budget_bytes,
             "file_bytes": profile.file_bytes,
             "mem_buffer_bytes": profile.mem_buffer_bytes,
+            "uncached_write_offset_base": PARTIAL_PAGE_OFFSET,
             "eviction": "drop_caches" if trainer.evict_by_drop_caches else "posix_fadvise DONTNEED",
         },
     }
