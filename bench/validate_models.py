@@ -7,9 +7,10 @@ into the state they ran in, for discard, cached and uncached; and for a workload
 and then re-run cached, the estimated time lost of the uncached run within 15 % of the
 measured difference of the two runs' I/O time.
 
-Labelled "uncached" runs are random reads, and writes smaller than a page: sequential reads of
-an uncached file are served by read-ahead, and whole-page writes by the page cache, so both
-are cached by behaviour and no model could, or should, call them uncached (docs/cause-models.md).
+Labelled "uncached" runs are random reads, and writes of partial pages (the trainer starts
+those of a page or more half a page in): sequential reads of an uncached file are served by
+read-ahead, and whole-page writes go into new page-cache memory, so both are cached by
+behaviour and no model could, or should, call them uncached (docs/cause-models.md).
 
 usage: python3 bench/validate_models.py [--dir DIR]   (DIR: where to train; default /var/tmp)
 """
@@ -40,8 +41,7 @@ def held_out_runs():
             for state, file_layout in (("discard", "off0"), ("cached", "rnd"), ("uncached", "rnd"))
             for op in ("read", "write")
             for mem in ("off0", "rnd")
-            for size in HELD_OUT_SIZES
-            if state != "uncached" or op == "read" or size < 4096]
+            for size in HELD_OUT_SIZES]
 
 
 def classified(model, ops, op):
