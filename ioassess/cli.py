@@ -31,6 +31,7 @@ from .iomodels import (DEFAULT_REPEATS, DEFAULT_TOTAL_BYTES, LAYOUTS, SITE_GRID_
                        IoModelsError, Sweep, default_grid_path, default_processes, format_grid, load_site_grid,
                        measure_grid, parse_size)
 from .load import LoadError, input_kind
+from .probe.command import add_commands as add_probe_commands
 from .report import make_report
 from .show import format_text, summarise
 from .trace import TraceFileError, read_trace_dir
@@ -176,6 +177,7 @@ def _build_parser():
                     "(docs/epilog.md). Exits 0 whatever happens: Slurm drains a node whose Epilog fails.")
     add_epilog_options(epilog)
     epilog.set_defaults(handler=run_epilog)
+    add_probe_commands(commands)
     return parser
 
 

@@ -12,7 +12,6 @@ made), waits at most the time limit, ends every process the worker left, logs ex
 and exits 0 whatever happened: Slurm drains a node whose Epilog fails.
 """
 import argparse
-import configparser
 import ctypes
 import dataclasses
 import datetime
@@ -32,6 +31,7 @@ import syslog
 import time
 
 from .escape import printable
+from .files import read_settings_file
 
 from .models.modelfile import DEFAULT_MODEL
 
@@ -270,14 +270,10 @@ def load_settings(args):
 def read_config(path):
     """The settings in a config file: `name = value` lines under [epilog] (no % interpolation:
     the templates use %)."""
-    parser = configparser.ConfigParser(interpolation=None)
     try:
-        with open(path, encoding="utf-8") as f:
-            parser.read_file(f)
-    except OSError as error:
-        raise EpilogError(f"{path}: cannot read the settings: {error.strerror}") from None
-    except configparser.Error as error:
-        raise EpilogError(f"{path}: not a settings file: {error}") from None
+        parser = read_settings_file(path)
+    except ValueError as error:
+        raise EpilogError(str(error)) from None
     if parser.sections() != [CONFIG_SECTION]:
         raise EpilogError(f"{path}: needs exactly one section, [{CONFIG_SECTION}]; found {parser.sections()}")
     names = [field.name for field in dataclasses.fields(Settings)]

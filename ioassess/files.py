@@ -1,5 +1,6 @@
 """Writing output files so that nothing the user had is lost and nothing partial is left, and
 the file system a path is on."""
+import configparser
 import os
 import shutil
 import tempfile
@@ -56,3 +57,17 @@ def work_dir_problem(directory, needed_bytes, needed_for):
     if free < needed_bytes:
         return f"{directory}: needs {needed_bytes / 2**30:.1f} GiB free for {needed_for}, has {free / 2**30:.1f} GiB"
     return None
+
+
+def read_settings_file(path):
+    """The configparser of a settings file (no % interpolation: templates use %). Raises
+    ValueError with one line, `PATH: problem`, for a file that cannot be read or parsed."""
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        with open(path, encoding="utf-8") as f:
+            parser.read_file(f)
+    except OSError as error:
+        raise ValueError(f"{path}: cannot read the settings: {error.strerror}") from None
+    except (configparser.Error, UnicodeDecodeError) as error:
+        raise ValueError(f"{path}: not a settings file: {' '.join(str(error).split())}") from None
+    return parser

@@ -1,0 +1,67 @@
+"""The `ioassess probe run|report` command lines (docs/probe.md, docs/cli.md)."""
+import argparse
+import dataclasses
+import os
+import sys
+
+from ..escape import printable
+from ..iomodels import parse_size
+from .config import (DEFAULT_DATA_SIZE, DEFAULT_DB, DEFAULT_POOL_FILES, ProbeConfigError, ProbeSettings, Target,
+                     parse_interval, read_config)
+from .store import StoreError
+
+USAGE_ERROR = 2
+
+
+def add_commands(commands):
+    probe = commands.add_parser("probe", help="probe file systems and report their slowdown (for admins)",
+                                description="A light periodic probe of file systems (Kunkel & Betke 2019) with "
+                                            "its history in SQLite, and reports of its slowdown (docs/probe.md).")
+    actions = probe.add_subparsers(metavar="ACTION")
+    run = actions.add_parser("run", help="probe until SIGTERM or SIGINT",
+                             description="Every interval, time a random 1 MiB and 4 KiB read and write and a "
+                                         "small file's create, stat, read and delete in each target, and keep "
+                                         "every op in the store.")
+    source = run.add_mutually_exclusive_group(required=True)
+    source.add_argument("--config", metavar="FILE", help="the store settings and targets ([probe], [target NAME])")
+    source.add_argument("--dir", metavar="DIR", action="append",
+                        help="a directory of a file system to probe (repeatable; its name is the directory)")
+    run.add_argument("--db", metavar="PATH", help=f"the store (default: the config's, else {DEFAULT_DB})")
+    run.add_argument("--interval", metavar="TIME", type=parse_interval,
+                     help="time between rounds: 1s, 500ms, 1m (default: the config's, else 1s)")
+    run.add_argument("--data-size", metavar="SIZE", type=parse_size, default=DEFAULT_DATA_SIZE,
+                     help="the data file of each --dir (default: 1G)")
+    run.add_argument("--pool-files", metavar="N", type=int, default=DEFAULT_POOL_FILES,
+                     help=f"the small files of each --dir (default: {DEFAULT_POOL_FILES})")
+    run.add_argument("--rounds", metavar="N", type=int, help="stop after N rounds (default: never)")
+    run.add_argument("--metrics-port", metavar="PORT", type=int,
+                     help="serve Prometheus metrics on this port (default: the config's, else none)")
+    run.add_argument("--cleanup", action="store_true", help="remove the probe's files in the targets and exit")
+    run.set_defaults(handler=_run)
+    return probe
+
+
+def settings_of(args):
+    """ProbeSettings: the config file's (or --dir's targets), overridden by the options given."""
+    if args.config:
+        settings = read_config(args.config)
+    else:
+        if args.pool_files < 1:
+            raise ProbeConfigError(f"--pool-files {args.pool_files}: needs 1 or more")
+        targets = tuple(Target(os.path.abspath(directory), os.path.abspath(directory), args.data_size,
+                               args.pool_files) for directory in dict.fromkeys(args.dir))
+        settings = ProbeSettings(targets=targets)
+    given = {"db": args.db, "interval": args.interval, "metrics_port": args.metrics_port}
+    return dataclasses.replace(settings, **{name: value for name, value in given.items() if value is not None})
+
+
+def _run(args):
+    from .run import cleanup, run_probe
+    try:
+        settings = settings_of(args)
+        if args.cleanup:
+            return cleanup(settings)
+        return run_probe(settings, args.rounds)
+    except (ProbeConfigError, StoreError) as error:
+        print(f"ioassess: {printable(str(error))}", file=sys.stderr)
+        return USAGE_ERROR

@@ -1,0 +1,187 @@
+"""The file-system probe (docs/probe.md) run for real: on this machine's ext4, a tmpfs and a
+ramfs (which refuses O_DIRECT), killed and restarted, with a full and a vanished target, and
+with bad settings."""
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import time
+
+import pytest
+
+from ioassess.probe.target import IO_DIRECT, IO_FALLBACK, OPS, POOL_FILE_BYTES
+
+WAIT_S = 60
+
+
+def mount(fs_type, directory, options=()):
+    directory.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", fs_type, *(["-o", ",".join(options)] if options else []), fs_type,
+                    str(directory)], check=True)
+    return directory
+
+
+@pytest.fixture
+def mounts():
+    """mounts(fs_type, directory, options): mounted for the test, unmounted after it."""
+    made = []
+
+    def make(fs_type, directory, options=()):
+        made.append(mount(fs_type, directory, options))
+        return directory
+    yield make
+    for directory in reversed(made):
+        subprocess.run(["umount", "-l", str(directory)], check=False)
+
+
+def write_config(path, db, targets, interval="0.05s"):
+    lines = ["[probe]", f"db = {db}", f"interval = {interval}", ""]
+    for name, directory, data_size, pool_files in targets:
+        lines += [f"[target {name}]", f"dir = {directory}", f"data_size = {data_size}", f"pool_files = {pool_files}", ""]
+    path.write_text("\n".join(lines))
+    return path
+
+
+def query(db, sql, *args):
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as connection:
+        return connection.execute(sql, args).fetchall()
+
+
+def rows_of(db, name):
+    if not os.path.exists(db):
+        return 0
+    try:
+        return query(db, "SELECT count(*) FROM samples JOIN targets ON id = target WHERE name = ?", name)[0][0]
+    except sqlite3.OperationalError:   # the tables are not made yet
+        return 0
+
+
+def wait_for(condition, what):
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"waited {WAIT_S} s for {what}")
+        time.sleep(0.02)
+
+
+def test_probe_times_every_op_of_every_target_in_order(ioassess, tmp_path, mounts):
+    tmpfs = mounts("tmpfs", tmp_path / "tmpfs", ["size=64m"])
+    ramfs = mounts("ramfs", tmp_path / "ramfs")
+    (tmp_path / "ext4").mkdir()
+    db = tmp_path / "probe.sqlite"
+    config = write_config(tmp_path / "probe.conf", db, [("ext4", tmp_path / "ext4", "8M", 40),
+                                                       ("tmpfs", tmpfs, "4M", 30), ("ramfs", ramfs, "2M", 20)])
+    result = ioassess("probe", "run", "--config", str(config), "--rounds", "6")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines()[-1] == "ioassess probe: stopped after 6 rounds"
+    assert query(db, "PRAGMA journal_mode") == [("wal",)]
+    targets = {name: (io_mode, data_size, pool_files) for name, io_mode, data_size, pool_files
+               in query(db, "SELECT name, io_mode, data_size, pool_files FROM targets")}
+    assert targets == {"ext4": (IO_DIRECT, 8 << 20, 40), "tmpfs": (IO_DIRECT, 4 << 20, 30),
+                       "ramfs": (IO_FALLBACK, 2 << 20, 20)}
+    for name, directory, size, files in (("ext4", tmp_path / "ext4", 8 << 20, 40), ("tmpfs", tmpfs, 4 << 20, 30),
+                                         ("ramfs", ramfs, 2 << 20, 20)):
+        rows = query(db, "SELECT op, start_us, ns FROM samples JOIN targets ON id = target WHERE name = ? "
+                         "ORDER BY start_us", name)
+        assert [op for op, _, _ in rows] == list(range(len(OPS))) * 6   # every op of every round, in order
+        assert all(ns > 0 for _, _, ns in rows)
+        home = directory / "ioassess-probe"
+        assert (home / "data").stat().st_size == size
+        pool = sorted(int(entry.name) for entry in (home / "pool").iterdir())
+        assert pool == list(range(6, files + 6))   # six oldest deleted, six new made
+        assert {(home / "pool" / str(n)).stat().st_size for n in pool} == {POOL_FILE_BYTES}
+
+    cleanup = ioassess("probe", "run", "--config", str(config), "--cleanup")
+    assert cleanup.returncode == 0, cleanup.stderr
+    assert "ioassess probe: ext4: removed 41 files" in cleanup.stderr.splitlines()
+    assert not (tmp_path / "ext4" / "ioassess-probe").exists() and not (tmpfs / "ioassess-probe").exists()
+    assert db.exists()
+
+
+def test_sigkill_mid_round_leaves_a_whole_store_that_a_restart_continues(ioassess, start_ioassess, tmp_path):
+    (tmp_path / "fs").mkdir()
+    db = tmp_path / "probe.sqlite"
+    config = write_config(tmp_path / "probe.conf", db, [("fs", tmp_path / "fs", "4M", 10)], interval="1ms")
+    probe = start_ioassess("probe", "run", "--config", str(config))
+    wait_for(lambda: rows_of(db, "fs") >= 40 * len(OPS), "40 rounds")
+    probe.send_signal(signal.SIGKILL)
+    probe.communicate(timeout=WAIT_S)
+    assert query(db, "PRAGMA integrity_check") == [("ok",)]
+    before = query(db, "SELECT max(start_us), count(*) FROM samples")[0]
+
+    restart = ioassess("probe", "run", "--config", str(config), "--rounds", "3")
+    assert restart.returncode == 0, restart.stderr
+    assert query(db, "SELECT count(*) FROM targets") == [(1,)]
+    after = query(db, "SELECT count(*) FROM samples WHERE start_us > ?", before[0])[0][0]
+    assert after == 3 * len(OPS) and query(db, "SELECT count(*) FROM samples")[0][0] == before[1] + after
+    assert len(list((tmp_path / "fs" / "ioassess-probe" / "pool").iterdir())) == 10
+
+    probe = start_ioassess("probe", "run", "--config", str(config))
+    wait_for(lambda: rows_of(db, "fs") >= before[1] + after + 10 * len(OPS), "10 more rounds")
+    probe.send_signal(signal.SIGTERM)
+    _, stderr = probe.communicate(timeout=WAIT_S)
+    assert probe.returncode == 0, stderr
+    assert stderr.splitlines()[-1].startswith("ioassess probe: stopped after ")
+    assert query(db, "PRAGMA integrity_check") == [("ok",)]
+
+
+def test_full_and_vanished_targets_log_one_line_each_and_the_others_are_still_probed(start_ioassess, tmp_path,
+                                                                                    mounts):
+    small = mounts("tmpfs", tmp_path / "small", ["size=4m"])
+    (tmp_path / "steady").mkdir()
+    (tmp_path / "vanishing").mkdir()
+    db = tmp_path / "probe.sqlite"
+    config = write_config(tmp_path / "probe.conf", db, [("steady", tmp_path / "steady", "4M", 10),
+                                                       ("small", small, "1M", 10),
+                                                       ("vanishing", tmp_path / "vanishing", "1M", 10)])
+    probe = start_ioassess("probe", "run", "--config", str(config))
+    wait_for(lambda: all(rows_of(db, name) >= 2 * len(OPS) for name in ("steady", "small", "vanishing")),
+             "two rounds of every target")
+    filler = small / "filler"
+    with open(filler, "wb") as out:   # fill the small file system to the last byte
+        try:
+            while True:
+                out.write(b"\0" * 65536)
+                out.flush()
+        except OSError:
+            pass
+    subprocess.run(["rm", "-rf", str(tmp_path / "vanishing")], check=True)
+    steady = rows_of(db, "steady")
+    wait_for(lambda: rows_of(db, "steady") >= steady + 20 * len(OPS), "20 rounds of the steady target")
+    small_rows = rows_of(db, "small")
+    assert small_rows < rows_of(db, "steady")
+    filler.unlink()
+    wait_for(lambda: rows_of(db, "small") >= small_rows + 2 * len(OPS), "the small target probed again")
+    probe.send_signal(signal.SIGTERM)
+    _, stderr = probe.communicate(timeout=WAIT_S)
+    assert probe.returncode == 0
+    lines = stderr.splitlines()
+    full = [line for line in lines if line.startswith("ioassess probe: small: ")]
+    assert len(full) == 2 and full[1] == "ioassess probe: small: probing again", full
+    assert re.fullmatch(rf"ioassess probe: small: create: {small}/ioassess-probe/pool/\d+: No space left on device",
+                        full[0]), full
+    vanished = [line for line in lines if line.startswith("ioassess probe: vanishing: ")]
+    assert len(vanished) == 1 and vanished[0].endswith("No such file or directory"), vanished
+    assert not any(line.startswith("ioassess probe: steady: ") for line in lines)
+
+
+@pytest.mark.parametrize("text, problem", [
+    (None, "cannot read the settings: No such file or directory"),
+    ("[probe]\ninterval = soon\n[target a]\ndir = /tmp\n",
+     "[probe] interval: not an interval: 'soon' (e.g. 1s, 500ms, 10m, 4h)"),
+    ("[probe]\ndb = /tmp/x.sqlite\n", "no [target NAME] section: nothing to probe"),
+    ("[target a]\ndir = /tmp\ncolour = blue\n", "[target a]: unknown setting 'colour' (known: dir, data_size, pool_files)"),
+    ("[target a]\ndata_size = 1k\ndir = /tmp\n", "[target a] data_size: data_size '1k' is below 1 MiB"),
+    ("[target a]\ndata_size = 1G\n", "[target a] needs dir = DIRECTORY"),
+    ("[elsewhere]\n", "unknown section [elsewhere] (known: [probe], [target NAME])"),
+    ("dir = /tmp\n", "not a settings file: File contains no section headers."),
+])
+def test_bad_config_is_one_line_naming_the_file_and_status_2(ioassess, tmp_path, text, problem):
+    config = tmp_path / "probe.conf"
+    if text is not None:
+        config.write_text(text)
+    result = ioassess("probe", "run", "--config", str(config))
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[0].startswith(f"ioassess: {config}: {problem}")
+    assert len(result.stderr.splitlines()) == 1, result.stderr
