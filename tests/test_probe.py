@@ -1,6 +1,8 @@
 """The file-system probe (docs/probe.md) run for real: on this machine's ext4, a tmpfs and a
 ramfs (which refuses O_DIRECT), killed and restarted, with a full and a vanished target, and
 with bad settings."""
+import datetime
+import json
 import os
 import re
 import signal
@@ -8,6 +10,7 @@ import sqlite3
 import subprocess
 import time
 
+import numpy as np
 import pytest
 
 from ioassess.probe.target import IO_DIRECT, IO_FALLBACK, OPS, POOL_FILE_BYTES
@@ -185,3 +188,81 @@ def test_bad_config_is_one_line_naming_the_file_and_status_2(ioassess, tmp_path,
     assert result.returncode == 2
     assert result.stderr.splitlines()[0].startswith(f"ioassess: {config}: {problem}")
     assert len(result.stderr.splitlines()) == 1, result.stderr
+
+
+DATA_OPS = ["read_1MiB", "write_1MiB", "read_4KiB", "write_4KiB"]
+
+
+@pytest.fixture
+def history(tmp_path):
+    """Three hours of rounds every second, data ops 5x slower for 40 minutes of the second
+    hour, aggregated as the probe does it."""
+    from ioassess.probe.config import Target
+    from ioassess.probe.store import Store
+    from ioassess.probe.synthetic import add_history
+    store = Store(str(tmp_path / "history.sqlite"), writable=True)
+    target = store.target_id(Target("scratch", "/scratch", 1 << 30, 10_000), IO_DIRECT)
+    start = 1_700_000_000 // 3600 * 3600
+    add_history(store, target, start, 3 * 3600, [(start + 3600, start + 3600 + 2400, 5.0, DATA_OPS)])
+    store.aggregate(start + 3 * 3600 + 1)
+    return store, target, start
+
+
+def test_aggregates_and_slowdown_of_a_history_with_a_slow_span(history, ioassess, tmp_path):
+    from ioassess.probe.slowdown import normals, probe_slowdown, slow_spans
+    store, target, start = history
+    assert store.db.execute("SELECT DISTINCT count FROM minutes").fetchall() == [(60,)]
+    assert store.db.execute("SELECT count(*) FROM minutes").fetchone()[0] == 3 * 60 * len(OPS)
+    ops, _, seconds = store.raw(target, start, start + 3 * 3600)
+    exact = [float(np.median(seconds[ops == op])) for op in range(len(OPS))]
+    normal, counts = normals(store, target, start + 3 * 3600, 30)
+    assert counts == [3 * 3600] * len(OPS)
+    assert normal == pytest.approx(exact, rel=0.01)   # the hourly histograms' median, 1 % bins
+
+    slowdown = probe_slowdown(store, "scratch", start, start + 3 * 3600, 600)
+    assert slowdown["source"] == "raw rows"
+    for kind in ("read", "write"):
+        medians = slowdown["kinds"][kind]["median"]
+        assert all(4 < m < 6 for m in medians[6:10]) and all(0.6 < m < 1.6 for m in medians[:6] + medians[10:])
+    assert all(0.6 < m < 1.6 for m in slowdown["kinds"]["metadata"]["median"])
+    assert [(s["kind"], s["start"] - start, s["end"] - start) for s in slow_spans(slowdown, 2.0)] == \
+        [("read", 3600, 6000), ("write", 3600, 6000)]
+
+    # The raw rows of the first two hours gone, hourly intervals and the normal stay.
+    store.prune(start + 2 * 3600 + 30 * 86400, 30, 365)
+    assert store.oldest_raw(target) == pytest.approx(start + 2 * 3600, abs=1)
+    assert normals(store, target, start + 3 * 3600, 30)[0] == normal
+    hourly = probe_slowdown(store, "scratch", start, start + 3 * 3600)
+    assert hourly["source"] == "hourly histograms" and hourly["interval_seconds"] == 3600
+    assert [m > 3 for m in hourly["kinds"]["read"]["median"]] == [False, True, False]
+
+    db = store.path
+    store.close()
+    iso = lambda seconds: datetime.datetime.fromtimestamp(seconds).isoformat()   # noqa: E731
+    result = ioassess("probe", "report", "--db", db, "--since", iso(start), "--until", iso(start + 3 * 3600),
+                      "--interval", "4h", "-o", str(tmp_path / "probe.html"), "--json", str(tmp_path / "probe.json"))
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "probe.json").read_text())
+    assert [t["target"] for t in report["targets"]] == ["scratch"]
+    assert report["targets"][0]["interval_seconds"] == 4 * 3600
+    page = (tmp_path / "probe.html").read_text()
+    assert "<svg" in page and "scratch" in page and "<script" not in page
+    assert "No interval with a median slowdown" in page   # over four hours the 40 slow minutes are smeared
+
+
+@pytest.mark.parametrize("args, problem", [
+    (["--since", "1h", "--until=-2h"], "--since 1h is not before --until -2h"),
+    (["--since", "yesterday"], "not a time: 'yesterday'"),
+    (["--target", "home"], "no target home (it has: scratch)"),
+])
+def test_probe_report_refuses_bad_windows_in_one_line(history, ioassess, args, problem):
+    store = history[0]
+    result = ioassess("probe", "report", "--db", store.path, *args)
+    assert result.returncode == 2 and problem in result.stderr and len(result.stderr.splitlines()) == 1, \
+        result.stderr
+
+
+def test_probe_report_without_a_store_says_so(ioassess, tmp_path):
+    result = ioassess("probe", "report", "--db", str(tmp_path / "none.sqlite"))
+    assert result.returncode == 2
+    assert result.stderr == f"ioassess: {tmp_path / 'none.sqlite'}: no probe store there\n"

@@ -2,7 +2,9 @@
 import argparse
 import dataclasses
 import os
+import sqlite3
 import sys
+import time
 
 from ..escape import printable
 from ..iomodels import parse_size
@@ -38,6 +40,24 @@ def add_commands(commands):
                      help="serve Prometheus metrics on this port (default: the config's, else none)")
     run.add_argument("--cleanup", action="store_true", help="remove the probe's files in the targets and exit")
     run.set_defaults(handler=_run)
+    report = actions.add_parser("report", help="the slowdown of the probed file systems over a window",
+                                description="Write the probe's slowdown per interval and op (median, p90, p95, "
+                                            "p99 of observed / normal) over a window as HTML and/or JSON.")
+    report.add_argument("--db", metavar="PATH", default=DEFAULT_DB, help=f"the store (default: {DEFAULT_DB})")
+    report.add_argument("--since", metavar="TIME", default="1d",
+                        help="the window's start: 2h, 30d (before now), ISO 8601 (local time) or seconds since the "
+                             "epoch (default: 1d)")
+    report.add_argument("--until", metavar="TIME", default="now", help="the window's end (default: now)")
+    report.add_argument("--interval", metavar="TIME", type=parse_interval,
+                        help="the interval width, e.g. 60s, 10m, 4h (default: about 50 intervals)")
+    report.add_argument("--normal-days", metavar="DAYS", type=float, default=30.0,
+                        help="the normal of an op is its median over this many days before the window's end "
+                             "(default: 30)")
+    report.add_argument("--target", metavar="NAME", action="append", help="only this target (repeatable)")
+    report.add_argument("-o", "--output", metavar="PROBE.html", help="the HTML report (default: probe.html "
+                                                                     "unless --json is given)")
+    report.add_argument("--json", metavar="PROBE.json", help="the same data as JSON")
+    report.set_defaults(handler=_report)
     return probe
 
 
@@ -65,3 +85,35 @@ def _run(args):
     except (ProbeConfigError, StoreError) as error:
         print(f"ioassess: {printable(str(error))}", file=sys.stderr)
         return USAGE_ERROR
+
+
+def _report(args):
+    from .report import parse_time, probe_report_data, write_html, write_json
+    from .store import Store
+    now = time.time()
+    try:
+        since, until = parse_time(args.since, now), parse_time(args.until, now)
+        if not since < until:
+            raise ValueError(f"--since {args.since} is not before --until {args.until}")
+        if not 0 < args.normal_days < float("inf"):
+            raise ValueError(f"--normal-days {args.normal_days}: must be more than 0")
+        store = Store(args.db)
+        unknown = sorted(set(args.target or ()) - set(store.targets()))
+        if unknown:
+            raise ValueError(f"{args.db}: no target {', '.join(unknown)} (it has: {', '.join(store.targets())})")
+        data = probe_report_data(store, since, until, args.interval, args.normal_days, args.target)
+    except (ValueError, StoreError) as error:
+        print(f"ioassess: {printable(str(error))}", file=sys.stderr)
+        return USAGE_ERROR
+    except sqlite3.Error as error:
+        print(f"ioassess: {printable(f'{args.db}: cannot read the probe store: {error}')}", file=sys.stderr)
+        return USAGE_ERROR
+    written = []
+    if args.json:
+        write_json(args.json, data)
+        written.append(args.json)
+    if args.output or not args.json:
+        write_html(args.output or "probe.html", data)
+        written.append(args.output or "probe.html")
+    print(f"ioassess: wrote {' and '.join(written)}", file=sys.stderr)
+    return 0
