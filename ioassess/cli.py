@@ -117,6 +117,9 @@ def _build_parser():
     report.add_argument("--site-grid", metavar="GRID.json",
                         help=f"the I/O-model grid (ioassess iomodels) to place the job on (default: the site's, "
                              f"${SITE_GRID_ENV} or {SITE_GRID_PATH} if it exists)")
+    report.add_argument("--probe-db", metavar="PROBE.sqlite",
+                        help="the file-system probe's store, for the file system's slowdown during the job "
+                             "(default: $IOASSESS_PROBE_DB, else probe_db in /etc/ioassess/epilog.conf)")
     report.set_defaults(handler=_report)
     show = commands.add_parser("show", help="summarise trace directories",
                                description="Summarise the traces in one or more directories.")
@@ -205,7 +208,8 @@ def _show(args):
 def _report(args):
     try:
         owner_uid = trace_owner(args.inputs, args.owner)
-        make_report(args.inputs, args.model, args.output, args.json, sys.stderr, args.site_grid, owner_uid)
+        make_report(args.inputs, args.model, args.output, args.json, sys.stderr, args.site_grid, owner_uid,
+                    probe_db=args.probe_db)
     except (LoadError, ModelFileError, GridFileError) as error:
         _print_error(error)
         return USAGE_ERROR

@@ -80,6 +80,7 @@ class Settings:
     time_limit: float = 60.0
     log: str = ""
     report_group: str = ""
+    probe_db: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,6 +111,7 @@ class Work:
     json: str
     model: str
     report_group: str
+    probe_db: str
 
 
 def _days(text):
@@ -165,6 +167,9 @@ def add_options(parser):
     option("--report-group", metavar="GROUP",
            help="make the reports readable by this group (mode 0640) when the job's user is in it "
                 "(default: none, mode 0600)")
+    option("--probe-db", metavar="PATH",
+           help="the file-system probe's store (ioassess probe run), for the file system's slowdown during the job "
+                "(default: none)")
 
 
 def run(args):
@@ -368,7 +373,7 @@ def work_for(job, settings):
                 trace_dir=expand(settings.trace_dir, job), darshan_logpath=settings.darshan_logpath,
                 darshan_days=settings.darshan_days, output=expand(settings.output, job),
                 json=expand(settings.json, job) if settings.json else "", model=settings.model,
-                report_group=settings.report_group)
+                report_group=settings.report_group, probe_db=settings.probe_db)
 
 
 def run_worker(job, work, time_limit):
@@ -674,7 +679,7 @@ def make_job_report(work, left_out):
     mode, group, unshared = report_permissions(work.report_group)
     try:
         assessment = make_report(traces + darshan_log, work.model, work.output, work.json or None,
-                                 owner_uid=work.uid, mode=mode, group=group)
+                                 owner_uid=work.uid, mode=mode, group=group, probe_db=work.probe_db or None)
     except OSError as error:
         raise EpilogError(f"{work.output}: cannot write the report: {error.strerror}") from None
     read = {entry["path"] for entry in assessment["job"]["inputs"]}

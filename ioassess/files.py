@@ -32,15 +32,19 @@ def replace_atomically(path, text, mode=0o600, group=-1):
 def file_system_of(path):
     """(type, mount point) of the file system holding path, from /proc/self/mounts; ("unknown",
     "/") if that cannot be read."""
+    mount_point, fs_type = mount_of(os.path.realpath(path), mount_table())
+    return (fs_type, mount_point) if mount_point else ("unknown", "/")
+
+
+def mount_table():
+    """[(mount point, fs type)] of this host, longest mount point first (as mount_of wants); of
+    one mount point mounted twice, the later (visible) mount first; [] if it cannot be read."""
     try:
         with open("/proc/self/mounts") as mounts:
             table = [(fields[1].replace("\\040", " "), fields[2]) for fields in map(str.split, mounts)]
     except OSError:
-        return "unknown", "/"
-    # Longest mount point first; of one mount point mounted twice, the later mount is the visible one.
-    table = sorted(reversed(table), key=lambda entry: -len(entry[0]))
-    mount_point, fs_type = mount_of(os.path.realpath(path), table)
-    return (fs_type, mount_point) if mount_point else ("unknown", "/")
+        return []
+    return sorted(reversed(table), key=lambda entry: -len(entry[0]))
 
 
 def work_dir_problem(directory, needed_bytes, needed_for):

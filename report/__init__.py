@@ -10,6 +10,7 @@ from ioassess.files import replace_atomically
 from ioassess.iomodels import GridFileError, load_site_grid
 from ioassess.load import load_job
 from ioassess.models.modelfile import load_model, model_path
+from ioassess.probe.during_job import find_probe_db
 from ioassess.progress import Progress
 
 from .assess import assess
@@ -22,19 +23,20 @@ QUIET_FOR_S = 1.0
 
 
 def make_report(inputs, model_name_or_path, html_path=None, json_path=None, stream=None, site_grid=None,
-                owner_uid=None, mode=0o600, group=-1):
+                owner_uid=None, mode=0o600, group=-1, probe_db=None):
     """Load the inputs, assess them under the model, write the HTML report and/or the JSON;
     returns the assessment. Raises LoadError, ModelFileError or GridFileError (one line each)
     before anything is written. site_grid: the I/O-model grid file to place the job on; without
     it, the site's (find_site_grid). owner_uid: whose traces are taken (load_job; default: the
-    effective uid's). Both files get exactly mode and, when given, the group gid `group`: 0600
+    effective uid's). probe_db: the file-system probe's store; without it, the one find_probe_db
+    finds, if any. Both files get exactly mode and, when given, the group gid `group`: 0600
     by default, as the job's traces, since they name its files and command line."""
     model = load_model(model_name_or_path)
     grid = find_site_grid(site_grid, stream)
     progress = Progress(1.0, stream, quiet_for_s=QUIET_FOR_S) if stream is not None and stream.isatty() else None
     job = load_job(inputs, owner_uid)
     _advance(progress, LOAD_SHARE, "loaded")
-    assessment = json_safe(assess(job, model, model_path(model_name_or_path), grid))
+    assessment = json_safe(assess(job, model, model_path(model_name_or_path), grid, find_probe_db(probe_db)))
     _advance(progress, ASSESS_SHARE, "assessed")
     if json_path:
         replace_atomically(json_path, json.dumps(assessment, indent=1, allow_nan=False) + "\n", mode, group)

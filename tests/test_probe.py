@@ -266,3 +266,86 @@ def test_probe_report_without_a_store_says_so(ioassess, tmp_path):
     result = ioassess("probe", "report", "--db", str(tmp_path / "none.sqlite"))
     assert result.returncode == 2
     assert result.stderr == f"ioassess: {tmp_path / 'none.sqlite'}: no probe store there\n"
+
+
+def test_fio_hammering_the_disk_shows_in_the_probe_and_in_a_job_report_of_that_window(ioassess, start_ioassess,
+                                                                                       tmp_path):
+    from ioassess.probe.slowdown import probe_slowdown
+    from ioassess.probe.store import Store
+    (tmp_path / "fs").mkdir()
+    (tmp_path / "fio").mkdir()
+    db = tmp_path / "probe.sqlite"
+    config = write_config(tmp_path / "probe.conf", db, [("disk", tmp_path / "fs", "64M", 50)], interval="0.1s")
+    probe = start_ioassess("probe", "run", "--config", str(config))
+    # More quiet rounds than loud ones, so that the normal (the median of all) is a quiet one.
+    wait_for(lambda: rows_of(db, "disk") >= 150 * len(OPS), "150 quiet rounds")
+    quiet_end = time.time()
+    fio = subprocess.Popen(["fio", "--name=hammer", f"--directory={tmp_path / 'fio'}", "--rw=randrw", "--bs=1M",
+                            "--size=256M", "--direct=1", "--ioengine=libaio", "--iodepth=32", "--numjobs=2",
+                            "--time_based", "--runtime=10", "--output=/dev/null"])
+    hammered = rows_of(db, "disk")
+    wait_for(lambda: rows_of(db, "disk") >= hammered + 5 * len(OPS), "5 rounds under fio")
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    job = ioassess("run", "--trace-dir", str(job_dir / "traces"), "--", "sh", "-c",
+                   f"dd if=/dev/zero of={job_dir}/out bs=1M count=32 oflag=direct 2>/dev/null; sleep 2; "
+                   f"dd if={job_dir}/out of=/dev/null bs=1M iflag=direct 2>/dev/null",
+                   env={"IOASSESS_PROBE_DB": str(db)})
+    assert job.returncode == 0, job.stderr
+    assert fio.wait(timeout=WAIT_S) == 0
+    fio_end = time.time()
+    after = rows_of(db, "disk")
+    wait_for(lambda: rows_of(db, "disk") >= after + 10 * len(OPS), "10 quiet rounds after fio")
+    probe.send_signal(signal.SIGTERM)
+    assert probe.wait(timeout=WAIT_S) == 0
+
+    store = Store(str(db))
+    first, last = (value / 1e6 for value in query(db, "SELECT min(start_us), max(start_us) FROM samples")[0])
+    slowdown = probe_slowdown(store, "disk", first, last + 1, 1.0)
+    starts = np.array(slowdown["interval_starts"])
+    for kind in ("read", "write"):
+        medians = np.array(slowdown["kinds"][kind]["median"], dtype=float)
+        quiet = np.nanmedian(medians[starts + 1 <= quiet_end])
+        loud = np.nanmedian(medians[(starts >= quiet_end + 1) & (starts + 1 <= fio_end - 1)])
+        assert loud >= 2 * quiet, (kind, quiet, loud)
+
+    section = json.loads((job_dir / "traces" / "assessment.json").read_text())["file_system"]
+    assert section["store"] == str(db) and section["problem"] is None
+    [target] = section["targets"]
+    assert target["used_by_job"] and {span["kind"] for span in target["slow_spans"]} >= {"read"}
+    page = (job_dir / "traces" / "report.html").read_text()
+    assert "The file system during this job" in page
+    assert re.search(r"The file system was [\d.]+x slower than normal for reads from \d\d:\d\d:\d\d to "
+                     r"\d\d:\d\d:\d\d; [\d.]+ % of this job's lost time", page), page[page.find("file-system"):][:3000]
+
+
+@pytest.mark.parametrize("store", [None, "garbage", "missing"])
+def test_a_job_report_without_a_usable_store_says_why_and_is_still_made(ioassess, tmp_path, store):
+    env = {}
+    if store:
+        env["IOASSESS_PROBE_DB"] = str(tmp_path / "probe.sqlite")
+        if store == "garbage":
+            (tmp_path / "probe.sqlite").write_bytes(b"not a database, " * 100)
+    traces = tmp_path / "traces"
+    result = ioassess("run", "--trace-dir", str(traces), "--", "dd", "if=/dev/zero", f"of={tmp_path}/out",
+                      "bs=64k", "count=16", env=env)
+    assert result.returncode == 0, result.stderr
+    section = json.loads((traces / "assessment.json").read_text())["file_system"]
+    assert section["targets"] == []
+    expected = {None: "no probe store is configured: run `ioassess probe run`",
+                "garbage": f"{tmp_path / 'probe.sqlite'}: not a probe store (file is not a database)",
+                "missing": f"{tmp_path / 'probe.sqlite'}: no probe store there"}[store]
+    assert section["problem"].startswith(expected), section
+    assert "The file system during this job" in (traces / "report.html").read_text()
+
+
+def test_the_probe_store_is_the_one_given_else_the_environments_else_the_sites(tmp_path):
+    from ioassess.probe.during_job import find_probe_db
+    site = tmp_path / "epilog.conf"
+    site.write_text("[epilog]\nprobe_db = /var/lib/ioassess/probe.sqlite\n")
+    assert find_probe_db("given.sqlite", {"IOASSESS_PROBE_DB": "env.sqlite"}, str(site)) == "given.sqlite"
+    assert find_probe_db(None, {"IOASSESS_PROBE_DB": "env.sqlite"}, str(site)) == "env.sqlite"
+    assert find_probe_db(None, {}, str(site)) == "/var/lib/ioassess/probe.sqlite"
+    assert find_probe_db(None, {}, str(tmp_path / "none.conf")) is None
+    site.write_text("probe_db = x\n")   # not a settings file: the epilog says so; the report has no store
+    assert find_probe_db(None, {}, str(site)) is None

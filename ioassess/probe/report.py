@@ -6,19 +6,15 @@ import json
 import os
 import re
 
-import markupsafe
-
 from ..files import replace_atomically
 from ..html import write_page
-from ..report import render, svg
+from ..report import render
 from .slowdown import KINDS, probe_slowdown, slow_spans
 
 SLOW_FACTOR = 2.0     # an interval whose median slowdown is this or more is named slow
 TEMPLATE_DIR = os.path.join(os.path.dirname(__file__), "templates")
 RELATIVE = re.compile(r"-?(\d+(?:\.\d*)?)(s|m|h|d)")
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-QUANTILE_STYLE = (("median", False), ("p90", True), ("p99", True))
-KIND_COLOURS = {"read": "#1f77b4", "write": "#d62728", "metadata": "#2ca02c"}
 
 
 def parse_time(text, now):
@@ -56,28 +52,12 @@ def write_json(path, data):
 
 
 def write_html(path, data):
-    plots = {target["target"]: [plot for plot in (slowdown_plot(target, kind) for kind in KINDS) if plot]
+    plots = {target["target"]: [plot for plot in (render.probe_slowdown_plot(
+        target, kind, target["since"], 3600, f"hours since {time_text(target['since'])}") for kind in KINDS) if plot]
              for target in data["targets"]}
     write_page(path, TEMPLATE_DIR, "probe.html.j2", {"d": data, "plots": plots, "time": time_text,
                                                       "kinds": KINDS},
                {"seconds": render.seconds_text, "factor": factor_text}, 0o644)
-
-
-def slowdown_plot(target, kind, offset_s=None, title=None):
-    """One kind's median (solid), p90 and p99 (dashed) slowdown per interval, against hours
-    since offset_s (default: the window's start)."""
-    offset_s = target["since"] if offset_s is None else offset_s
-    entry = target["kinds"][kind]
-    if not any(entry["count"]):
-        return None
-    hours = [(start - offset_s) / 3600 for start in target["interval_starts"]]
-    colour = KIND_COLOURS[kind]
-    series = [(f"{kind} {name}", colour if name == "median" else "#888", dashed, hours, entry[name])
-              for name, dashed in QUANTILE_STYLE]
-    plot = svg.line_plot(title or f"{target['target']}: {kind} slowdown (observed / normal)",
-                         "hours since " + time_text(offset_s), "slowdown", series,
-                         f"{kind} slowdown per {render.seconds_text(target['interval_seconds'])} interval")
-    return markupsafe.Markup(plot) if plot else None
 
 
 def time_text(seconds):
