@@ -4,7 +4,7 @@ PYTHON ?= python3
 PIP = $(PYTHON) -m pip --disable-pip-version-check
 # Debian packages the tests and the demo use (command or file:package); chromium opens the HTML
 # report; autoconf, automake, libtool and zlib build Darshan's runtime (tests/darshan_runtime.py).
-DEBIAN_TOOLS = sqlite3:sqlite3 git:git gzip:gzip tar:tar sha256sum:coreutils dd:coreutils chromium:chromium \
+DEBIAN_TOOLS = sqlite3:sqlite3 fio:fio git:git gzip:gzip tar:tar sha256sum:coreutils dd:coreutils chromium:chromium \
 	mpicc:libmpich-dev mpiexec:mpich useradd:passwd /usr/share/lmod/lmod/libexec/lmod:lmod \
 	autoconf:autoconf automake:automake libtoolize:libtool /usr/include/zlib.h:zlib1g-dev
 
@@ -24,6 +24,7 @@ deps:
 	@$(PYTHON) -c 'import pytest' 2>/dev/null || $(PIP) install --quiet 'pytest>=7'
 	@$(PYTHON) -c 'import websocket' 2>/dev/null || $(PIP) install --quiet websocket-client
 	@$(PYTHON) -c 'import powerlaw' 2>/dev/null || $(PIP) install --quiet powerlaw
+	@$(PYTHON) -c 'import prometheus_client' 2>/dev/null || $(PIP) install --quiet prometheus_client
 
 install:
 	$(PIP) install --quiet .

@@ -6,9 +6,11 @@ import json
 import os
 import re
 import signal
+import socket
 import sqlite3
 import subprocess
 import time
+import urllib.request
 
 import numpy as np
 import pytest
@@ -349,3 +351,41 @@ def test_the_probe_store_is_the_one_given_else_the_environments_else_the_sites(t
     assert find_probe_db(None, {}, str(tmp_path / "none.conf")) is None
     site.write_text("probe_db = x\n")   # not a settings file: the epilog says so; the report has no store
     assert find_probe_db(None, {}, str(site)) is None
+
+
+def free_port():
+    with socket.socket() as probe_socket:
+        probe_socket.bind(("127.0.0.1", 0))
+        return probe_socket.getsockname()[1]
+
+
+def test_the_exporter_serves_last_durations_normals_and_slowdown_quantiles(start_ioassess, ioassess, tmp_path):
+    from prometheus_client.parser import text_string_to_metric_families
+    (tmp_path / "fs").mkdir()
+    db, port = tmp_path / "probe.sqlite", free_port()
+    probe = start_ioassess("probe", "run", "--dir", str(tmp_path / "fs"), "--db", str(db), "--interval", "0.05s",
+                           "--data-size", "4M", "--pool-files", "10", "--metrics-port", str(port))
+
+    def samples():
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+                text = response.read().decode()
+        except OSError:
+            return {}
+        return {(family.name, tuple(sorted(sample.labels.items()))): sample.value
+                for family in text_string_to_metric_families(text) for sample in family.samples}
+    wait_for(lambda: sum(name == "ioassess_probe_slowdown" for name, _ in samples()) == 4 * len(OPS),
+             "the slowdown quantiles of every op")
+    exported = samples()
+    busy = ioassess("probe", "run", "--dir", str(tmp_path / "fs"), "--db", str(tmp_path / "other.sqlite"),
+                    "--metrics-port", str(port))
+    probe.send_signal(signal.SIGTERM)
+    assert probe.wait(timeout=WAIT_S) == 0
+    target = str(tmp_path / "fs")
+    for op in OPS:
+        assert exported["ioassess_probe_last_seconds", (("op", op), ("target", target))] > 0
+        assert exported["ioassess_probe_normal_seconds", (("op", op), ("target", target))] > 0
+        quantiles = [exported["ioassess_probe_slowdown", (("op", op), ("quantile", name), ("target", target))]
+                     for name in ("median", "p90", "p95", "p99")]
+        assert quantiles == sorted(quantiles) and 0 < quantiles[0] < 10
+    assert busy.returncode == 2 and busy.stderr == f"ioassess: --metrics-port {port}: Address already in use\n"

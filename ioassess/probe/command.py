@@ -76,13 +76,15 @@ def settings_of(args):
 
 
 def _run(args):
+    from .metrics import Exporter, MetricsUnavailable
     from .run import cleanup, run_probe
     try:
         settings = settings_of(args)
         if args.cleanup:
             return cleanup(settings)
-        return run_probe(settings, args.rounds)
-    except (ProbeConfigError, StoreError) as error:
+        metrics = Exporter(settings.metrics_port, settings.normal_days) if settings.metrics_port else None
+        return run_probe(settings, args.rounds, metrics=metrics)
+    except (ProbeConfigError, StoreError, MetricsUnavailable) as error:
         print(f"ioassess: {printable(str(error))}", file=sys.stderr)
         return USAGE_ERROR
 

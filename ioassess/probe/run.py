@@ -44,8 +44,7 @@ class _Episodes:
 
 def run_probe(settings, rounds=None, stream=sys.stderr, metrics=None):
     """Probe settings.targets every settings.interval seconds until SIGTERM or SIGINT (or after
-    `rounds` rounds). metrics: an object with observe(target name, op, seconds) and
-    round_done(store), or None. Returns 0."""
+    `rounds` rounds). metrics: an Exporter (metrics.py), or None. Returns 0."""
     store = Store(settings.db, writable=True)
     probes = [TargetProbe(target) for target in settings.targets]
     target_ids = {}
@@ -68,7 +67,7 @@ def run_probe(settings, rounds=None, stream=sys.stderr, metrics=None):
                 last_prune = now
                 _store(log, store.prune, now, settings.raw_days, settings.aggregate_days)
             if metrics is not None:
-                metrics.round_done(store)
+                _store(log, metrics.round_done, store)
             done += 1
             if rounds is not None and done >= rounds:
                 break
@@ -129,6 +128,8 @@ def _probe_target(probe, store, target_ids, rows, log, metrics):
         probe.round(record)
     except ProbeFailure as failure:
         log.failed(name, str(failure))
+        if metrics is not None:
+            metrics.failed(name)
     except sqlite3.Error as error:
         log.failed("store", f"{store.path}: {error}")
     else:
@@ -139,7 +140,7 @@ def _store(log, action, *args):
     try:
         action(*args)
     except sqlite3.Error as error:
-        log.failed("store", f"{action.__self__.path}: {error}")
+        log.failed("store", f"{error}")
     else:
         log.worked("store")
 
