@@ -50,6 +50,7 @@ bench: deps install
 	$(PYTHON) bench/models_classify.py
 	$(PYTHON) bench/report.py
 	$(PYTHON) bench/tails.py
+	$(PYTHON) bench/probe.py
 	$(MAKE) -C tests/progs
 	$(PYTHON) bench/fdswap.py
 

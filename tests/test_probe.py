@@ -4,6 +4,7 @@ with bad settings."""
 import datetime
 import json
 import os
+import pathlib
 import re
 import signal
 import socket
@@ -18,6 +19,7 @@ import pytest
 from ioassess.probe.target import IO_DIRECT, IO_FALLBACK, OPS, POOL_FILE_BYTES
 
 WAIT_S = 60
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def mount(fs_type, directory, options=()):
@@ -377,6 +379,8 @@ def test_the_exporter_serves_last_durations_normals_and_slowdown_quantiles(start
     wait_for(lambda: sum(name == "ioassess_probe_slowdown" for name, _ in samples()) == 4 * len(OPS),
              "the slowdown quantiles of every op")
     exported = samples()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        exposition = response.read().decode()
     busy = ioassess("probe", "run", "--dir", str(tmp_path / "fs"), "--db", str(tmp_path / "other.sqlite"),
                     "--metrics-port", str(port))
     probe.send_signal(signal.SIGTERM)
@@ -389,3 +393,13 @@ def test_the_exporter_serves_last_durations_normals_and_slowdown_quantiles(start
                      for name in ("median", "p90", "p95", "p99")]
         assert quantiles == sorted(quantiles) and 0 < quantiles[0] < 10
     assert busy.returncode == 2 and busy.stderr == f"ioassess: --metrics-port {port}: Address already in use\n"
+    # The Grafana dashboard asks only for what the exporter serves.
+    dashboard = (REPO / "contrib" / "probe" / "ioassess-probe-dashboard.json").read_text()
+    asked = set(re.findall(r"ioassess_probe_\w+", dashboard))
+    assert len(asked) == 4 and all(f"# HELP {name} " in exposition for name in asked), asked
+
+
+def test_the_example_settings_are_valid():
+    from ioassess.probe.config import read_config
+    settings = read_config(str(REPO / "contrib" / "probe" / "probe.conf"))
+    assert [target.name for target in settings.targets] == ["scratch", "home"] and settings.metrics_port == 9464

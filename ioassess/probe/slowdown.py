@@ -68,7 +68,8 @@ def probe_slowdown(store, name, since_s, until_s, width_s=None, normal_days=30.0
     expected = np.array([value or np.nan for value in normal])[ops] if ops.size else np.zeros(0)
     known = np.isfinite(expected)
     ops, ratio, weights = ops[known], seconds[known] / expected[known], weights[known]
-    interval = np.minimum(((starts[known] - origin) // width_s).astype(np.int64), interval_count - 1)
+    # clipped: a start stored in whole microseconds can fall a hair before `since`
+    interval = np.clip(((starts[known] - origin) // width_s).astype(np.int64), 0, interval_count - 1)
     by_op = _quantiles_by(ops, interval, ratio, weights, len(OPS), interval_count)
     by_kind = _quantiles_by(OP_KIND[ops], interval, ratio, weights, len(KINDS), interval_count)
     return {"target": name, "dir": directory, "io_mode": io_mode, "since": since_s, "until": until_s,
