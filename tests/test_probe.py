@@ -10,6 +10,7 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import sys
 import time
 import urllib.request
 
@@ -266,6 +267,14 @@ def test_probe_report_refuses_bad_windows_in_one_line(history, ioassess, args, p
         result.stderr
 
 
+def test_probe_report_of_a_damaged_store_is_one_line(ioassess, tmp_path):
+    damaged_store(tmp_path / "probe.sqlite")
+    result = ioassess("probe", "report", "--db", str(tmp_path / "probe.sqlite"), "-o", str(tmp_path / "p.html"))
+    assert result.returncode == 2 and not (tmp_path / "p.html").exists()
+    assert result.stderr.startswith(f"ioassess: {tmp_path / 'probe.sqlite'}: not a probe store (") and \
+        len(result.stderr.splitlines()) == 1, result.stderr
+
+
 def test_probe_report_without_a_store_says_so(ioassess, tmp_path):
     result = ioassess("probe", "report", "--db", str(tmp_path / "none.sqlite"))
     assert result.returncode == 2
@@ -323,13 +332,25 @@ def test_fio_hammering_the_disk_shows_in_the_probe_and_in_a_job_report_of_that_w
                      r"\d\d:\d\d:\d\d; [\d.]+ % of this job's lost time", page), page[page.find("file-system"):][:3000]
 
 
-@pytest.mark.parametrize("store", [None, "garbage", "missing"])
+def damaged_store(path):
+    """A store whose tables hold what the probe never writes: a duration that is text."""
+    from ioassess.probe.config import Target
+    from ioassess.probe.store import Store
+    store = Store(str(path), writable=True)
+    target = store.target_id(Target("scratch", "/scratch", 1 << 20, 10), IO_DIRECT)
+    store.db.execute("INSERT INTO samples VALUES (?, 0, ?, 'slow')", (target, int(time.time() * 1e6) - 10))
+    store.close()
+
+
+@pytest.mark.parametrize("store", [None, "garbage", "missing", "damaged"])
 def test_a_job_report_without_a_usable_store_says_why_and_is_still_made(ioassess, tmp_path, store):
     env = {}
     if store:
         env["IOASSESS_PROBE_DB"] = str(tmp_path / "probe.sqlite")
         if store == "garbage":
             (tmp_path / "probe.sqlite").write_bytes(b"not a database, " * 100)
+        if store == "damaged":
+            damaged_store(tmp_path / "probe.sqlite")
     traces = tmp_path / "traces"
     result = ioassess("run", "--trace-dir", str(traces), "--", "dd", "if=/dev/zero", f"of={tmp_path}/out",
                       "bs=64k", "count=16", env=env)
@@ -338,7 +359,8 @@ def test_a_job_report_without_a_usable_store_says_why_and_is_still_made(ioassess
     assert section["targets"] == []
     expected = {None: "no probe store is configured: run `ioassess probe run`",
                 "garbage": f"{tmp_path / 'probe.sqlite'}: not a probe store (file is not a database)",
-                "missing": f"{tmp_path / 'probe.sqlite'}: no probe store there"}[store]
+                "missing": f"{tmp_path / 'probe.sqlite'}: no probe store there",
+                "damaged": f"{tmp_path / 'probe.sqlite'}: not a probe store (invalid literal for int()"}[store]
     assert section["problem"].startswith(expected), section
     assert "The file system during this job" in (traces / "report.html").read_text()
 
@@ -403,3 +425,30 @@ def test_the_example_settings_are_valid():
     from ioassess.probe.config import read_config
     settings = read_config(str(REPO / "contrib" / "probe" / "probe.conf"))
     assert [target.name for target in settings.targets] == ["scratch", "home"] and settings.metrics_port == 9464
+
+
+def test_another_user_reads_the_store_while_the_probe_runs_and_after(start_ioassess, ioassess, job_user,
+                                                                     installation_reachable, searchable_tmp):
+    (searchable_tmp / "fs").mkdir()
+    db = searchable_tmp / "probe.sqlite"
+    out = searchable_tmp / "out"
+    out.mkdir()
+    os.chown(out, job_user.pw_uid, job_user.pw_gid)
+    common = ("--dir", str(searchable_tmp / "fs"), "--db", str(db), "--data-size", "2M", "--pool-files", "5",
+              "--interval", "0.05s")
+
+    def report_as_user(name):
+        return subprocess.run([sys.executable, "-m", "ioassess", "probe", "report", "--db", str(db), "--since", "1h",
+                               "--json", str(out / name)], cwd=out, user=job_user.pw_uid, group=job_user.pw_gid,
+                              extra_groups=[], capture_output=True, text=True, timeout=WAIT_S)
+    probe = start_ioassess("probe", "run", *common)
+    wait_for(lambda: rows_of(db, str(searchable_tmp / "fs")) >= 3 * len(OPS), "three rounds")
+    assert oct(db.stat().st_mode & 0o777) == "0o644"
+    running = report_as_user("running.json")
+    probe.send_signal(signal.SIGTERM)
+    assert probe.wait(timeout=WAIT_S) == 0
+    after = report_as_user("after.json")
+    for result, name in ((running, "running.json"), (after, "after.json")):
+        assert result.returncode == 0, result.stderr
+        [target] = json.loads((out / name).read_text())["targets"]
+        assert target["ops"]["read_1MiB"]["overall"]["count"] >= 3

@@ -2,7 +2,6 @@
 import argparse
 import dataclasses
 import os
-import sqlite3
 import sys
 import time
 
@@ -10,7 +9,7 @@ from ..escape import printable
 from ..iomodels import parse_size
 from .config import (DEFAULT_DATA_SIZE, DEFAULT_DB, DEFAULT_POOL_FILES, ProbeConfigError, ProbeSettings, Target,
                      parse_interval, read_config)
-from .store import StoreError
+from .store import DAMAGED_STORE_ERRORS, StoreError
 
 USAGE_ERROR = 2
 
@@ -85,8 +84,7 @@ def _run(args):
         metrics = Exporter(settings.metrics_port, settings.normal_days) if settings.metrics_port else None
         return run_probe(settings, args.rounds, metrics=metrics)
     except (ProbeConfigError, StoreError, MetricsUnavailable) as error:
-        print(f"ioassess: {printable(str(error))}", file=sys.stderr)
-        return USAGE_ERROR
+        return _usage_error(str(error))
 
 
 def _report(args):
@@ -103,13 +101,12 @@ def _report(args):
         unknown = sorted(set(args.target or ()) - set(store.targets()))
         if unknown:
             raise ValueError(f"{args.db}: no target {', '.join(unknown)} (it has: {', '.join(store.targets())})")
-        data = probe_report_data(store, since, until, args.interval, args.normal_days, args.target)
     except (ValueError, StoreError) as error:
-        print(f"ioassess: {printable(str(error))}", file=sys.stderr)
-        return USAGE_ERROR
-    except sqlite3.Error as error:
-        print(f"ioassess: {printable(f'{args.db}: cannot read the probe store: {error}')}", file=sys.stderr)
-        return USAGE_ERROR
+        return _usage_error(str(error))
+    try:
+        data = probe_report_data(store, since, until, args.interval, args.normal_days, args.target)
+    except DAMAGED_STORE_ERRORS as error:
+        return _usage_error(f"{args.db}: not a probe store ({error})")
     written = []
     if args.json:
         write_json(args.json, data)
@@ -119,3 +116,8 @@ def _report(args):
         written.append(args.output or "probe.html")
     print(f"ioassess: wrote {' and '.join(written)}", file=sys.stderr)
     return 0
+
+
+def _usage_error(message):
+    print(f"ioassess: {printable(message)}", file=sys.stderr)
+    return USAGE_ERROR

@@ -8,14 +8,13 @@ never the loss of the report.
 """
 import math
 import os
-import sqlite3
 
 import numpy as np
 
 from ..files import file_system_of, mount_table, read_settings_file
 from ..job import mount_of
 from .slowdown import probe_slowdown, slow_spans
-from .store import Store, StoreError
+from .store import DAMAGED_STORE_ERRORS, Store, StoreError
 
 PROBE_DB_ENV = "IOASSESS_PROBE_DB"
 SITE_SETTINGS = "/etc/ioassess/epilog.conf"
@@ -60,8 +59,10 @@ def file_system_during_job(probe_db, job_start_s, job_end_s, mount_points, file_
             slowdowns = [probe_slowdown(store, name, job_start_s, job_end_s, width) for name, _ in targets]
         finally:
             store.close()
-    except (StoreError, sqlite3.Error) as error:
+    except StoreError as error:
         return {"store": probe_db, "problem": str(error), "targets": []}
+    except DAMAGED_STORE_ERRORS as error:
+        return {"store": probe_db, "problem": f"{probe_db}: not a probe store ({error})", "targets": []}
     total_lost = float(np.sum(op_lost_s))
     op_epoch = job_start_s + np.asarray(op_start_s, dtype=np.float64)
     described = []

@@ -40,12 +40,14 @@ def normals(store, target, until_s, days):
     return [None if math.isnan(value) else float(value) for value in medians[0]], [int(n) for n in totals]
 
 
-def automatic_width(since_s, until_s, oldest_raw_s):
+def automatic_width(since_s, until_s, oldest_raw_s, oldest_hour_s):
     """About TARGET_INTERVALS intervals of a round width; whole hours if the window starts
-    before the oldest raw row."""
+    before the oldest raw row and the raw rows before it were dropped (hours older than it
+    are kept)."""
     raw = (until_s - since_s) / TARGET_INTERVALS
     width = next((nice for nice in NICE_SECONDS if nice >= raw), NICE_SECONDS[-1])
-    if oldest_raw_s is None or since_s < oldest_raw_s:
+    raw_from = math.inf if oldest_raw_s is None else oldest_raw_s
+    if oldest_hour_s is not None and oldest_hour_s + HOUR <= raw_from and since_s < raw_from:
         width = max(HOUR, math.ceil(width / HOUR) * HOUR)
     return float(width)
 
@@ -55,7 +57,7 @@ def probe_slowdown(store, name, since_s, until_s, width_s=None, normal_days=30.0
     target, directory, io_mode = store.targets()[name]
     normal, normal_counts = normals(store, target, until_s, normal_days)
     if width_s is None:
-        width_s = automatic_width(since_s, until_s, store.oldest_raw(target))
+        width_s = automatic_width(since_s, until_s, store.oldest_raw(target), store.oldest_hour(target))
     width_s = max(float(width_s), (until_s - since_s) / MAX_INTERVALS)
     origin = math.floor(since_s / width_s) * width_s if width_s % HOUR == 0 else since_s
     interval_count = max(1, math.ceil((until_s - origin) / width_s))

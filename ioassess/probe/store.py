@@ -14,6 +14,7 @@ Aggregation is idempotent (an hour's histogram and a minute's row are made again
 rows), so a probe killed at any point and restarted continues the same history.
 """
 import os
+import pathlib
 import sqlite3
 
 import numpy as np
@@ -42,6 +43,11 @@ class StoreError(Exception):
     """A probe store that cannot be opened or read; str() names the file."""
 
 
+# What reading a store that is not the probe's (another program's tables of the same names,
+# a damaged file) raises besides sqlite3.Error: values of the wrong type or size.
+DAMAGED_STORE_ERRORS = (sqlite3.Error, ValueError, TypeError, OverflowError, KeyError)
+
+
 class Store:
     def __init__(self, path, writable=False):
         self.path = path
@@ -55,7 +61,8 @@ class Store:
             else:
                 if not os.path.isfile(path):
                     raise StoreError(f"{path}: no probe store there")
-                self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+                uri = pathlib.Path(path).absolute().as_uri()   # percent-encoded: any name opens
+                self.db = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None)
                 self.db.execute("SELECT 1 FROM targets LIMIT 1")
         except sqlite3.Error as error:
             raise StoreError(f"{path}: not a probe store ({error})") from None
@@ -169,10 +176,18 @@ class Store:
 
     def oldest_raw(self, target):
         """The start (s) of the target's oldest raw row, or None."""
-        first = min((row[0] for op in range(len(OPS)) for row in self.db.execute(
-            "SELECT min(start_us) FROM samples WHERE target = ? AND op = ?", (target, op)) if row[0] is not None),
-            default=None)
+        first = self._oldest("samples", "start_us", target)
         return None if first is None else first / US
+
+    def oldest_hour(self, target):
+        """The start (s) of the target's oldest hourly histogram, or None."""
+        return self._oldest("hours", "hour", target)
+
+    def _oldest(self, table, column, target):
+        """The least column of the target's rows, op by op (each a step in the primary key)."""
+        return min((row[0] for op in range(len(OPS)) for row in self.db.execute(
+            f"SELECT min({column}) FROM {table} WHERE target = ? AND op = ?", (target, op)) if row[0] is not None),
+            default=None)
 
     def aggregated_until(self):
         return self._meta("aggregated_until") or 0
