@@ -83,7 +83,7 @@ def test_probe_times_every_op_of_every_target_in_order(ioassess, tmp_path, mount
     result = ioassess("probe", "run", "--config", str(config), "--rounds", "6")
     assert result.returncode == 0, result.stderr
     assert result.stderr.splitlines()[-1] == "ioassess probe: stopped after 6 rounds"
-    assert query(db, "PRAGMA journal_mode") == [("wal",)]
+    assert query(db, "PRAGMA journal_mode") == [("delete",)]   # stopped: readable from a read-only directory
     targets = {name: (io_mode, data_size, pool_files) for name, io_mode, data_size, pool_files
                in query(db, "SELECT name, io_mode, data_size, pool_files FROM targets")}
     assert targets == {"ext4": (IO_DIRECT, 8 << 20, 40), "tmpfs": (IO_DIRECT, 4 << 20, 30),
@@ -100,6 +100,11 @@ def test_probe_times_every_op_of_every_target_in_order(ioassess, tmp_path, mount
         assert pool == list(range(6, files + 6))   # six oldest deleted, six new made
         assert {(home / "pool" / str(n)).stat().st_size for n in pool} == {POOL_FILE_BYTES}
 
+    report = ioassess("probe", "report", "--db", str(db), "--since", "1h", "--json", str(tmp_path / "probe.json"))
+    assert report.returncode == 0, report.stderr
+    for target in json.loads((tmp_path / "probe.json").read_text())["targets"]:   # a quiet machine: near normal
+        assert all(0.5 < kind["overall"]["median"] < 2 for kind in target["kinds"].values()), target["kinds"]
+
     cleanup = ioassess("probe", "run", "--config", str(config), "--cleanup")
     assert cleanup.returncode == 0, cleanup.stderr
     assert "ioassess probe: ext4: removed 41 files" in cleanup.stderr.splitlines()
@@ -115,6 +120,7 @@ def test_sigkill_mid_round_leaves_a_whole_store_that_a_restart_continues(ioasses
     wait_for(lambda: rows_of(db, "fs") >= 40 * len(OPS), "40 rounds")
     probe.send_signal(signal.SIGKILL)
     probe.communicate(timeout=WAIT_S)
+    assert query(db, "PRAGMA journal_mode") == [("wal",)]
     assert query(db, "PRAGMA integrity_check") == [("ok",)]
     before = query(db, "SELECT max(start_us), count(*) FROM samples")[0]
 

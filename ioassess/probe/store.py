@@ -51,6 +51,7 @@ DAMAGED_STORE_ERRORS = (sqlite3.Error, ValueError, TypeError, OverflowError, Key
 class Store:
     def __init__(self, path, writable=False):
         self.path = path
+        self.writable = writable
         try:
             if writable:
                 _create_readable(path)
@@ -68,6 +69,15 @@ class Store:
             raise StoreError(f"{path}: not a probe store ({error})") from None
 
     def close(self):
+        """Closed; the probe's store is left in rollback-journal mode, so that a user's report
+        reads it from a directory the user cannot write (a reader of a WAL database needs its
+        -shm file, which SQLite removes with the last connection). A reader still connected
+        keeps it in WAL mode, as does a probe killed: its -wal and -shm files stay readable."""
+        if self.writable:
+            try:
+                self.db.execute("PRAGMA journal_mode=DELETE")
+            except sqlite3.Error:
+                pass
         self.db.close()
 
     # ---- writing (the probe) ----
