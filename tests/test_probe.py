@@ -6,6 +6,7 @@ import json
 import os
 import pathlib
 import re
+import select
 import signal
 import socket
 import sqlite3
@@ -458,3 +459,33 @@ def test_another_user_reads_the_store_while_the_probe_runs_and_after(start_ioass
         assert result.returncode == 0, result.stderr
         [target] = json.loads((out / name).read_text())["targets"]
         assert target["ops"]["read_1MiB"]["overall"]["count"] >= 3
+
+
+def test_a_full_store_disk_is_one_line_and_the_rounds_go_on(start_ioassess, tmp_path, mounts):
+    store_fs = mounts("tmpfs", tmp_path / "store", ["size=2m"])
+    (tmp_path / "fs").mkdir()
+    db = store_fs / "probe.sqlite"
+    probe = start_ioassess("probe", "run", "--dir", str(tmp_path / "fs"), "--db", str(db), "--data-size", "2M",
+                           "--pool-files", "5", "--interval", "0.02s")
+
+    def next_line():
+        assert select.select([probe.stderr], [], [], WAIT_S)[0], "no line from the probe"
+        return probe.stderr.readline().rstrip("\n")
+    assert next_line().startswith("ioassess probe: probing ")
+    wait_for(lambda: rows_of(db, str(tmp_path / "fs")) >= 2 * len(OPS), "two rounds")
+    filler = os.open(store_fs / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            os.write(filler, b"\0" * 4096)
+    except OSError:
+        os.close(filler)
+    assert next_line() == "ioassess probe: store: database or disk is full"
+    os.unlink(store_fs / "filler")
+    assert next_line() == "ioassess probe: store: probing again"
+    stored = rows_of(db, str(tmp_path / "fs"))
+    wait_for(lambda: rows_of(db, str(tmp_path / "fs")) >= stored + 2 * len(OPS), "rounds stored again")
+    probe.send_signal(signal.SIGTERM)
+    _, rest = probe.communicate(timeout=WAIT_S)
+    assert probe.returncode == 0
+    assert rest.splitlines()[-1].startswith("ioassess probe: stopped after "), rest
+    assert not any(line.startswith("ioassess probe: store: ") for line in rest.splitlines()), rest

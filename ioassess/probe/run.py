@@ -58,7 +58,8 @@ def run_probe(settings, rounds=None, stream=sys.stderr, metrics=None):
             rows = []
             for probe in probes:
                 _probe_target(probe, store, target_ids, rows, log, metrics)
-            _store(log, store.add_samples, rows)
+            if _store(log, store.add_samples, rows):
+                log.worked("store")
             now = time.time()
             if int(now // 60) != last_minute:
                 last_minute = int(now // 60)
@@ -137,12 +138,13 @@ def _probe_target(probe, store, target_ids, rows, log, metrics):
 
 
 def _store(log, action, *args):
+    """Whether action(*args) on the store went through; a failure is logged as the store's."""
     try:
         action(*args)
     except sqlite3.Error as error:
         log.failed("store", f"{error}")
-    else:
-        log.worked("store")
+        return False
+    return True
 
 
 def cleanup(settings, stream=sys.stderr):
