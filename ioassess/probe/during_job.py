@@ -13,14 +13,11 @@ import numpy as np
 
 from ..files import file_system_of, mount_table, read_settings_file
 from ..job import mount_of
-from .slowdown import probe_slowdown, slow_spans
+from .slowdown import SLOW_FACTOR, probe_slowdown, slow_spans
 from .store import DAMAGED_STORE_ERRORS, Store, StoreError
 
 PROBE_DB_ENV = "IOASSESS_PROBE_DB"
 SITE_SETTINGS = "/etc/ioassess/epilog.conf"
-SLOW_FACTOR = 2.0
-MIN_INTERVAL_S = 1.0
-TARGET_INTERVALS = 50
 HOW_TO_GET_ONE = ("no probe store is configured: run `ioassess probe run` on a node of its own or a shared login "
                   "node (docs/probe.md) and give its store with --probe-db, $IOASSESS_PROBE_DB or probe_db in "
                   "/etc/ioassess/epilog.conf")
@@ -55,8 +52,8 @@ def file_system_during_job(probe_db, job_start_s, job_end_s, mount_points, file_
         store = Store(probe_db)
         try:
             targets = _job_targets(store, job_mount_points(mount_points, file_names))
-            width = max(MIN_INTERVAL_S, (job_end_s - job_start_s) / TARGET_INTERVALS)
-            slowdowns = [probe_slowdown(store, name, job_start_s, job_end_s, width) for name, _ in targets]
+            # the automatic width: about 50 intervals, or whole hours for a job older than the raw rows
+            slowdowns = [probe_slowdown(store, name, job_start_s, job_end_s) for name, _ in targets]
         finally:
             store.close()
     except StoreError as error:

@@ -9,9 +9,8 @@ import re
 from ..files import replace_atomically
 from ..html import write_page
 from ..report import render
-from .slowdown import KINDS, probe_slowdown, slow_spans
+from .slowdown import KINDS, SLOW_FACTOR, probe_slowdown, slow_spans
 
-SLOW_FACTOR = 2.0     # an interval whose median slowdown is this or more is named slow
 TEMPLATE_DIR = os.path.join(os.path.dirname(__file__), "templates")
 RELATIVE = re.compile(r"-?(\d+(?:\.\d*)?)(s|m|h|d)")
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}

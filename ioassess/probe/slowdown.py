@@ -21,6 +21,7 @@ KIND_OF_OP = {"read_1MiB": "read", "read_4KiB": "read", "write_1MiB": "write", "
               "create": "metadata", "stat": "metadata", "read": "metadata", "delete": "metadata"}
 OP_KIND = np.array([KINDS.index(KIND_OF_OP[op]) for op in OPS])
 TARGET_INTERVALS = 50
+SLOW_FACTOR = 2.0     # a kind whose median slowdown in an interval is this or more is slow then
 MAX_INTERVALS = 10_000
 HOUR = 3600
 NICE_SECONDS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 4 * 3600, 6 * 3600, 12 * 3600,
