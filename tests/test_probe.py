@@ -1,6 +1,7 @@
 """The file-system probe (docs/probe.md) run for real: on this machine's ext4, a tmpfs and a
-ramfs (which refuses O_DIRECT), killed and restarted, with a full and a vanished target, and
-with bad settings."""
+ramfs (which refuses O_DIRECT), killed and restarted, with a full and a vanished target, a full
+store disk and bad settings; its slowdown over made-up history and under fio hammering the disk,
+in its own report, its Prometheus metrics and a job's report; its store read by another user."""
 import datetime
 import json
 import os
