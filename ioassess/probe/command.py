@@ -19,6 +19,7 @@ def add_commands(commands):
                                 description="A light periodic probe of file systems (Kunkel & Betke 2019) with "
                                             "its history in SQLite, and reports of its slowdown (docs/probe.md).")
     actions = probe.add_subparsers(metavar="ACTION")
+    probe.set_defaults(handler=lambda _args: probe.print_help(sys.stderr) or USAGE_ERROR)
     run = actions.add_parser("run", help="probe until SIGTERM or SIGINT",
                              description="Every interval, time a random 1 MiB and 4 KiB read and write and a "
                                          "small file's create, stat, read and delete in each target, and keep "
