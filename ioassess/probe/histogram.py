@@ -36,6 +36,18 @@ def decode(bins, counts):
     return np.frombuffer(bins, dtype="<u2"), np.frombuffer(counts, dtype="<u4")
 
 
+def dense_medians(labels, bins, counts, label_count):
+    """The median duration (s) of each label's binned durations (NaN for a label without any),
+    and how many each has: the counts summed per label and bin, no sort."""
+    dense = np.bincount(np.asarray(labels, dtype=np.int64) * BINS + bins, weights=counts,
+                        minlength=label_count * BINS).reshape(label_count, BINS)
+    cumulative = np.cumsum(dense, axis=1)
+    totals = cumulative[:, -1]
+    rank = np.floor(0.5 * (totals - 1))
+    median_bin = np.array([np.searchsorted(row, value, side="right") for row, value in zip(cumulative, rank)])
+    return np.where(totals > 0, seconds_of(np.minimum(median_bin, BINS - 1)), np.nan), totals
+
+
 def group_quantiles(values, weights, groups, group_count, quantiles):
     """(total weight per group, len(quantiles) x group_count array): for each group the
     smallest value whose cumulative weight exceeds q * (weight - 1), i.e. the value of rank

@@ -35,10 +35,10 @@ def normals(store, target, until_s, days):
     aggregated = min(store.aggregated_until(), until_s)
     ops, _, bins, counts = store.hour_histograms(target, math.floor(since / HOUR) * HOUR, aggregated)
     raw_ops, _, raw_seconds = store.raw(target, max(since, aggregated), until_s)
-    totals, medians = histogram.group_quantiles(
-        np.concatenate((histogram.seconds_of(bins), raw_seconds)),
-        np.concatenate((counts, np.ones(raw_ops.size))), np.concatenate((ops, raw_ops)), len(OPS), (0.5,))
-    return [None if math.isnan(value) else float(value) for value in medians[0]], [int(n) for n in totals]
+    medians, totals = histogram.dense_medians(np.concatenate((ops, raw_ops)),
+                                              np.concatenate((bins, histogram.bins_of(raw_seconds))),
+                                              np.concatenate((counts, np.ones(raw_ops.size))), len(OPS))
+    return [None if math.isnan(value) else float(value) for value in medians], [int(n) for n in totals]
 
 
 def automatic_width(since_s, until_s, oldest_raw_s, oldest_hour_s):

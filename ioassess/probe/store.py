@@ -171,18 +171,16 @@ class Store:
 
     def hour_histograms(self, target, since_s, until_s):
         """(op, hour start s, bin, count) arrays of one target's hours starting in [since, until)."""
-        ops, hours, bins, counts = [], [], [], []
-        for op, hour, hour_bins, hour_counts in self.db.execute(
-                "SELECT op, hour, bins, counts FROM hours WHERE target = ? AND hour >= ? AND hour < ?",
-                (target, int(since_s), int(until_s))):
-            decoded_bins, decoded_counts = histogram.decode(hour_bins, hour_counts)
-            bins.append(decoded_bins)
-            counts.append(decoded_counts)
-            ops.append(np.full(decoded_bins.size, op))
-            hours.append(np.full(decoded_bins.size, hour))
-        if not bins:
+        rows = self.db.execute("SELECT op, hour, bins, counts FROM hours WHERE target = ? AND hour >= ? AND hour < ?",
+                               (target, int(since_s), int(until_s))).fetchall()
+        if not rows:
             return (np.zeros(0, dtype=np.int64),) * 4
-        return np.concatenate(ops), np.concatenate(hours), np.concatenate(bins), np.concatenate(counts)
+        ops, hours, bins, counts = zip(*rows)
+        lengths = [len(blob) // 2 for blob in bins]
+        bins, counts = histogram.decode(b"".join(bins), b"".join(counts))
+        if bins.size != counts.size:
+            raise ValueError("the hourly histograms' bins and counts differ in length")
+        return np.repeat(ops, lengths), np.repeat(hours, lengths), bins, counts
 
     def oldest_raw(self, target):
         """The start (s) of the target's oldest raw row, or None."""
