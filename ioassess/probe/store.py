@@ -157,9 +157,10 @@ class Store:
 
     def raw(self, target, since_s, until_s):
         """(op, start s, duration s) arrays of one target's raw rows in [since, until)."""
-        rows = np.array([row for op in range(len(OPS)) for row in self.db.execute(
-            "SELECT op, start_us, ns FROM samples WHERE target = ? AND op = ? AND start_us >= ? AND start_us < ?",
-            (target, op, int(since_s * US), int(until_s * US)))], dtype=np.int64).reshape(-1, 3)
+        rows = np.array(self.db.execute(
+            f"SELECT op, start_us, ns FROM samples WHERE target = ? AND op IN ({', '.join('?' * len(OPS))}) "
+            "AND start_us >= ? AND start_us < ?",
+            (target, *range(len(OPS)), int(since_s * US), int(until_s * US))).fetchall(), dtype=np.int64).reshape(-1, 3)
         return rows[:, 0], rows[:, 1] / US, rows[:, 2] / 1e9
 
     def _raw(self, since_s, until_s):
