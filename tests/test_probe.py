@@ -48,7 +48,8 @@ def mounts():
 def write_config(path, db, targets, interval="0.05s"):
     lines = ["[probe]", f"db = {db}", f"interval = {interval}", ""]
     for name, directory, data_size, pool_files in targets:
-        lines += [f"[target {name}]", f"dir = {directory}", f"data_size = {data_size}", f"pool_files = {pool_files}", ""]
+        lines += [f"[target {name}]", f"dir = {directory}", f"data_size = {data_size}",
+                  f"pool_files = {pool_files}", ""]
     path.write_text("\n".join(lines))
     return path
 
@@ -187,7 +188,8 @@ def test_full_and_vanished_targets_log_one_line_each_and_the_others_are_still_pr
     ("[probe]\ninterval = soon\n[target a]\ndir = /tmp\n",
      "[probe] interval: not an interval: 'soon' (e.g. 1s, 500ms, 10m, 4h)"),
     ("[probe]\ndb = /tmp/x.sqlite\n", "no [target NAME] section: nothing to probe"),
-    ("[target a]\ndir = /tmp\ncolour = blue\n", "[target a]: unknown setting 'colour' (known: dir, data_size, pool_files)"),
+    ("[target a]\ndir = /tmp\ncolour = blue\n",
+     "[target a]: unknown setting 'colour' (known: dir, data_size, pool_files)"),
     ("[target a]\ndata_size = 1k\ndir = /tmp\n", "[target a] data_size: data_size '1k' is below 1 MiB"),
     ("[target a]\ndata_size = 1G\n", "[target a] needs dir = DIRECTORY"),
     ("[elsewhere]\n", "unknown section [elsewhere] (known: [probe], [target NAME])"),

@@ -1,5 +1,4 @@
 """The `ioassess probe run|report` command lines (docs/probe.md, docs/cli.md)."""
-import argparse
 import dataclasses
 import os
 import sys
