@@ -26,6 +26,7 @@ deps:
 	@$(PYTHON) -c 'import pytest' 2>/dev/null || $(PIP) install --quiet 'pytest>=7'
 	@$(PYTHON) -c 'import websocket' 2>/dev/null || $(PIP) install --quiet websocket-client
 	@$(PYTHON) -c 'import powerlaw' 2>/dev/null || $(PIP) install --quiet powerlaw
+	@$(PYTHON) -c 'import prometheus_client' 2>/dev/null || $(PIP) install --quiet prometheus_client
 
 install:
 	$(PIP) install --quiet .
@@ -52,6 +53,7 @@ bench: deps install
 	$(PYTHON) bench/models_classify.py
 	$(PYTHON) bench/report.py
 	$(PYTHON) bench/tails.py
+	$(PYTHON) bench/probe.py
 	$(MAKE) -C tests/progs
 	$(PYTHON) bench/fdswap.py
 

@@ -26,9 +26,10 @@ class BinaryDistribution(Distribution):
 
 
 setup(
-    packages=["ioassess", "ioassess.models", "ioassess.report"],
+    packages=["ioassess", "ioassess.models", "ioassess.probe", "ioassess.report"],
     package_dir={"ioassess": "ioassess", "ioassess.models": "models", "ioassess.report": "report"},
-    package_data={"ioassess.models": ["pretrained/*.json", "templates/*.j2"], "ioassess.report": ["templates/*.j2"]},
+    package_data={"ioassess.models": ["pretrained/*.json", "templates/*.j2"], "ioassess.probe": ["templates/*.j2"],
+                  "ioassess.report": ["templates/*.j2"]},
     cmdclass={"build_py": BuildPyWithRecorder},
     distclass=BinaryDistribution,
 )

@@ -34,6 +34,7 @@ from .iomodels import (DEFAULT_REPEATS, DEFAULT_TOTAL_BYTES, LAYOUTS, SITE_GRID_
                        IoModelsError, Sweep, default_grid_path, default_processes, format_grid, load_site_grid,
                        measure_grid, parse_size)
 from .load import LoadError, input_kind
+from .probe.command import add_commands as add_probe_commands
 from .report import make_report
 from .show import format_text, summarise
 from .trace import TraceFileError, read_trace_dir
@@ -121,6 +122,9 @@ def _build_parser():
     report.add_argument("--site-grid", metavar="GRID.json",
                         help=f"the I/O-model grid (ioassess iomodels) to place the job on (default: the site's, "
                              f"${SITE_GRID_ENV} or {SITE_GRID_PATH} if it exists)")
+    report.add_argument("--probe-db", metavar="PROBE.sqlite",
+                        help="the file-system probe's store, for the file system's slowdown during the job "
+                             "(default: $IOASSESS_PROBE_DB, else probe_db in /etc/ioassess/epilog.conf)")
     report.set_defaults(handler=_report)
     show = commands.add_parser("show", help="summarise trace directories",
                                description="Summarise the traces in one or more directories.")
@@ -198,6 +202,7 @@ def _build_parser():
                     "(docs/epilog.md). Exits 0 whatever happens: Slurm drains a node whose Epilog fails.")
     add_epilog_options(epilog)
     epilog.set_defaults(handler=run_epilog)
+    add_probe_commands(commands)
     return parser
 
 
@@ -225,7 +230,8 @@ def _show(args):
 def _report(args):
     try:
         owner_uid = trace_owner(args.inputs, args.owner)
-        make_report(args.inputs, args.model, args.output, args.json, sys.stderr, args.site_grid, owner_uid)
+        make_report(args.inputs, args.model, args.output, args.json, sys.stderr, args.site_grid, owner_uid,
+                    probe_db=args.probe_db)
     except (LoadError, ModelFileError, GridFileError) as error:
         _print_error(error)
         return USAGE_ERROR

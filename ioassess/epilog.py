@@ -12,7 +12,6 @@ made), waits at most the time limit, ends every process the worker left, logs ex
 and exits 0 whatever happened: Slurm drains a node whose Epilog fails.
 """
 import argparse
-import configparser
 import ctypes
 import dataclasses
 import datetime
@@ -32,6 +31,7 @@ import syslog
 import time
 
 from .escape import printable
+from .files import read_settings_file
 
 from .models.modelfile import SITE_MODELS_DIR, SITE_MODELS_ENV, model_dirs, site_model_dir
 
@@ -81,6 +81,7 @@ class Settings:
     time_limit: float = 60.0
     log: str = ""
     report_group: str = ""
+    probe_db: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,6 +113,7 @@ class Work:
     model: str
     model_dirs: list         # [origin, directory] in search order (modelfile.model_dirs)
     report_group: str
+    probe_db: str
 
 
 def _days(text):
@@ -172,6 +174,9 @@ def add_options(parser):
     option("--report-group", metavar="GROUP",
            help="make the reports readable by this group (mode 0640) when the job's user is in it "
                 "(default: none, mode 0600)")
+    option("--probe-db", metavar="PATH",
+           help="the file-system probe's store (ioassess probe run), for the file system's slowdown during the job "
+                "(default: none)")
 
 
 def run(args):
@@ -277,14 +282,10 @@ def load_settings(args):
 def read_config(path):
     """The settings in a config file: `name = value` lines under [epilog] (no % interpolation:
     the templates use %)."""
-    parser = configparser.ConfigParser(interpolation=None)
     try:
-        with open(path, encoding="utf-8") as f:
-            parser.read_file(f)
-    except OSError as error:
-        raise EpilogError(f"{path}: cannot read the settings: {error.strerror}") from None
-    except configparser.Error as error:
-        raise EpilogError(f"{path}: not a settings file: {error}") from None
+        parser = read_settings_file(path)
+    except ValueError as error:
+        raise EpilogError(str(error)) from None
     if parser.sections() != [CONFIG_SECTION]:
         raise EpilogError(f"{path}: needs exactly one section, [{CONFIG_SECTION}]; found {parser.sections()}")
     names = [field.name for field in dataclasses.fields(Settings)]
@@ -389,7 +390,7 @@ def work_for(job, settings):
                 darshan_days=settings.darshan_days, output=expand(settings.output, job),
                 json=expand(settings.json, job) if settings.json else "", model=settings.model,
                 model_dirs=model_dirs({}, job.home, settings.site_models or site_model_dir()),
-                report_group=settings.report_group)
+                report_group=settings.report_group, probe_db=settings.probe_db)
 
 
 def run_worker(job, work, time_limit):
@@ -695,7 +696,8 @@ def make_job_report(work, left_out):
     mode, group, unshared = report_permissions(work.report_group)
     try:
         assessment = make_report(traces + darshan_log, work.model or None, work.output, work.json or None,
-                                 owner_uid=work.uid, mode=mode, group=group, model_dirs=work.model_dirs)
+                                 owner_uid=work.uid, mode=mode, group=group, model_dirs=work.model_dirs,
+                                 probe_db=work.probe_db or None)
     except OSError as error:
         raise EpilogError(f"{work.output}: cannot write the report: {error.strerror}") from None
     read = {entry["path"] for entry in assessment["job"]["inputs"]}

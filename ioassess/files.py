@@ -1,5 +1,6 @@
 """Writing output files so that nothing the user had is lost and nothing partial is left, and
 the file system a path is on."""
+import configparser
 import os
 import shutil
 import tempfile
@@ -46,18 +47,29 @@ def file_system_facts(path):
         facts["device_number"] = f"{os.major(status.st_dev)}:{os.minor(status.st_dev)}"
     except OSError:
         pass
-    try:
-        with open("/proc/self/mounts") as mounts:
-            table = [(fields[1].replace("\\040", " "), fields[2], fields[0]) for fields in map(str.split, mounts)]
-    except OSError:
-        return facts
-    # Longest mount point first; of one mount point mounted twice, the later mount is the visible one.
-    table = sorted(reversed(table), key=lambda entry: -len(entry[0]))
+    table = mounts_with_sources()
     mount_point, fs_type = mount_of(os.path.realpath(path), [entry[:2] for entry in table])
     if mount_point:
         source = next(entry[2] for entry in table if entry[:2] == (mount_point, fs_type))
-        facts.update(type=fs_type, mount=mount_point, source=source.replace("\\040", " "))
+        facts.update(type=fs_type, mount=mount_point, source=source)
     return facts
+
+
+def mount_table():
+    """[(mount point, fs type)] of this host, longest mount point first (as mount_of wants); of
+    one mount point mounted twice, the later (visible) mount first; [] if it cannot be read."""
+    return [entry[:2] for entry in mounts_with_sources()]
+
+
+def mounts_with_sources():
+    """mount_table's entries with what is mounted there (a device, a server's export) third."""
+    try:
+        with open("/proc/self/mounts") as mounts:
+            table = [(fields[1].replace("\\040", " "), fields[2], fields[0].replace("\\040", " "))
+                     for fields in map(str.split, mounts)]
+    except OSError:
+        return []
+    return sorted(reversed(table), key=lambda entry: -len(entry[0]))
 
 
 def work_dir_problem(directory, needed_bytes, needed_for):
@@ -74,3 +86,17 @@ def work_dir_problem(directory, needed_bytes, needed_for):
     if free < needed_bytes:
         return f"{directory}: needs {needed_bytes / 2**30:.1f} GiB free for {needed_for}, has {free / 2**30:.1f} GiB"
     return None
+
+
+def read_settings_file(path):
+    """The configparser of a settings file (no % interpolation: templates use %). Raises
+    ValueError with one line, `PATH: problem`, for a file that cannot be read or parsed."""
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        with open(path, encoding="utf-8") as f:
+            parser.read_file(f)
+    except OSError as error:
+        raise ValueError(f"{path}: cannot read the settings: {error.strerror}") from None
+    except (configparser.Error, UnicodeDecodeError) as error:
+        raise ValueError(f"{path}: not a settings file: {' '.join(str(error).split())}") from None
+    return parser

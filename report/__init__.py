@@ -10,6 +10,7 @@ from ioassess.files import replace_atomically
 from ioassess.iomodels import GridFileError, load_site_grid
 from ioassess.load import load_job
 from ioassess.models.modelfile import load_model, model_path
+from ioassess.probe.during_job import find_probe_db
 from ioassess.progress import Progress
 
 from .assess import assess
@@ -23,14 +24,15 @@ QUIET_FOR_S = 1.0
 
 
 def make_report(inputs, model_name_or_path=None, html_path=None, json_path=None, stream=None, site_grid=None,
-                owner_uid=None, mode=0o600, group=-1, model_dirs=None):
+                owner_uid=None, mode=0o600, group=-1, model_dirs=None, probe_db=None):
     """Load the inputs, assess them under the model, write the HTML report and/or the JSON;
     returns the assessment. Raises LoadError, ModelFileError or GridFileError (one line each)
     before anything is written. model_name_or_path: the model to use; None: the one whose
     provenance fits the job best (model_choice.choose_model) from model_dirs (default: the
     user's, the site's, the shipped ones). site_grid: the I/O-model grid file to place the job
     on; without it, the site's (find_site_grid). owner_uid: whose traces are taken (load_job;
-    default: the effective uid's). Both files get exactly mode and, when given, the group gid
+    default: the effective uid's). probe_db: the file-system probe's store; without it, the one
+    find_probe_db finds, if any. Both files get exactly mode and, when given, the group gid
     `group`: 0600 by default, as the job's traces, since they name its files and command line."""
     given = None if model_name_or_path is None else load_model(model_name_or_path, model_dirs)
     grid = find_site_grid(site_grid, stream)
@@ -42,7 +44,7 @@ def make_report(inputs, model_name_or_path=None, html_path=None, json_path=None,
     else:
         model, path = given, model_path(model_name_or_path, model_dirs)
         choice = given_model_choice(job, model, path)
-    assessment = json_safe(assess(job, model, path, grid, choice))
+    assessment = json_safe(assess(job, model, path, grid, choice, find_probe_db(probe_db)))
     _advance(progress, ASSESS_SHARE, "assessed")
     if json_path:
         replace_atomically(json_path, json.dumps(assessment, indent=1, allow_nan=False) + "\n", mode, group)

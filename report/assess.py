@@ -27,6 +27,7 @@ from ioassess.iomodels import place_on_grid
 from ioassess.job import DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, Flag, op_column
 from ioassess.models.causes import CLASSES, LAYOUT_UNKNOWN, cached_typical_seconds, classify, memory_layout_codes
 from ioassess.models.slowdown import slowdown_by_interval
+from ioassess.probe.during_job import file_system_during_job
 
 from .ground_truth import agreement, inferred_verdicts, kernel_verdicts, overridden_classes
 
@@ -68,11 +69,12 @@ RANK_PLOT_BINS = 200
 MOST_LOST_NAMED = 3
 
 
-def assess(job, model, model_source="", site_grid=None, model_choice=None):
+def assess(job, model, model_source="", site_grid=None, model_choice=None, probe_db=None):
     """The assessment (a dict) of a Job under a CauseModel. site_grid: None, or the site's
     I/O-model grid to place the job on, {"path", "grid"} (a grid of ioassess.iomodels.load_grid),
     or {"path", "problem"} for one that could not be used. model_choice: how the model was
-    chosen and why (report.model_choice), or None."""
+    chosen and why (report.model_choice), or None. probe_db: the file-system probe's store, or
+    None."""
     per_op = classify_ops(job, model)
     per_total = estimate_totals(job, model)
     per_process = process_io(job, per_op, per_total)
@@ -104,6 +106,7 @@ def assess(job, model, model_source="", site_grid=None, model_choice=None):
         "site_grid": site_grid_placement(cell, site_grid),
         "scatter": scatter_sample(job, per_op),
         "model_lines": model_lines(model),
+        "file_system": file_system_while_running(job, per_op, probe_db),
     }
     assessment["recommendations"] = recommendations(assessment)
     return assessment
@@ -504,6 +507,16 @@ def timeline(job, per_op, bins=TIMELINE_BINS):
                                 job.ops["duration_s"][io][per_op["class"][io] == code], bins).tolist()
                for code, cls in enumerate(ROW_CLASSES[:-1]) if np.any(per_op["class"][io] == code)}
     return {"bin_s": width, "start_s": (np.arange(bins) * width).tolist(), "seconds": seconds}
+
+
+def file_system_while_running(job, per_op, probe_db):
+    """The probe's slowdown over the job's window, and the job's slow ops and lost time in the
+    intervals where it was slow (ioassess/probe/during_job.py)."""
+    io = per_op["is_io"]
+    return file_system_during_job(probe_db, job.start_epoch_s, job.end_epoch_s,
+                                  [mount for mount, _ in job.mounts] + [f.mount_point for f in job.files],
+                                  [f.name for f in job.files if not f.mount_point], job.ops["start_s"][io],
+                                  per_op["class"][io] == ROW_CLASSES.index("slow"), per_op["lost_s"][io])
 
 
 def slowdown_timeline(job, per_op):

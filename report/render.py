@@ -2,6 +2,7 @@
 template (templates/report.html.j2). One self-contained page: plots are inline SVG, styles
 inline, no script and no external resource; its size does not grow with the number of ops (the
 assessment carries a bounded sample and binned series)."""
+import datetime
 import math
 import os
 
@@ -71,6 +72,32 @@ def slowdown_plot(assessment):
     plot = svg.line_plot("slowdown: duration / cached typical duration", "time since job start (s)",
                          "slowdown", series, "slowdown per interval by op kind")
     return markupsafe.Markup(plot) if plot else None
+
+
+PROBE_KIND_COLOURS = {"read": "#1f77b4", "write": "#d62728", "metadata": "#2ca02c"}
+
+
+def probe_slowdown_plot(target, kind, offset_s, unit_s, x_label):
+    """The file-system probe's slowdown of one op kind for one target (a probe_slowdown of
+    ioassess/probe/slowdown.py): the median (solid), p90 and p99 (dashed) per interval, against
+    the time since offset_s in units of unit_s seconds."""
+    entry = target["kinds"][kind]
+    if not any(entry["count"]):
+        return None
+    xs = [(start - offset_s) / unit_s for start in target["interval_starts"]]
+    series = [(f"{kind} {name}", PROBE_KIND_COLOURS[kind] if name == "median" else "#888", name != "median", xs,
+               entry[name]) for name in ("median", "p90", "p99")]
+    plot = svg.line_plot(f"{target['target']}: {kind} slowdown (observed / normal)", x_label, "slowdown", series,
+                         f"file-system probe: {kind} slowdown per {seconds_text(target['interval_seconds'])} interval")
+    return markupsafe.Markup(plot) if plot else None
+
+
+def file_system_plots(assessment):
+    """The probe's slowdown per target and kind over the job's window, in seconds since its start."""
+    section = assessment["file_system"]
+    return [plot for target in section["targets"] for kind in ("read", "write", "metadata")
+            for plot in [probe_slowdown_plot(target, kind, section["job_start"], 1, "time since job start (s)")]
+            if plot]
 
 
 def order_statistics_plot(assessment):
@@ -157,7 +184,8 @@ def page_data(assessment):
             "plots": {"scatter": [p for p in (scatter_plot(assessment, d) for d in ("read", "write")) if p],
                       "timeline": timeline_plot(assessment), "slowdown": slowdown_plot(assessment),
                       "order_statistics": order_statistics_plot(assessment),
-                      "io_model": io_model_plot(assessment), "per_process": per_process_plot(assessment)}}
+                      "io_model": io_model_plot(assessment), "per_process": per_process_plot(assessment),
+                      "file_system": file_system_plots(assessment)}}
 
 
 def seconds_text(value):
@@ -203,7 +231,12 @@ def interval_text(low, high, unit=seconds_text):
     return f"{unit(low)} – {unit(high)}"
 
 
-FILTERS = {"seconds": seconds_text, "bytes": bytes_text, "share": share_text, "rate": rate_text}
+def clock_text(epoch_s):
+    """The local time of day, HH:MM:SS."""
+    return datetime.datetime.fromtimestamp(epoch_s).strftime("%H:%M:%S")
+
+
+FILTERS = {"seconds": seconds_text, "bytes": bytes_text, "share": share_text, "rate": rate_text, "clock": clock_text}
 
 
 def write_report(path, assessment, mode=0o600, group=-1):

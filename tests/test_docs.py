@@ -2,7 +2,6 @@
 variable written in backticks in README.md and docs/*.md is checked against the checkout and
 the installed package."""
 import importlib
-import pathlib
 import re
 
 import pytest

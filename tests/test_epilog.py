@@ -744,3 +744,18 @@ def _cgroups(pid):
             return f.read().splitlines()
     except FileNotFoundError:
         return []
+
+
+def test_the_report_quotes_the_probe_store_the_settings_name(ioassess, site, recorder_lib):
+    """probe_db reaches the worker, which reads root's store (mode 0644) as the job's user."""
+    os.mkdir(os.path.join(site.root, "fs"))
+    db = os.path.join(site.root, "probe.sqlite")
+    probed = ioassess("probe", "run", "--dir", os.path.join(site.root, "fs"), "--db", db, "--data-size", "2M",
+                      "--pool-files", "5", "--interval", "0.01s", "--rounds", "3")
+    assert probed.returncode == 0, probed.stderr
+    site.record_job(recorder_lib)
+    result = epilog(ioassess, site.settings(probe_db=db), site.slurm_environment())
+    assert_one_line(site, result, f"wrote {site.report()} and {site.report(suffix='json')}")
+    section = json.loads(pathlib.Path(site.report(suffix="json")).read_text())["file_system"]
+    assert (section["store"], section["problem"]) == (db, None)
+    assert [target["target"] for target in section["targets"]] == [os.path.join(site.root, "fs")]

@@ -1,0 +1,92 @@
+"""The job report's "The file system during this job": the probe's slowdown over the job's
+window, and the job's slow ops and lost time that fell in intervals where the probe was slow.
+
+The store is the one named explicitly (`ioassess report --probe-db`), else $IOASSESS_PROBE_DB,
+else `probe_db` in the site's settings (/etc/ioassess/epilog.conf, which the epilog reads).
+Without one the section says how to get one; a store that cannot be read is a note in it,
+never the loss of the report.
+"""
+import math
+import os
+
+import numpy as np
+
+from ..files import file_system_of, mount_table, read_settings_file
+from ..job import mount_of
+from .slowdown import SLOW_FACTOR, probe_slowdown, slow_spans
+from .store import DAMAGED_STORE_ERRORS, Store, StoreError
+
+PROBE_DB_ENV = "IOASSESS_PROBE_DB"
+SITE_SETTINGS = "/etc/ioassess/epilog.conf"
+HOW_TO_GET_ONE = ("no probe store is configured: run `ioassess probe run` on a node of its own or a shared login "
+                  "node (docs/probe.md) and give its store with --probe-db, $IOASSESS_PROBE_DB or probe_db in "
+                  "/etc/ioassess/epilog.conf")
+
+
+def find_probe_db(explicit=None, environ=os.environ, site_settings=SITE_SETTINGS):
+    """The probe store's path, or None: the one given, $IOASSESS_PROBE_DB, or probe_db in the
+    site's settings (a settings file that cannot be read names none: the epilog says why)."""
+    if explicit:
+        return explicit
+    if environ.get(PROBE_DB_ENV):
+        return environ[PROBE_DB_ENV]
+    if not os.path.isfile(site_settings):
+        return None
+    try:
+        return read_settings_file(site_settings).get("epilog", "probe_db", fallback=None) or None
+    except ValueError:
+        return None
+
+
+def file_system_during_job(probe_db, job_start_s, job_end_s, mount_points, file_names, op_start_s, op_slow,
+                           op_lost_s):
+    """The section's data. job_*_s: the job's window (s since the epoch); mount_points: those
+    the inputs name for the job's files, file_names: the job's files whose mount point they do
+    not name; op_*: per I/O op of the job, its start (s since the job's start), whether its
+    class is slow, its time lost (s)."""
+    if not probe_db:
+        return {"store": None, "problem": HOW_TO_GET_ONE, "targets": []}
+    if not (math.isfinite(job_start_s) and math.isfinite(job_end_s) and job_end_s > job_start_s):
+        return {"store": probe_db, "problem": "the job's start and end are not known", "targets": []}
+    try:
+        store = Store(probe_db)
+        try:
+            targets = _job_targets(store, job_mount_points(mount_points, file_names))
+            # the automatic width: about 50 intervals, or whole hours for a job older than the raw rows
+            slowdowns = [probe_slowdown(store, name, job_start_s, job_end_s) for name, _ in targets]
+        finally:
+            store.close()
+    except StoreError as error:
+        return {"store": probe_db, "problem": str(error), "targets": []}
+    except DAMAGED_STORE_ERRORS as error:
+        return {"store": probe_db, "problem": f"{probe_db}: not a probe store ({error})", "targets": []}
+    total_lost = float(np.sum(op_lost_s))
+    op_epoch = job_start_s + np.asarray(op_start_s, dtype=np.float64)
+    described = []
+    for (name, used), slowdown in zip(targets, slowdowns):
+        spans = slow_spans(slowdown, SLOW_FACTOR)
+        for span in spans:
+            inside = (op_epoch >= span["start"]) & (op_epoch < span["end"])
+            span["job_slow_ops"] = int(np.count_nonzero(inside & op_slow))
+            span["job_lost_s"] = float(np.sum(op_lost_s[inside]))
+            span["job_lost_share"] = span["job_lost_s"] / total_lost if total_lost > 0 else None
+        described.append({**slowdown, "used_by_job": used, "slow_spans": spans})
+    return {"store": probe_db, "problem": None, "slow_factor": SLOW_FACTOR, "job_start": job_start_s,
+            "job_lost_s": total_lost, "targets": described}
+
+
+def job_mount_points(known, file_names):
+    """The mount points of the job's files: those its inputs name, and for the absolute file
+    names they do not, this host's (the report is made where the job ran)."""
+    table = mount_table()
+    directories = {os.path.dirname(name) for name in file_names if name.startswith("/")}
+    return (set(known) | {mount_of(directory + "/", table)[0] for directory in directories}) - {""}
+
+
+def _job_targets(store, mount_points):
+    """[(name, whether the job used its file system)]: the targets on the job's file systems,
+    or all of them when none is."""
+    targets = [(name, file_system_of(directory)[1] in mount_points)
+               for name, (_, directory, _) in store.targets().items()]
+    used = [entry for entry in targets if entry[1]]
+    return used or targets

@@ -1,0 +1,494 @@
+"""The file-system probe (docs/probe.md) run for real: on this machine's ext4, a tmpfs and a
+ramfs (which refuses O_DIRECT), killed and restarted, with a full and a vanished target, a full
+store disk and bad settings; its slowdown over made-up history and under fio hammering the disk,
+in its own report, its Prometheus metrics and a job's report; its store read by another user."""
+import datetime
+import json
+import os
+import pathlib
+import re
+import select
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+
+import numpy as np
+import pytest
+
+from ioassess.probe.target import IO_DIRECT, IO_FALLBACK, OPS, POOL_FILE_BYTES
+
+WAIT_S = 60
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+def mount(fs_type, directory, options=()):
+    directory.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", fs_type, *(["-o", ",".join(options)] if options else []), fs_type,
+                    str(directory)], check=True)
+    return directory
+
+
+@pytest.fixture
+def mounts():
+    """mounts(fs_type, directory, options): mounted for the test, unmounted after it."""
+    made = []
+
+    def make(fs_type, directory, options=()):
+        made.append(mount(fs_type, directory, options))
+        return directory
+    yield make
+    for directory in reversed(made):
+        subprocess.run(["umount", "-l", str(directory)], check=False)
+
+
+def write_config(path, db, targets, interval="0.05s"):
+    lines = ["[probe]", f"db = {db}", f"interval = {interval}", ""]
+    for name, directory, data_size, pool_files in targets:
+        lines += [f"[target {name}]", f"dir = {directory}", f"data_size = {data_size}",
+                  f"pool_files = {pool_files}", ""]
+    path.write_text("\n".join(lines))
+    return path
+
+
+def query(db, sql, *args):
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as connection:
+        return connection.execute(sql, args).fetchall()
+
+
+def rows_of(db, name):
+    if not os.path.exists(db):
+        return 0
+    try:
+        return query(db, "SELECT count(*) FROM samples JOIN targets ON id = target WHERE name = ?", name)[0][0]
+    except sqlite3.OperationalError:   # the tables are not made yet
+        return 0
+
+
+def wait_for(condition, what):
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"waited {WAIT_S} s for {what}")
+        time.sleep(0.02)
+
+
+def test_probe_times_every_op_of_every_target_in_order(ioassess, tmp_path, mounts):
+    tmpfs = mounts("tmpfs", tmp_path / "tmpfs", ["size=64m"])
+    ramfs = mounts("ramfs", tmp_path / "ramfs")
+    (tmp_path / "ext4").mkdir()
+    db = tmp_path / "probe.sqlite"
+    config = write_config(tmp_path / "probe.conf", db, [("ext4", tmp_path / "ext4", "8M", 40),
+                                                       ("tmpfs", tmpfs, "4M", 30), ("ramfs", ramfs, "2M", 20)])
+    result = ioassess("probe", "run", "--config", str(config), "--rounds", "6")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines()[-1] == "ioassess probe: stopped after 6 rounds"
+    assert query(db, "PRAGMA journal_mode") == [("delete",)]   # stopped: readable from a read-only directory
+    targets = {name: (io_mode, data_size, pool_files) for name, io_mode, data_size, pool_files
+               in query(db, "SELECT name, io_mode, data_size, pool_files FROM targets")}
+    assert targets == {"ext4": (IO_DIRECT, 8 << 20, 40), "tmpfs": (IO_DIRECT, 4 << 20, 30),
+                       "ramfs": (IO_FALLBACK, 2 << 20, 20)}
+    for name, directory, size, files in (("ext4", tmp_path / "ext4", 8 << 20, 40), ("tmpfs", tmpfs, 4 << 20, 30),
+                                         ("ramfs", ramfs, 2 << 20, 20)):
+        rows = query(db, "SELECT op, start_us, ns FROM samples JOIN targets ON id = target WHERE name = ? "
+                         "ORDER BY start_us", name)
+        assert [op for op, _, _ in rows] == list(range(len(OPS))) * 6   # every op of every round, in order
+        assert all(ns > 0 for _, _, ns in rows)
+        home = directory / "ioassess-probe"
+        assert (home / "data").stat().st_size == size
+        pool = sorted(int(entry.name) for entry in (home / "pool").iterdir())
+        assert pool == list(range(6, files + 6))   # six oldest deleted, six new made
+        assert {(home / "pool" / str(n)).stat().st_size for n in pool} == {POOL_FILE_BYTES}
+
+    report = ioassess("probe", "report", "--db", str(db), "--since", "1h", "--json", str(tmp_path / "probe.json"))
+    assert report.returncode == 0, report.stderr
+    for target in json.loads((tmp_path / "probe.json").read_text())["targets"]:   # a quiet machine: near normal
+        assert all(0.5 < kind["overall"]["median"] < 2 for kind in target["kinds"].values()), target["kinds"]
+
+    cleanup = ioassess("probe", "run", "--config", str(config), "--cleanup")
+    assert cleanup.returncode == 0, cleanup.stderr
+    assert "ioassess probe: ext4: removed 41 files" in cleanup.stderr.splitlines()
+    assert not (tmp_path / "ext4" / "ioassess-probe").exists() and not (tmpfs / "ioassess-probe").exists()
+    assert db.exists()
+
+
+def test_sigkill_mid_round_leaves_a_whole_store_that_a_restart_continues(ioassess, start_ioassess, tmp_path):
+    (tmp_path / "fs").mkdir()
+    db = tmp_path / "probe.sqlite"
+    config = write_config(tmp_path / "probe.conf", db, [("fs", tmp_path / "fs", "4M", 10)], interval="1ms")
+    probe = start_ioassess("probe", "run", "--config", str(config))
+    wait_for(lambda: rows_of(db, "fs") >= 40 * len(OPS), "40 rounds")
+    probe.send_signal(signal.SIGKILL)
+    probe.communicate(timeout=WAIT_S)
+    assert query(db, "PRAGMA journal_mode") == [("wal",)]
+    assert query(db, "PRAGMA integrity_check") == [("ok",)]
+    before = query(db, "SELECT max(start_us), count(*) FROM samples")[0]
+
+    restart = ioassess("probe", "run", "--config", str(config), "--rounds", "3")
+    assert restart.returncode == 0, restart.stderr
+    assert query(db, "SELECT count(*) FROM targets") == [(1,)]
+    after = query(db, "SELECT count(*) FROM samples WHERE start_us > ?", before[0])[0][0]
+    assert after == 3 * len(OPS) and query(db, "SELECT count(*) FROM samples")[0][0] == before[1] + after
+    assert len(list((tmp_path / "fs" / "ioassess-probe" / "pool").iterdir())) == 10
+
+    probe = start_ioassess("probe", "run", "--config", str(config))
+    wait_for(lambda: rows_of(db, "fs") >= before[1] + after + 10 * len(OPS), "10 more rounds")
+    probe.send_signal(signal.SIGTERM)
+    _, stderr = probe.communicate(timeout=WAIT_S)
+    assert probe.returncode == 0, stderr
+    assert stderr.splitlines()[-1].startswith("ioassess probe: stopped after ")
+    assert query(db, "PRAGMA integrity_check") == [("ok",)]
+
+
+def test_full_and_vanished_targets_log_one_line_each_and_the_others_are_still_probed(start_ioassess, tmp_path,
+                                                                                    mounts):
+    small = mounts("tmpfs", tmp_path / "small", ["size=4m"])
+    (tmp_path / "steady").mkdir()
+    (tmp_path / "vanishing").mkdir()
+    db = tmp_path / "probe.sqlite"
+    config = write_config(tmp_path / "probe.conf", db, [("steady", tmp_path / "steady", "4M", 10),
+                                                       ("small", small, "1M", 10),
+                                                       ("vanishing", tmp_path / "vanishing", "1M", 10)])
+    probe = start_ioassess("probe", "run", "--config", str(config))
+    wait_for(lambda: all(rows_of(db, name) >= 2 * len(OPS) for name in ("steady", "small", "vanishing")),
+             "two rounds of every target")
+    filler = small / "filler"
+    with open(filler, "wb") as out:   # fill the small file system to the last byte
+        try:
+            while True:
+                out.write(b"\0" * 65536)
+                out.flush()
+        except OSError:
+            pass
+    subprocess.run(["rm", "-rf", str(tmp_path / "vanishing")], check=True)
+    steady = rows_of(db, "steady")
+    wait_for(lambda: rows_of(db, "steady") >= steady + 20 * len(OPS), "20 rounds of the steady target")
+    small_rows = rows_of(db, "small")
+    assert small_rows < rows_of(db, "steady")
+    filler.unlink()
+    wait_for(lambda: rows_of(db, "small") >= small_rows + 2 * len(OPS), "the small target probed again")
+    probe.send_signal(signal.SIGTERM)
+    _, stderr = probe.communicate(timeout=WAIT_S)
+    assert probe.returncode == 0
+    lines = stderr.splitlines()
+    full = [line for line in lines if line.startswith("ioassess probe: small: ")]
+    assert len(full) == 2 and full[1] == "ioassess probe: small: probing again", full
+    assert re.fullmatch(rf"ioassess probe: small: create: {small}/ioassess-probe/pool/\d+: No space left on device",
+                        full[0]), full
+    vanished = [line for line in lines if line.startswith("ioassess probe: vanishing: ")]
+    assert len(vanished) == 1 and vanished[0].endswith("No such file or directory"), vanished
+    assert not any(line.startswith("ioassess probe: steady: ") for line in lines)
+
+
+@pytest.mark.parametrize("text, problem", [
+    (None, "cannot read the settings: No such file or directory"),
+    ("[probe]\ninterval = soon\n[target a]\ndir = /tmp\n",
+     "[probe] interval: not an interval: 'soon' (e.g. 1s, 500ms, 10m, 4h)"),
+    ("[probe]\ndb = /tmp/x.sqlite\n", "no [target NAME] section: nothing to probe"),
+    ("[target a]\ndir = /tmp\ncolour = blue\n",
+     "[target a]: unknown setting 'colour' (known: dir, data_size, pool_files)"),
+    ("[target a]\ndata_size = 1k\ndir = /tmp\n", "[target a] data_size: data_size '1k' is below 1 MiB"),
+    ("[target a]\ndata_size = 1G\n", "[target a] needs dir = DIRECTORY"),
+    ("[elsewhere]\n", "unknown section [elsewhere] (known: [probe], [target NAME])"),
+    ("dir = /tmp\n", "not a settings file: File contains no section headers."),
+])
+def test_bad_config_is_one_line_naming_the_file_and_status_2(ioassess, tmp_path, text, problem):
+    config = tmp_path / "probe.conf"
+    if text is not None:
+        config.write_text(text)
+    result = ioassess("probe", "run", "--config", str(config))
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[0].startswith(f"ioassess: {config}: {problem}")
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+
+
+DATA_OPS = ["read_1MiB", "write_1MiB", "read_4KiB", "write_4KiB"]
+
+
+@pytest.fixture
+def history(tmp_path):
+    """Three hours of rounds every second, data ops 5x slower for 40 minutes of the second
+    hour, aggregated as the probe does it."""
+    from ioassess.probe.config import Target
+    from ioassess.probe.store import Store
+    from ioassess.probe.synthetic import add_history
+    store = Store(str(tmp_path / "history.sqlite"), writable=True)
+    target = store.target_id(Target("scratch", "/scratch", 1 << 30, 10_000), IO_DIRECT)
+    start = 1_700_000_000 // 3600 * 3600
+    add_history(store, target, start, 3 * 3600, [(start + 3600, start + 3600 + 2400, 5.0, DATA_OPS)])
+    store.aggregate(start + 3 * 3600 + 1)
+    return store, target, start
+
+
+def test_aggregates_and_slowdown_of_a_history_with_a_slow_span(history, ioassess, tmp_path):
+    from ioassess.probe.slowdown import normals, probe_slowdown, slow_spans
+    store, target, start = history
+    assert store.db.execute("SELECT DISTINCT count FROM minutes").fetchall() == [(60,)]
+    assert store.db.execute("SELECT count(*) FROM minutes").fetchone()[0] == 3 * 60 * len(OPS)
+    ops, _, seconds = store.raw(target, start, start + 3 * 3600)
+    exact = [float(np.median(seconds[ops == op])) for op in range(len(OPS))]
+    normal, counts = normals(store, target, start + 3 * 3600, 30)
+    assert counts == [3 * 3600] * len(OPS)
+    assert normal == pytest.approx(exact, rel=0.01)   # the hourly histograms' median, 1 % bins
+
+    slowdown = probe_slowdown(store, "scratch", start, start + 3 * 3600, 600)
+    assert slowdown["source"] == "raw rows"
+    for kind in ("read", "write"):
+        medians = slowdown["kinds"][kind]["median"]
+        assert all(4 < m < 6 for m in medians[6:10]) and all(0.6 < m < 1.6 for m in medians[:6] + medians[10:])
+    assert all(0.6 < m < 1.6 for m in slowdown["kinds"]["metadata"]["median"])
+    assert [(s["kind"], s["start"] - start, s["end"] - start) for s in slow_spans(slowdown, 2.0)] == \
+        [("read", 3600, 6000), ("write", 3600, 6000)]
+
+    # The raw rows of the first two hours gone, hourly intervals and the normal stay.
+    store.prune(start + 2 * 3600 + 30 * 86400, 30, 365)
+    assert store.oldest_raw(target) == pytest.approx(start + 2 * 3600, abs=1)
+    assert normals(store, target, start + 3 * 3600, 30)[0] == normal
+    hourly = probe_slowdown(store, "scratch", start, start + 3 * 3600)
+    assert hourly["source"] == "hourly histograms" and hourly["interval_seconds"] == 3600
+    assert [m > 3 for m in hourly["kinds"]["read"]["median"]] == [False, True, False]
+
+    db = store.path
+    store.close()
+    iso = lambda seconds: datetime.datetime.fromtimestamp(seconds).isoformat()   # noqa: E731
+    result = ioassess("probe", "report", "--db", db, "--since", iso(start), "--until", iso(start + 3 * 3600),
+                      "--interval", "4h", "-o", str(tmp_path / "probe.html"), "--json", str(tmp_path / "probe.json"))
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "probe.json").read_text())
+    assert [t["target"] for t in report["targets"]] == ["scratch"]
+    assert report["targets"][0]["interval_seconds"] == 4 * 3600
+    page = (tmp_path / "probe.html").read_text()
+    assert "<svg" in page and "scratch" in page and "<script" not in page
+    assert "No interval with a median slowdown" in page   # over four hours the 40 slow minutes are smeared
+
+
+@pytest.mark.parametrize("args, problem", [
+    (["--since", "1h", "--until=-2h"], "--since 1h is not before --until -2h"),
+    (["--since", "yesterday"], "not a time: 'yesterday'"),
+    (["--target", "home"], "no target home (it has: scratch)"),
+])
+def test_probe_report_refuses_bad_windows_in_one_line(history, ioassess, args, problem):
+    store = history[0]
+    result = ioassess("probe", "report", "--db", store.path, *args)
+    assert result.returncode == 2 and problem in result.stderr and len(result.stderr.splitlines()) == 1, \
+        result.stderr
+
+
+def test_probe_report_of_a_damaged_store_is_one_line(ioassess, tmp_path):
+    damaged_store(tmp_path / "probe.sqlite")
+    result = ioassess("probe", "report", "--db", str(tmp_path / "probe.sqlite"), "-o", str(tmp_path / "p.html"))
+    assert result.returncode == 2 and not (tmp_path / "p.html").exists()
+    assert result.stderr.startswith(f"ioassess: {tmp_path / 'probe.sqlite'}: not a probe store (") and \
+        len(result.stderr.splitlines()) == 1, result.stderr
+
+
+def test_probe_report_without_a_store_says_so(ioassess, tmp_path):
+    result = ioassess("probe", "report", "--db", str(tmp_path / "none.sqlite"))
+    assert result.returncode == 2
+    assert result.stderr == f"ioassess: {tmp_path / 'none.sqlite'}: no probe store there\n"
+
+
+def test_fio_hammering_the_disk_shows_in_the_probe_and_in_a_job_report_of_that_window(ioassess, start_ioassess,
+                                                                                       tmp_path):
+    from ioassess.probe.slowdown import probe_slowdown
+    from ioassess.probe.store import Store
+    (tmp_path / "fs").mkdir()
+    (tmp_path / "fio").mkdir()
+    db = tmp_path / "probe.sqlite"
+    config = write_config(tmp_path / "probe.conf", db, [("disk", tmp_path / "fs", "64M", 50)], interval="0.1s")
+    probe = start_ioassess("probe", "run", "--config", str(config))
+    # More quiet rounds than loud ones, so that the normal (the median of all) is a quiet one.
+    wait_for(lambda: rows_of(db, "disk") >= 150 * len(OPS), "150 quiet rounds")
+    quiet_end = time.time()
+    fio = subprocess.Popen(["fio", "--name=hammer", f"--directory={tmp_path / 'fio'}", "--rw=randrw", "--bs=1M",
+                            "--size=256M", "--direct=1", "--ioengine=libaio", "--iodepth=32", "--numjobs=2",
+                            "--time_based", "--runtime=10", "--output=/dev/null"])
+    hammered = rows_of(db, "disk")
+    wait_for(lambda: rows_of(db, "disk") >= hammered + 5 * len(OPS), "5 rounds under fio")
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    job = ioassess("run", "--trace-dir", str(job_dir / "traces"), "--", "sh", "-c",
+                   f"dd if=/dev/zero of={job_dir}/out bs=1M count=32 oflag=direct 2>/dev/null; sleep 2; "
+                   f"dd if={job_dir}/out of=/dev/null bs=1M iflag=direct 2>/dev/null",
+                   env={"IOASSESS_PROBE_DB": str(db)})
+    assert job.returncode == 0, job.stderr
+    assert fio.wait(timeout=WAIT_S) == 0
+    fio_end = time.time()
+    after = rows_of(db, "disk")
+    wait_for(lambda: rows_of(db, "disk") >= after + 10 * len(OPS), "10 quiet rounds after fio")
+    probe.send_signal(signal.SIGTERM)
+    assert probe.wait(timeout=WAIT_S) == 0
+
+    store = Store(str(db))
+    first, last = (value / 1e6 for value in query(db, "SELECT min(start_us), max(start_us) FROM samples")[0])
+    slowdown = probe_slowdown(store, "disk", first, last + 1, 1.0)
+    starts = np.array(slowdown["interval_starts"])
+    for kind in ("read", "write"):
+        medians = np.array(slowdown["kinds"][kind]["median"], dtype=float)
+        quiet = np.nanmedian(medians[starts + 1 <= quiet_end])
+        loud = np.nanmedian(medians[(starts >= quiet_end + 1) & (starts + 1 <= fio_end - 1)])
+        assert loud >= 2 * quiet, (kind, quiet, loud)
+
+    section = json.loads((job_dir / "traces" / "assessment.json").read_text())["file_system"]
+    assert section["store"] == str(db) and section["problem"] is None
+    [target] = section["targets"]
+    assert target["used_by_job"] and {span["kind"] for span in target["slow_spans"]} >= {"read"}
+    page = (job_dir / "traces" / "report.html").read_text()
+    assert "The file system during this job" in page
+    assert re.search(r"The file system was [\d.]+x slower than normal for reads from \d\d:\d\d:\d\d to "
+                     r"\d\d:\d\d:\d\d; [\d.]+ % of this job's lost time", page), page[page.find("file-system"):][:3000]
+
+
+def damaged_store(path):
+    """A store whose tables hold what the probe never writes: a duration that is text."""
+    from ioassess.probe.config import Target
+    from ioassess.probe.store import Store
+    store = Store(str(path), writable=True)
+    target = store.target_id(Target("scratch", "/scratch", 1 << 20, 10), IO_DIRECT)
+    store.db.execute("INSERT INTO samples VALUES (?, 0, ?, 'slow')", (target, int(time.time() * 1e6) - 10))
+    store.close()
+
+
+@pytest.mark.parametrize("store", [None, "garbage", "missing", "damaged"])
+def test_a_job_report_without_a_usable_store_says_why_and_is_still_made(ioassess, tmp_path, store):
+    env = {}
+    if store:
+        env["IOASSESS_PROBE_DB"] = str(tmp_path / "probe.sqlite")
+        if store == "garbage":
+            (tmp_path / "probe.sqlite").write_bytes(b"not a database, " * 100)
+        if store == "damaged":
+            damaged_store(tmp_path / "probe.sqlite")
+    traces = tmp_path / "traces"
+    result = ioassess("run", "--trace-dir", str(traces), "--", "dd", "if=/dev/zero", f"of={tmp_path}/out",
+                      "bs=64k", "count=16", env=env)
+    assert result.returncode == 0, result.stderr
+    section = json.loads((traces / "assessment.json").read_text())["file_system"]
+    assert section["targets"] == []
+    expected = {None: "no probe store is configured: run `ioassess probe run`",
+                "garbage": f"{tmp_path / 'probe.sqlite'}: not a probe store (file is not a database)",
+                "missing": f"{tmp_path / 'probe.sqlite'}: no probe store there",
+                "damaged": f"{tmp_path / 'probe.sqlite'}: not a probe store (invalid literal for int()"}[store]
+    assert section["problem"].startswith(expected), section
+    assert "The file system during this job" in (traces / "report.html").read_text()
+
+
+def test_the_probe_store_is_the_one_given_else_the_environments_else_the_sites(tmp_path):
+    from ioassess.probe.during_job import find_probe_db
+    site = tmp_path / "epilog.conf"
+    site.write_text("[epilog]\nprobe_db = /var/lib/ioassess/probe.sqlite\n")
+    assert find_probe_db("given.sqlite", {"IOASSESS_PROBE_DB": "env.sqlite"}, str(site)) == "given.sqlite"
+    assert find_probe_db(None, {"IOASSESS_PROBE_DB": "env.sqlite"}, str(site)) == "env.sqlite"
+    assert find_probe_db(None, {}, str(site)) == "/var/lib/ioassess/probe.sqlite"
+    assert find_probe_db(None, {}, str(tmp_path / "none.conf")) is None
+    site.write_text("probe_db = x\n")   # not a settings file: the epilog says so; the report has no store
+    assert find_probe_db(None, {}, str(site)) is None
+
+
+def free_port():
+    with socket.socket() as probe_socket:
+        probe_socket.bind(("127.0.0.1", 0))
+        return probe_socket.getsockname()[1]
+
+
+def test_the_exporter_serves_last_durations_normals_and_slowdown_quantiles(start_ioassess, ioassess, tmp_path):
+    from prometheus_client.parser import text_string_to_metric_families
+    (tmp_path / "fs").mkdir()
+    db, port = tmp_path / "probe.sqlite", free_port()
+    probe = start_ioassess("probe", "run", "--dir", str(tmp_path / "fs"), "--db", str(db), "--interval", "0.05s",
+                           "--data-size", "4M", "--pool-files", "10", "--metrics-port", str(port))
+
+    def samples():
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+                text = response.read().decode()
+        except OSError:
+            return {}
+        return {(family.name, tuple(sorted(sample.labels.items()))): sample.value
+                for family in text_string_to_metric_families(text) for sample in family.samples}
+    wait_for(lambda: sum(name == "ioassess_probe_slowdown" for name, _ in samples()) == 4 * len(OPS),
+             "the slowdown quantiles of every op")
+    exported = samples()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        exposition = response.read().decode()
+    busy = ioassess("probe", "run", "--dir", str(tmp_path / "fs"), "--db", str(tmp_path / "other.sqlite"),
+                    "--metrics-port", str(port))
+    probe.send_signal(signal.SIGTERM)
+    assert probe.wait(timeout=WAIT_S) == 0
+    target = str(tmp_path / "fs")
+    for op in OPS:
+        assert exported["ioassess_probe_last_seconds", (("op", op), ("target", target))] > 0
+        assert exported["ioassess_probe_normal_seconds", (("op", op), ("target", target))] > 0
+        quantiles = [exported["ioassess_probe_slowdown", (("op", op), ("quantile", name), ("target", target))]
+                     for name in ("median", "p90", "p95", "p99")]
+        assert quantiles == sorted(quantiles) and 0 < quantiles[0] < 10
+    assert busy.returncode == 2 and busy.stderr == f"ioassess: --metrics-port {port}: Address already in use\n"
+    # The Grafana dashboard asks only for what the exporter serves.
+    dashboard = (REPO / "contrib" / "probe" / "ioassess-probe-dashboard.json").read_text()
+    asked = set(re.findall(r"ioassess_probe_\w+", dashboard))
+    assert len(asked) == 4 and all(f"# HELP {name} " in exposition for name in asked), asked
+
+
+def test_the_example_settings_are_valid():
+    from ioassess.probe.config import read_config
+    settings = read_config(str(REPO / "contrib" / "probe" / "probe.conf"))
+    assert [target.name for target in settings.targets] == ["scratch", "home"] and settings.metrics_port == 9464
+
+
+def test_another_user_reads_the_store_while_the_probe_runs_and_after(start_ioassess, ioassess, job_user,
+                                                                     installation_reachable, searchable_tmp):
+    (searchable_tmp / "fs").mkdir()
+    db = searchable_tmp / "probe.sqlite"
+    out = searchable_tmp / "out"
+    out.mkdir()
+    os.chown(out, job_user.pw_uid, job_user.pw_gid)
+    common = ("--dir", str(searchable_tmp / "fs"), "--db", str(db), "--data-size", "2M", "--pool-files", "5",
+              "--interval", "0.05s")
+
+    def report_as_user(name):
+        return subprocess.run([sys.executable, "-m", "ioassess", "probe", "report", "--db", str(db), "--since", "1h",
+                               "--json", str(out / name)], cwd=out, user=job_user.pw_uid, group=job_user.pw_gid,
+                              extra_groups=[], capture_output=True, text=True, timeout=WAIT_S)
+    probe = start_ioassess("probe", "run", *common)
+    wait_for(lambda: rows_of(db, str(searchable_tmp / "fs")) >= 3 * len(OPS), "three rounds")
+    assert oct(db.stat().st_mode & 0o777) == "0o644"
+    running = report_as_user("running.json")
+    probe.send_signal(signal.SIGTERM)
+    assert probe.wait(timeout=WAIT_S) == 0
+    after = report_as_user("after.json")
+    for result, name in ((running, "running.json"), (after, "after.json")):
+        assert result.returncode == 0, result.stderr
+        [target] = json.loads((out / name).read_text())["targets"]
+        assert target["ops"]["read_1MiB"]["overall"]["count"] >= 3
+
+
+def test_a_full_store_disk_is_one_line_and_the_rounds_go_on(start_ioassess, tmp_path, mounts):
+    store_fs = mounts("tmpfs", tmp_path / "store", ["size=2m"])
+    (tmp_path / "fs").mkdir()
+    db = store_fs / "probe.sqlite"
+    probe = start_ioassess("probe", "run", "--dir", str(tmp_path / "fs"), "--db", str(db), "--data-size", "2M",
+                           "--pool-files", "5", "--interval", "0.02s")
+
+    def next_line():
+        assert select.select([probe.stderr], [], [], WAIT_S)[0], "no line from the probe"
+        return probe.stderr.readline().rstrip("\n")
+    assert next_line().startswith("ioassess probe: probing ")
+    wait_for(lambda: rows_of(db, str(tmp_path / "fs")) >= 2 * len(OPS), "two rounds")
+    filler = os.open(store_fs / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            os.write(filler, b"\0" * 4096)
+    except OSError:
+        os.close(filler)
+    assert next_line() == "ioassess probe: store: database or disk is full"
+    os.unlink(store_fs / "filler")
+    assert next_line() == "ioassess probe: store: probing again"
+    stored = rows_of(db, str(tmp_path / "fs"))
+    wait_for(lambda: rows_of(db, str(tmp_path / "fs")) >= stored + 2 * len(OPS), "rounds stored again")
+    probe.send_signal(signal.SIGTERM)
+    _, rest = probe.communicate(timeout=WAIT_S)
+    assert probe.returncode == 0
+    assert rest.splitlines()[-1].startswith("ioassess probe: stopped after "), rest
+    assert not any(line.startswith("ioassess probe: store: ") for line in rest.splitlines()), rest
