@@ -51,7 +51,9 @@ STORAGE = [CLASS_CODES["uncached"], CLASS_CODES["slow"]]
 
 
 def ioassess(*args):
-    return subprocess.run([sys.executable, "-m", "ioassess", *map(str, args)], capture_output=True, text=True)
+    """The installed CLI (run from / so that a source tree in the current directory is not it)."""
+    return subprocess.run([sys.executable, "-m", "ioassess", *map(str, args)], capture_output=True, text=True,
+                          cwd="/")
 
 
 def fio_command(data, rw, block, io_bytes):
