@@ -115,6 +115,28 @@ def test_probe_times_every_op_of_every_target_in_order(ioassess, tmp_path, mount
     assert db.exists()
 
 
+def test_a_minute_of_probing_this_machines_ext4_and_a_tmpfs_records_every_op_near_normal(ioassess, tmp_path,
+                                                                                          mounts):
+    """The probe as deployed: one round a second for 60 s, on ext4 and on a tmpfs."""
+    tmpfs = mounts("tmpfs", tmp_path / "tmpfs", ["size=64m"])
+    (tmp_path / "ext4").mkdir()
+    db = tmp_path / "probe.sqlite"
+    config = write_config(tmp_path / "probe.conf", db, [("ext4", tmp_path / "ext4", "64M", 100),
+                                                       ("tmpfs", tmpfs, "16M", 100)], interval="1s")
+    result = ioassess("probe", "run", "--config", str(config), "--rounds", "60")
+    assert result.returncode == 0, result.stderr
+    for name in ("ext4", "tmpfs"):
+        ops = [op for (op,) in query(db, "SELECT op FROM samples JOIN targets ON id = target WHERE name = ? "
+                                         "ORDER BY start_us", name)]
+        assert ops == list(range(len(OPS))) * 60, name
+    first, last = query(db, "SELECT min(start_us), max(start_us) FROM samples")[0]
+    assert 58 <= (last - first) / 1e6 < 75   # 59 intervals between the first and the last round
+    report = ioassess("probe", "report", "--db", str(db), "--since", "1h", "--json", str(tmp_path / "probe.json"))
+    assert report.returncode == 0, report.stderr
+    for target in json.loads((tmp_path / "probe.json").read_text())["targets"]:
+        assert all(0.5 < kind["overall"]["median"] < 2 for kind in target["kinds"].values()), target["kinds"]
+
+
 def test_sigkill_mid_round_leaves_a_whole_store_that_a_restart_continues(ioassess, start_ioassess, tmp_path):
     (tmp_path / "fs").mkdir()
     db = tmp_path / "probe.sqlite"
@@ -300,12 +322,13 @@ def test_fio_hammering_the_disk_shows_in_the_probe_and_in_a_job_report_of_that_w
     db = tmp_path / "probe.sqlite"
     config = write_config(tmp_path / "probe.conf", db, [("disk", tmp_path / "fs", "64M", 50)], interval="0.1s")
     probe = start_ioassess("probe", "run", "--config", str(config))
-    # More quiet rounds than loud ones, so that the normal (the median of all) is a quiet one.
-    wait_for(lambda: rows_of(db, "disk") >= 150 * len(OPS), "150 quiet rounds")
+    # More quiet rounds than loud ones (20 s of fio), so that the normal (the median of all) is a
+    # quiet one.
+    wait_for(lambda: rows_of(db, "disk") >= 300 * len(OPS), "300 quiet rounds")
     quiet_end = time.time()
     fio = subprocess.Popen(["fio", "--name=hammer", f"--directory={tmp_path / 'fio'}", "--rw=randrw", "--bs=1M",
                             "--size=256M", "--direct=1", "--ioengine=libaio", "--iodepth=32", "--numjobs=2",
-                            "--time_based", "--runtime=10", "--output=/dev/null"])
+                            "--time_based", "--runtime=20", "--output=/dev/null"])
     hammered = rows_of(db, "disk")
     wait_for(lambda: rows_of(db, "disk") >= hammered + 5 * len(OPS), "5 rounds under fio")
     job_dir = tmp_path / "job"
