@@ -266,39 +266,48 @@ def joined_rank_logs(jobs):
         match = MMAP_LOG_NAME.search(job.inputs[0].path) if len(job.inputs) == 1 else None
         if match and job.inputs[0].kind == "darshan":
             groups[(match.group(1), job.exe)].append(i)
-    joined = {group[0]: functools.reduce(_join_ranks, [jobs[i] for i in group]) for group in groups.values()}
+    joined = {group[0]: _join_ranks([jobs[i] for i in group]) for group in groups.values()}
     left_out = {i for group in groups.values() for i in group[1:]}
     return [joined.get(i, job) for i, job in enumerate(jobs) if i not in left_out]
 
 
-def _join_ranks(a, b):
-    """One Darshan Job of the mmap logs of two sets of one job's ranks (LoadError if both have
-    a rank). The job id is the one of the log of rank 0, as in the log of a job that finished."""
-    if {p.rank for p in a.processes} & {p.rank for p in b.processes}:
-        raise LoadError(f"{b.inputs[0].path}: the mmap log of a rank that {a.inputs[0].path} has too")
-    start = min(a.start_epoch_s, b.start_epoch_s)
-    files = list(a.files)
-    file_positions = _index_into(files, b.files, key=lambda f: f.name)
-    process_positions = np.arange(len(a.processes), len(a.processes) + len(b.processes), dtype=np.int32)
-    processes = [dataclasses.replace(p, start_s=p.start_s + job.start_epoch_s - start,
-                                     end_s=p.end_s + job.start_epoch_s - start) for job in (a, b) for p in job.processes]
+def _join_ranks(logs):
+    """One Darshan Job of the mmap logs of one job's ranks (LoadError if two have a rank), in one
+    pass: each log's tables are reindexed and copied once. The job id is the one of the log of
+    rank 0, as in the log of a job that finished."""
+    seen = {}
+    for log in logs:
+        for rank in {p.rank for p in log.processes}:
+            if rank in seen:
+                raise LoadError(f"{log.inputs[0].path}: the mmap log of a rank that {seen[rank]} has too")
+            seen[rank] = log.inputs[0].path
+    start = min(log.start_epoch_s for log in logs)
+    files, processes, ops, totals, size_bins, records = [], [], [], [], [], []
+    for log in logs:
+        file_positions = _index_into(files, log.files, key=lambda f: f.name)
+        process_positions = np.arange(len(processes), len(processes) + len(log.processes), dtype=np.int32)
+        shift = log.start_epoch_s - start
+        processes += [dataclasses.replace(p, start_s=p.start_s + shift, end_s=p.end_s + shift) for p in log.processes]
 
-    def of_b(table):
-        return _reindexed(table, np.ones(len(table["file"]), bool), file_positions, process_positions)
-
-    ops = concatenate_columns(ALL_OP_COLUMNS, [with_optional_columns(_rebased(a.ops, a.start_epoch_s - start)),
-                                               with_optional_columns(_rebased(of_b(b.ops), b.start_epoch_s - start))])
-    records = dict(b.darshan_records, file=file_positions[b.darshan_records["file"]])
-    first = b if any(p.rank == 0 for p in b.processes) else a
-    # a rank that did not finish leaves the job unfinished
-    end = max(a.end_epoch_s, b.end_epoch_s) if math.isfinite(a.end_epoch_s + b.end_epoch_s) else math.nan
-    return Job(job_id=first.job_id, exe=a.exe, cmdline=first.cmdline, user=a.user or b.user, start_epoch_s=start,
-               end_epoch_s=end, nprocs=max(a.nprocs, b.nprocs), processes=processes, files=files, ops=ops,
-               totals=concatenate_columns(TOTAL_COLUMNS, [a.totals, of_b(b.totals)]),
-               size_bins=concatenate_columns(SIZE_BIN_COLUMNS, [a.size_bins, of_b(b.size_bins)]),
-               mounts=a.mounts or b.mounts,
-               inputs=a.inputs + b.inputs, notes=a.notes + [n for n in b.notes if n not in a.notes],
-               darshan_records=concatenate_columns(DARSHAN_RECORD_COLUMNS, [a.darshan_records, records]))
+        def reindexed(table):
+            return _reindexed(table, np.ones(len(table["file"]), bool), file_positions, process_positions)
+        ops.append(with_optional_columns(_rebased(reindexed(log.ops), shift)))
+        totals.append(reindexed(log.totals))
+        size_bins.append(reindexed(log.size_bins))
+        records.append(dict(log.darshan_records, file=file_positions[log.darshan_records["file"]]))
+    first = next((log for log in logs if any(p.rank == 0 for p in log.processes)), logs[0])
+    ends = [log.end_epoch_s for log in logs]
+    return Job(job_id=first.job_id, exe=first.exe, cmdline=first.cmdline,
+               user=next((log.user for log in logs if log.user), ""), start_epoch_s=start,
+               # a rank that did not finish leaves the job unfinished
+               end_epoch_s=max(ends) if all(math.isfinite(end) for end in ends) else math.nan,
+               nprocs=max(log.nprocs for log in logs), processes=processes, files=files,
+               ops=concatenate_columns(ALL_OP_COLUMNS, ops), totals=concatenate_columns(TOTAL_COLUMNS, totals),
+               size_bins=concatenate_columns(SIZE_BIN_COLUMNS, size_bins),
+               mounts=next((log.mounts for log in logs if log.mounts), []),
+               inputs=[i for log in logs for i in log.inputs],
+               notes=list(dict.fromkeys(note for log in logs for note in log.notes)),
+               darshan_records=concatenate_columns(DARSHAN_RECORD_COLUMNS, records))
 
 
 def _merge_two(a, b):
