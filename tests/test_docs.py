@@ -18,8 +18,8 @@ PATH = re.compile(r"^(?:\.\./)?[\w.-]+(?:/[\w.-]+)+/?$")
 PYTHON_NAME = re.compile(r"^(?:ioassess|models|report)(?:\.\w+)+$")
 # The last part of a file name, not of a Python name (report.html, ioassess.lua).
 FILE_SUFFIXES = {"html", "j2", "lua", "sh", "so", "json", "py", "md", "iot", "darshan", "txt", "conf", "c", "h"}
-# Paths of the installed package, made by the build (plugin/out in the checkout).
-INSTALLED = ("ioassess/lib/",)
+# Paths that the build, the install or the bench make (absent from a fresh clone).
+INSTALLED = ("ioassess/lib/", "plugin/out/", "bench/out/")
 C_NAME = re.compile(r"\b(ioassess_[a-z0-9_]+|IOASSESS_[A-Z0-9_]+)\b")
 
 
