@@ -1,7 +1,7 @@
 /*
  * The entry points of layer libraries (ioassess-layer.h): libioassess-mpiio.so times MPI-IO
  * calls and records them here, into this process's trace. While a layer call runs, the
- * thread's nested_flags mark the POSIX ops it makes (ioassess_record adds them).
+ * thread's head.flags mark the POSIX ops it makes (ioassess_record adds them).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -15,9 +15,9 @@ IOASSESS_EXPORT int ioassess_layer_begin(uint16_t nested_flags)
     int recording = ioassess_active();
     errno = saved_errno;
     struct ioassess_thread *t = &ioassess_self;
-    if (unlikely(!recording || t->busy || t->nested_flags))
+    if (unlikely(!recording || t->busy || t->head.flags))
         return 0;
-    t->nested_flags = nested_flags;
+    t->head.flags = nested_flags;
     return 1;
 }
 
@@ -32,7 +32,7 @@ IOASSESS_EXPORT void ioassess_layer_end(uint8_t op, uint16_t flags, uint64_t fil
                                         const void *buffer)
 {
     int saved_errno = errno;
-    ioassess_self.nested_flags = 0;
+    ioassess_self.head.flags = 0;
     ioassess_record(op, flags, file_id, offset, requested, result, start_ticks, end_ticks,
                     buffer);
     errno = saved_errno;
@@ -42,7 +42,7 @@ IOASSESS_EXPORT uint64_t ioassess_layer_file(const char *path)
 {
     int saved_errno = errno;
     uint64_t file_id = 0;
-    if (ioassess_active() && !ioassess_self.busy && !ioassess_self.nested_flags)
+    if (ioassess_active() && !ioassess_self.busy && !ioassess_self.head.flags)
         file_id = ioassess_fd_name_path(path);
     errno = saved_errno;
     return file_id;

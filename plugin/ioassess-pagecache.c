@@ -138,7 +138,7 @@ void ioassess_pagecache_record(struct ioassess_pagecache_record *sample, uint64_
     ioassess_enter(t);
     if (t->next != t->end || ioassess_writer_refill(t)) {
         struct ioassess_pagecache_record *slot = (struct ioassess_pagecache_record *)t->next++;
-        sample->tid = t->tid;
+        sample->tid = t->head.tid;
         sample->op_start_ticks = op_start_ticks;
         memcpy((char *)slot + 1, (const char *)sample + 1, sizeof *sample - 1);
         __atomic_store_n(&slot->type, IOASSESS_SLOT_PAGECACHE, __ATOMIC_RELEASE);

@@ -26,6 +26,17 @@
 #define CALL_REAL(name, ...)                                                   \
     (likely(real_##name != NULL) ? real_##name(__VA_ARGS__) : (errno = ENOSYS, -1))
 
+/* The same for the timed data calls, checked once on entry so that the timed path calls the
+ * next definition without another test. */
+#define RESOLVE_DATA(name)                                                     \
+    do {                                                                       \
+        RESOLVE(name);                                                         \
+        if (unlikely(!real_##name)) {                                          \
+            errno = ENOSYS;                                                    \
+            return -1;                                                         \
+        }                                                                      \
+    } while (0)
+
 /* ---- offsets ---- */
 
 /* Offset of a read at the descriptor's position, and the position after it. */
@@ -105,11 +116,15 @@ static inline int64_t offset_before(const struct ioassess_ofd *o, int is_write)
             ioassess_pagecache_record(&sample_, start_);                       \
     } while (0)
 
+/* errno is read only when the call failed, and never written: what runs after the call
+ * keeps it (the writer's slow paths save and restore it), so the application sees the
+ * call's own errno. */
 #define TIMED(call)                                                            \
-    uint64_t start_ = ioassess_ticks();                                        \
+    int tsc_ = ioassess_config.use_tsc;                                        \
+    uint64_t start_ = ioassess_ticks_of(tsc_);                                 \
     ssize_t result_ = (call);                                                  \
-    uint64_t end_ = ioassess_ticks();                                          \
-    int err_ = errno
+    uint64_t end_ = ioassess_ticks_of(tsc_);                                   \
+    int err_ = result_ < 0 ? errno : 0
 
 #define SEQUENTIAL(op, fd, buf, count, is_write, call)                         \
     do {                                                                       \
@@ -123,7 +138,6 @@ static inline int64_t offset_before(const struct ioassess_ofd *o, int is_write)
         ioassess_record(op, (is_write) ? write_flags(o_) : 0, o_->file_id, offset_, \
                         (uint64_t)(count), outcome(result_, err_), start_, end_, buf); \
         RECORD_SAMPLE();                                                       \
-        errno = err_;                                                          \
         return result_;                                                        \
     } while (0)
 
@@ -137,7 +151,6 @@ static inline int64_t offset_before(const struct ioassess_ofd *o, int is_write)
         ioassess_record(op, 0, o_->file_id, positional(o_, offset), (uint64_t)(count), \
                         outcome(result_, err_), start_, end_, buf);            \
         RECORD_SAMPLE();                                                       \
-        errno = err_;                                                          \
         return result_;                                                        \
     } while (0)
 
@@ -159,7 +172,6 @@ static inline int64_t offset_before(const struct ioassess_ofd *o, int is_write)
                         iov_bytes(iov, iovcnt, result_), outcome(result_, err_), \
                         start_, end_, iov_base(iov, iovcnt, result_));         \
         RECORD_SAMPLE();                                                       \
-        errno = err_;                                                          \
         return result_;                                                        \
     } while (0)
 
@@ -171,7 +183,6 @@ static inline int64_t offset_before(const struct ioassess_ofd *o, int is_write)
         TIMED(call);                                                           \
         ioassess_record(op, 0, o_->file_id, -1, 0, outcome(result_, err_), start_, end_, \
                         NULL);                                                 \
-        errno = err_;                                                          \
         return (int)result_;                                                   \
     } while (0)
 
@@ -201,145 +212,145 @@ static int (*real_fdatasync)(int);
 
 IOASSESS_EXPORT ssize_t read(int fd, void *buf, size_t count)
 {
-    RESOLVE(read);
-    SEQUENTIAL(IOASSESS_OP_READ, fd, buf, count, 0, CALL_REAL(read, fd, buf, count));
+    RESOLVE_DATA(read);
+    SEQUENTIAL(IOASSESS_OP_READ, fd, buf, count, 0, real_read(fd, buf, count));
 }
 
 IOASSESS_EXPORT ssize_t __read_chk(int fd, void *buf, size_t count, size_t buflen)
 {
-    RESOLVE(__read_chk);
-    SEQUENTIAL(IOASSESS_OP_READ, fd, buf, count, 0, CALL_REAL(__read_chk, fd, buf, count, buflen));
+    RESOLVE_DATA(__read_chk);
+    SEQUENTIAL(IOASSESS_OP_READ, fd, buf, count, 0, real___read_chk(fd, buf, count, buflen));
 }
 
 IOASSESS_EXPORT ssize_t write(int fd, const void *buf, size_t count)
 {
-    RESOLVE(write);
-    SEQUENTIAL(IOASSESS_OP_WRITE, fd, buf, count, 1, CALL_REAL(write, fd, buf, count));
+    RESOLVE_DATA(write);
+    SEQUENTIAL(IOASSESS_OP_WRITE, fd, buf, count, 1, real_write(fd, buf, count));
 }
 
 IOASSESS_EXPORT ssize_t pread(int fd, void *buf, size_t count, off_t offset)
 {
-    RESOLVE(pread);
-    POSITIONAL(IOASSESS_OP_PREAD, fd, buf, count, offset, 0, CALL_REAL(pread, fd, buf, count, offset));
+    RESOLVE_DATA(pread);
+    POSITIONAL(IOASSESS_OP_PREAD, fd, buf, count, offset, 0, real_pread(fd, buf, count, offset));
 }
 
 IOASSESS_EXPORT ssize_t pread64(int fd, void *buf, size_t count, off_t offset)
 {
-    RESOLVE(pread64);
+    RESOLVE_DATA(pread64);
     POSITIONAL(IOASSESS_OP_PREAD, fd, buf, count, offset, 0,
-               CALL_REAL(pread64, fd, buf, count, offset));
+               real_pread64(fd, buf, count, offset));
 }
 
 IOASSESS_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t count, off_t offset, size_t buflen)
 {
-    RESOLVE(__pread_chk);
+    RESOLVE_DATA(__pread_chk);
     POSITIONAL(IOASSESS_OP_PREAD, fd, buf, count, offset, 0,
-               CALL_REAL(__pread_chk, fd, buf, count, offset, buflen));
+               real___pread_chk(fd, buf, count, offset, buflen));
 }
 
 IOASSESS_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t count, off_t offset, size_t buflen)
 {
-    RESOLVE(__pread64_chk);
+    RESOLVE_DATA(__pread64_chk);
     POSITIONAL(IOASSESS_OP_PREAD, fd, buf, count, offset, 0,
-               CALL_REAL(__pread64_chk, fd, buf, count, offset, buflen));
+               real___pread64_chk(fd, buf, count, offset, buflen));
 }
 
 IOASSESS_EXPORT ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset)
 {
-    RESOLVE(pwrite);
+    RESOLVE_DATA(pwrite);
     POSITIONAL(IOASSESS_OP_PWRITE, fd, buf, count, offset, 1,
-               CALL_REAL(pwrite, fd, buf, count, offset));
+               real_pwrite(fd, buf, count, offset));
 }
 
 IOASSESS_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t count, off_t offset)
 {
-    RESOLVE(pwrite64);
+    RESOLVE_DATA(pwrite64);
     POSITIONAL(IOASSESS_OP_PWRITE, fd, buf, count, offset, 1,
-               CALL_REAL(pwrite64, fd, buf, count, offset));
+               real_pwrite64(fd, buf, count, offset));
 }
 
 IOASSESS_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 {
-    RESOLVE(readv);
-    VECTOR(IOASSESS_OP_READV, fd, iov, iovcnt, -1, 0, CALL_REAL(readv, fd, iov, iovcnt));
+    RESOLVE_DATA(readv);
+    VECTOR(IOASSESS_OP_READV, fd, iov, iovcnt, -1, 0, real_readv(fd, iov, iovcnt));
 }
 
 IOASSESS_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
-    RESOLVE(writev);
-    VECTOR(IOASSESS_OP_WRITEV, fd, iov, iovcnt, -1, 1, CALL_REAL(writev, fd, iov, iovcnt));
+    RESOLVE_DATA(writev);
+    VECTOR(IOASSESS_OP_WRITEV, fd, iov, iovcnt, -1, 1, real_writev(fd, iov, iovcnt));
 }
 
 IOASSESS_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int iovcnt, off_t offset)
 {
-    RESOLVE(preadv);
+    RESOLVE_DATA(preadv);
     VECTOR(IOASSESS_OP_PREADV, fd, iov, iovcnt, offset, 0,
-           CALL_REAL(preadv, fd, iov, iovcnt, offset));
+           real_preadv(fd, iov, iovcnt, offset));
 }
 
 IOASSESS_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int iovcnt, off_t offset)
 {
-    RESOLVE(preadv64);
+    RESOLVE_DATA(preadv64);
     VECTOR(IOASSESS_OP_PREADV, fd, iov, iovcnt, offset, 0,
-           CALL_REAL(preadv64, fd, iov, iovcnt, offset));
+           real_preadv64(fd, iov, iovcnt, offset));
 }
 
 IOASSESS_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int iovcnt, off_t offset)
 {
-    RESOLVE(pwritev);
+    RESOLVE_DATA(pwritev);
     VECTOR(IOASSESS_OP_PWRITEV, fd, iov, iovcnt, offset, 1,
-           CALL_REAL(pwritev, fd, iov, iovcnt, offset));
+           real_pwritev(fd, iov, iovcnt, offset));
 }
 
 IOASSESS_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int iovcnt, off_t offset)
 {
-    RESOLVE(pwritev64);
+    RESOLVE_DATA(pwritev64);
     VECTOR(IOASSESS_OP_PWRITEV, fd, iov, iovcnt, offset, 1,
-           CALL_REAL(pwritev64, fd, iov, iovcnt, offset));
+           real_pwritev64(fd, iov, iovcnt, offset));
 }
 
 IOASSESS_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int iovcnt, off_t offset,
                                 int flags)
 {
-    RESOLVE(preadv2);
+    RESOLVE_DATA(preadv2);
     VECTOR(IOASSESS_OP_PREADV2, fd, iov, iovcnt, offset, 0,
-           CALL_REAL(preadv2, fd, iov, iovcnt, offset, flags));
+           real_preadv2(fd, iov, iovcnt, offset, flags));
 }
 
 IOASSESS_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int iovcnt, off_t offset,
                                    int flags)
 {
-    RESOLVE(preadv64v2);
+    RESOLVE_DATA(preadv64v2);
     VECTOR(IOASSESS_OP_PREADV2, fd, iov, iovcnt, offset, 0,
-           CALL_REAL(preadv64v2, fd, iov, iovcnt, offset, flags));
+           real_preadv64v2(fd, iov, iovcnt, offset, flags));
 }
 
 IOASSESS_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int iovcnt, off_t offset,
                                  int flags)
 {
-    RESOLVE(pwritev2);
+    RESOLVE_DATA(pwritev2);
     VECTOR(IOASSESS_OP_PWRITEV2, fd, iov, iovcnt, offset, 1,
-           CALL_REAL(pwritev2, fd, iov, iovcnt, offset, flags));
+           real_pwritev2(fd, iov, iovcnt, offset, flags));
 }
 
 IOASSESS_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int iovcnt, off_t offset,
                                     int flags)
 {
-    RESOLVE(pwritev64v2);
+    RESOLVE_DATA(pwritev64v2);
     VECTOR(IOASSESS_OP_PWRITEV2, fd, iov, iovcnt, offset, 1,
-           CALL_REAL(pwritev64v2, fd, iov, iovcnt, offset, flags));
+           real_pwritev64v2(fd, iov, iovcnt, offset, flags));
 }
 
 IOASSESS_EXPORT int fsync(int fd)
 {
-    RESOLVE(fsync);
-    SYNC(IOASSESS_OP_FSYNC, fd, CALL_REAL(fsync, fd));
+    RESOLVE_DATA(fsync);
+    SYNC(IOASSESS_OP_FSYNC, fd, real_fsync(fd));
 }
 
 IOASSESS_EXPORT int fdatasync(int fd)
 {
-    RESOLVE(fdatasync);
-    SYNC(IOASSESS_OP_FDATASYNC, fd, CALL_REAL(fdatasync, fd));
+    RESOLVE_DATA(fdatasync);
+    SYNC(IOASSESS_OP_FDATASYNC, fd, real_fdatasync(fd));
 }
 
 /* ---- descriptor calls ---- */

@@ -425,7 +425,8 @@ static struct ioassess_op_record *shared_slots(size_t count)
 }
 
 /* A scheduled clock pair goes to the shared extent, under the lock (a few times per run),
- * so that it never takes one of the op slots the record cap counts. */
+ * so that it never takes one of the op slots the record cap counts. errno is kept (called
+ * after the wrapped call, whose errno the application is to see). */
 void ioassess_writer_clock_due(uint64_t now_ticks)
 {
     uint64_t due = __atomic_load_n(&ioassess_next_clock_ticks, __ATOMIC_RELAXED);
@@ -439,16 +440,18 @@ void ioassess_writer_clock_due(uint64_t now_ticks)
                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         return;                          /* another thread took this one */
     clock_interval_ns = interval;
+    int saved_errno = errno;
     pthread_mutex_lock(&ioassess_lock);
     struct ioassess_op_record *slot = shared_slots(1);
     if (slot)
         write_clock(slot);
     pthread_mutex_unlock(&ioassess_lock);
+    errno = saved_errno;
 }
 
 static void register_thread(struct ioassess_thread *t)
 {
-    t->tid = (uint32_t)syscall(SYS_gettid);
+    t->head.tid = (uint32_t)syscall(SYS_gettid);
     pthread_setspecific(thread_key, t);
     t->next_extent_slots = FIRST_EXTENT_SLOTS;
     t->prev_thread = NULL;
@@ -478,13 +481,15 @@ static void return_sample_slots(struct ioassess_thread *t)
 }
 
 /* Give the thread a new extent of op slots; 0 when the cap is reached or the file cannot
- * grow (the caller then uses the summary table). The first slot is a CLOCK pair. */
+ * grow (the caller then uses the summary table). The first slot is a CLOCK pair. errno is
+ * kept, as by every writer function called after a wrapped call. */
 int ioassess_writer_refill(struct ioassess_thread *t)
 {
     if (t->capped)
         return 0;
+    int saved_errno = errno;
     pthread_mutex_lock(&ioassess_lock);
-    if (!t->tid)
+    if (!t->head.tid)
         register_thread(t);
     return_sample_slots(t);
     unmap(t->extent, t->extent_bytes);
@@ -511,6 +516,7 @@ int ioassess_writer_refill(struct ioassess_thread *t)
         t->capped = 1;
     }
     pthread_mutex_unlock(&ioassess_lock);
+    errno = saved_errno;
     return map != NULL;
 }
 
@@ -525,7 +531,7 @@ void ioassess_thread_exit(void *state)
     t->extent = NULL;
     t->next = t->end = NULL;
     unregister_thread(t);
-    t->tid = 0;
+    t->head.tid = 0;
     pthread_mutex_unlock(&ioassess_lock);
     ioassess_leave(t);
 }
@@ -630,7 +636,9 @@ static unsigned log2_floor(uint64_t value)
 void ioassess_writer_summary_add(uint8_t op, uint64_t file_id, uint64_t requested,
                                  int64_t result, uint64_t duration_ticks)
 {
+    int saved_errno = errno;
     struct ioassess_summary_entry *table = summary_table();
+    errno = saved_errno;
     uint8_t size_bucket = requested ? (uint8_t)(log2_floor(requested) + 1) : 0;
     struct ioassess_summary_entry *e = table ? summary_entry(table, op, size_bucket, file_id)
                                              : NULL;
@@ -701,7 +709,7 @@ void ioassess_writer_after_fork(void)
     struct ioassess_thread *self = &ioassess_self;
     self->next = self->end = NULL;
     self->extent = NULL;
-    self->tid = 0;
+    self->head.tid = 0;
     self->capped = 0;
     self->pagecache_slots = 0;
     unmap(name_extent, name_extent_bytes);

@@ -38,6 +38,8 @@ RECORDER_ENV = ("LD_PRELOAD", "SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JO
 TEST_USER = "ioassess-test"           # the job's user in tests that need one besides root
 ATTACKER_USER = "ioassess-attacker"   # a second unprivileged user, who attacks the first
 OP_CODES = {name: code for code, name in OP_NAMES.items()}  # "pread" -> 3
+SYS_MADVISE = 28        # x86-64 system call numbers that prog("refuse") fails
+SYS_CACHESTAT = 451
 
 
 def prog(name):

@@ -2,7 +2,7 @@
 pages just before the call. Each test puts a file's pages into a known state and checks that
 state independently (mincore on a mapping of the file) before a real program does its I/O
 under the recorder; the samples in the trace must say the same. A kernel that refuses
-cachestat is made with a seccomp filter (tests/progs/nocachestat.c)."""
+cachestat is made with a seccomp filter (tests/progs/refuse.c)."""
 import errno
 import mmap
 import os
@@ -14,7 +14,7 @@ import pytest
 
 from ioassess.load import load_job
 from ioassess.models.training import workload_program_path
-from recorder_helpers import assert_same_run, describe, load, prog, run, select
+from recorder_helpers import SYS_CACHESTAT, assert_same_run, describe, load, prog, run, select
 
 PAGE = mmap.PAGESIZE
 FIRST_OPS_SAMPLED = 4       # the recorder samples the first 4 ops of each open file
@@ -167,7 +167,7 @@ def test_a_kernel_that_refuses_cachestat_gives_no_samples_and_a_flag(tmp_path, r
     data = tmp_path / "data"
     make_file(data, 1 << 20)
     for mode in ("errno", "read"):
-        command = [prog("nocachestat"), refusal, prog("pagecache"), mode, data, PAGE, 16, PAGE]
+        command = [prog("refuse"), SYS_CACHESTAT, refusal, prog("pagecache"), mode, data, PAGE, 16, PAGE]
         plain = run(command)
         recorded = run(command, preload=[recorder_lib], trace_dir=tmp_path / mode)
         assert_same_run(plain, recorded)

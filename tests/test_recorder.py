@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pytest
 
-from recorder_helpers import (assert_same_run, clean_env, describe, file_id, has_file, load, op_rows,
+from recorder_helpers import (SYS_MADVISE, assert_same_run, clean_env, describe, file_id, has_file, load, op_rows,
                               processes_by_pid, prog, run, select, stop_after, tool, total_table, trace_files,
                               wait_until)
 
@@ -169,6 +169,24 @@ def test_failed_calls_recorded_with_errno(tmp_path, recorder_lib):
     assert all(r["path"].startswith("<") for r in others), others
     t = total_table(ts)
     assert t[(str(tmp_path / "r" / "errnos.dat"), "read")]["errors"] == 2
+
+
+def test_successful_calls_keep_errno_across_the_recorders_rare_paths(tmp_path, recorder_lib):
+    """errno set before a successful call is what the application finds after it, also when the
+    recorder takes a new extent, fills the summary table past a small record cap, writes a clock
+    pair or a page-cache sample after the call. On a kernel without MADV_POPULATE_WRITE (before
+    5.14: madvise fails with EINVAL) the recorder's own failed madvise happens in those paths."""
+    for cap in ("1000", "100000"):
+        trace_dir = tmp_path / f"traces-{cap}"
+        rec = run([prog("refuse"), SYS_MADVISE, errno.EINVAL, prog("errnos"), tmp_path, "kept", "20000"],
+                  preload=[recorder_lib], trace_dir=trace_dir, env={"IOASSESS_MAX_RECORDS": cap})
+        assert rec.returncode == 0 and b"calls=40000 errno_changed=0" in rec.stdout, describe(rec)
+        ts = load(trace_dir)
+        t = total_table(ts)
+        assert t[(str(tmp_path / "kept.dat"), "write")]["count"] == 20000
+        assert t[(str(tmp_path / "kept.dat"), "pread")]["count"] == 20000
+        (process,) = [p for p in ts.processes if p.exe == prog("errnos")]
+        assert (process.ops_not_kept > 0) == (cap == "1000")
 
 
 def test_vector_calls_with_bad_iovec_fail_as_without_recorder(tmp_path, recorder_lib):

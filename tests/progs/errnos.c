@@ -8,11 +8,17 @@
  * errnos DIR badiov
  *   vector calls with an invalid iovec array on descriptors opened the wrong way: the kernel
  *   fails them with EBADF before it looks at the array, so the recorder must not look at it
- *   either. */
+ *   either.
+ * errnos DIR kept CALLS
+ *   CALLS successful writes, then as many preads, each with errno set to a different value
+ *   just before: prints how many calls changed errno (the recorder's rare paths after a call,
+ *   a new extent, the summary table past the record cap, a clock pair, a page-cache sample,
+ *   must keep it as the call left it). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -35,10 +41,32 @@ static void report(const char *what, long ret, int err)
     printf("%s ret=%ld errno=%s(%d)\n", what, ret, ret < 0 ? ename(err) : "OK", ret < 0 ? err : 0);
 }
 
+static int errno_kept(const char *dir, long calls)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/kept.dat", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) { perror(path); return 1; }
+    long changed = 0;
+    char byte = 'x';
+    for (long i = 0; i < 2 * calls; i++) {
+        int sentinel = 1000 + (int)(i % 50000);
+        errno = sentinel;
+        long r = i < calls ? write(fd, &byte, 1) : pread(fd, &byte, 1, i - calls);
+        if (r != 1) { perror("kept"); return 1; }
+        changed += errno != sentinel;
+    }
+    printf("calls=%ld errno_changed=%ld\n", 2 * calls, changed);
+    close(fd);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && strcmp(argv[2], "kept") == 0)
+        return errno_kept(argv[1], atol(argv[3]));
     if (argc != 2 && !(argc == 3 && strcmp(argv[2], "badiov") == 0)) {
-        fprintf(stderr, "usage: %s DIR [badiov]\n", argv[0]);
+        fprintf(stderr, "usage: %s DIR [badiov | kept CALLS]\n", argv[0]);
         return 2;
     }
     char path[4096];
