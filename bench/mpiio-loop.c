@@ -2,9 +2,9 @@
  * MPI-IO overhead probe: one MPI process issues CALLS 1-byte reads of a page-cached file, each
  * an MPI_File_read_at (mode "at": explicit offset) or an MPI_File_read (mode "pointer": the
  * individual file pointer), with a status, and times them in batches of BATCH calls. Batches
- * alternate between the MPI_ name (through an interposed MPI-IO recorder, when one is
- * preloaded) and the PMPI_ name (straight to the MPI library), so both are measured side by
- * side in one process. Offsets run through the file, which must hold at least CALLS + BATCH
+ * alternate between the MPI_ name and the PMPI_ name, both measured side by side in one
+ * process: an MPI-IO recorder that defines both names (libioassess-mpiio.so, like Darshan's
+ * MPI-IO module) records both, so with it preloaded they cost the same. Offsets run through the file, which must hold at least CALLS + BATCH
  * bytes. Prints two lines, MPI_ then PMPI_ batches: the median batch's cost per call and the
  * mean cost per call over the batches, in nanoseconds; then the process's peak resident memory
  * (VmHWM) in KiB. ROMIO turns each call into one pread.
