@@ -25,7 +25,7 @@ import numpy as np
 
 from ioassess.models.causes import CLASSES, classify, memory_layout_codes, time_lost_seconds
 from ioassess.models.modelfile import load_model
-from ioassess.models.training import PROFILES, STATE_CLASS, RunConfig, Trainer, TrainingError, train
+from ioassess.models.training import PROFILES, STATE_CLASS, STATE_OPS, RunConfig, Trainer, TrainingError, train
 
 HELD_OUT_SIZES = (2, 8, 32, 128, 512, 2048, 8192, 32768, 131072, 524288, 2 << 20, 8 << 20)
 HELD_OUT_REPEAT = 11                # seeds no training run used
@@ -38,8 +38,8 @@ def held_out_runs():
     """In the order the training makes its runs (states outermost: the page cache is set up
     once per state, not once per run)."""
     return [RunConfig(HELD_OUT_REPEAT, state, op, size, mem, file_layout)
-            for state, file_layout in (("discard", "off0"), ("cached", "rnd"), ("uncached", "rnd"))
-            for op in ("read", "write")
+            for state, file_layout in (("discard", "off0"), ("cached", "rnd"), ("rewritten", "rnd"), ("uncached", "rnd"))
+            for op in STATE_OPS[state]
             for mem in ("off0", "rnd")
             for size in HELD_OUT_SIZES]
 

@@ -2,7 +2,7 @@
 
 The workload generator (plugin/ioassess-workload.c) runs under the recorder itself, so
 training data are measured exactly as job data are. For every state (discard, cached,
-uncached), op, memory layout and access size it is run `repeats` times (in an outer loop, as
+rewritten, uncached), op, memory layout and access size it is run `repeats` times (in an outer loop, as
 in the paper, so that a disturbance hits one repeat, not all); the op durations of one
 (state, op, memory layout, size) cell are pooled, their density gives the outlier cut-off and
 the mean within the cut-off, and two segmented lines are fitted over the sizes: the typical line through the means
@@ -43,7 +43,18 @@ from .density import density_log10, find_clusters
 from .modelfile import save_model
 from .training_report import write_training_report
 
-STATE_CLASS = {"discard": "memcpy", "cached": "cached", "uncached": "uncached"}
+# States of the page cache the generator runs in, and the class each one's ops are. cached:
+# the file's pages brought in by reads (read-ahead makes large folios); rewritten, for writes:
+# the pages made by writes of the run's size (at least a page) and written back. Overwriting
+# the first costs several times what overwriting the second does (Linux 6.18, ext4: 4 KiB
+# 17 us against 1.7 us, 64 KiB 51 us against 10 us, measured with fio): the cached write
+# line's bound covers both, its typical time is the second's, what a re-run of a job that
+# wrote its file costs (docs/cause-models.md, "Cached writes").
+STATE_CLASS = {"discard": "memcpy", "cached": "cached", "rewritten": "cached", "uncached": "uncached"}
+STATE_OPS = {"discard": ("read", "write"), "cached": ("read", "write"), "rewritten": ("write",),
+             "uncached": ("read", "write")}
+# The measurements' cell of the rewritten state: (op, REWRITTEN_CELL, layout).
+REWRITTEN_CELL = "cached-rewritten"
 SLOWER_CLASS = {"memcpy": "cached", "cached": "uncached"}
 # The paper fits the bound line to the outlier cut-off plus 10 %, since cut-offs vary between
 # the sizes (section 6).
@@ -56,6 +67,10 @@ CACHED_RESIDENT = 0.99
 UNCACHED_RESIDENT = 0.01
 # Half a page: the start of uncached writes of a page or more (offset_base).
 PARTIAL_PAGE_OFFSET = 2048
+# The rewritten state is made afresh (the span written) for each write size; its runs go over a
+# span of twice their bytes, at least this, so that the state costs little to make.
+REWRITTEN_MIN_SPAN = 64 << 20
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 # Memory layouts the generator knows; all but off0 reuse no buffer address, so the classifier
 # sees them as "rnd" and they are pooled into the rnd lines.
 MODEL_LAYOUT = {"off0": "off0", "seq": "rnd", "rnd": "rnd", "stride": "rnd", "reverse": "rnd"}
@@ -88,12 +103,13 @@ def _powers(first, last, factor):
 PROFILES = {
     "quick": Profile(
         name="quick", sizes=_powers(1, 16 << 20, 4), mem_layouts=("off0", "rnd"),
-        file_layouts={"discard": ("off0",), "cached": ("rnd",), "uncached": ("rnd",)},
+        file_layouts={"discard": ("off0",), "cached": ("rnd",), "rewritten": ("rnd",), "uncached": ("rnd",)},
         repeats=3, min_ops=32, max_ops=2000, budget_bytes=64 << 20, file_bytes=1 << 30,
         mem_buffer_bytes=64 << 20),
     "full": Profile(
         name="full", sizes=_powers(1, 16 << 20, 2), mem_layouts=("off0", "seq", "rnd"),
-        file_layouts={"discard": ("off0",), "cached": ("seq", "rnd"), "uncached": ("rnd",)},
+        file_layouts={"discard": ("off0",), "cached": ("seq", "rnd"), "rewritten": ("seq", "rnd"),
+                      "uncached": ("rnd",)},
         repeats=3, min_ops=64, max_ops=5000, budget_bytes=256 << 20, file_bytes=2 << 30,
         mem_buffer_bytes=256 << 20),
     # `ioassess calibrate`: every line of the full profile in well under a minute (about 22 s
@@ -103,7 +119,7 @@ PROFILES = {
     # (16 slots of 16 MiB).
     "calibrate": Profile(
         name="calibrate", sizes=_powers(1, 16 << 20, 4), mem_layouts=("off0", "rnd"),
-        file_layouts={"discard": ("off0",), "cached": ("rnd",), "uncached": ("rnd",)},
+        file_layouts={"discard": ("off0",), "cached": ("rnd",), "rewritten": ("rnd",), "uncached": ("rnd",)},
         repeats=1, min_ops=16, max_ops=2000, budget_bytes=32 << 20, file_bytes=256 << 20,
         mem_buffer_bytes=64 << 20),
 }
@@ -112,7 +128,7 @@ PROFILES = {
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
     repeat: int
-    state: str          # discard | cached | uncached
+    state: str          # discard | cached | rewritten | uncached
     op: str             # read | write
     size: int
     mem_layout: str
@@ -136,24 +152,35 @@ def ops_per_run(profile, size):
     return int(min(profile.max_ops, max(profile.min_ops, profile.budget_bytes // size)))
 
 
+def rewritten_span(profile, size):
+    """Bytes of the file a rewritten run goes over (from offset 0), made by writes first."""
+    return min(profile.file_bytes, max(REWRITTEN_MIN_SPAN, 2 * ops_per_run(profile, size) * size))
+
+
+def rewriting_unit(size):
+    """The size of the writes that make a rewritten run's pages: the run's own, at least a page
+    (smaller writes make whole pages too)."""
+    return max(size, PAGE_BYTES)
+
+
 def training_grid(profile):
     """Every run, in the order they are made: repeats outermost (a disturbance then hits one
-    repeat, not all), then states (a cached file stays cached from run to run), ops, layouts,
-    sizes."""
+    repeat, not all), then states (a cached file stays cached from run to run), ops, sizes,
+    layouts (the rewritten state is made once per size)."""
     return [RunConfig(repeat, state, op, size, mem, file_layout)
             for repeat in range(profile.repeats)
-            for state in ("discard", "cached", "uncached")
-            for op in ("read", "write")
+            for state in ("discard", "cached", "rewritten", "uncached")
+            for op in STATE_OPS[state]
+            for size in profile.sizes
             for mem in profile.mem_layouts
-            for file_layout in profile.file_layouts[state]
-            for size in profile.sizes]
+            for file_layout in profile.file_layouts[state]]
 
 
 def expected_seconds(profile, config):
     """A rough duration of one run, for the progress bar's time left: process start plus
     bytes at a pessimistic rate for the state."""
-    rate = {"discard": 4e9, "cached": 2e9, "uncached": 4e8}[config.state]
-    per_op = {"discard": 1e-6, "cached": 2e-6, "uncached": 1e-4}[config.state]
+    rate = {"discard": 4e9, "cached": 2e9, "rewritten": 2e9, "uncached": 4e8}[config.state]
+    per_op = {"discard": 1e-6, "cached": 2e-6, "rewritten": 2e-6, "uncached": 1e-4}[config.state]
     ops = ops_per_run(profile, config.size)
     return 0.01 + ops * (per_op + config.size / rate)
 
@@ -183,17 +210,21 @@ def size_point(size, durations_s):
                      typical_s=float(np.mean(kept)), purged=len(durations_s) - len(kept))
 
 
-def fit_cell(points, durations_by_size, slower_by_size):
+def fit_cell(points, durations_by_size, slower_by_size, typical_points=None):
     """Bound and typical lines of one (op, class, layout) cell and its Table-3 error metrics.
     slower_by_size: the next slower class's durations in the same op and layout (at the sizes
     where it differs by more than behaviour), or None. Every op counts in the separation, the
-    slow tail too: the classification of a job's ops does not purge outliers either."""
+    slow tail too: the classification of a job's ops does not purge outliers either.
+    typical_points: the size points of the typical line when they are not the bound's (cached
+    writes: the rewritten state's), else points."""
     sizes = np.array([p.size for p in points], float)
     if slower_by_size:
         bound = fit_separating_line(durations_by_size, slower_by_size, {p.size: p.bound_s for p in points})
     else:
         bound = fit_upper_envelope(sizes, np.array([p.bound_s for p in points]))
-    typical = fit_segmented_line(sizes, np.array([p.typical_s for p in points]))
+    typical_points = typical_points or points
+    typical = fit_segmented_line(np.array([p.size for p in typical_points], float),
+                                 np.array([p.typical_s for p in typical_points]))
     all_sizes = np.concatenate([np.full(len(d), s, float) for s, d in durations_by_size.items()])
     all_durations = np.concatenate(list(durations_by_size.values()))
     errors = line_errors(bound, all_sizes, all_durations)
@@ -235,15 +266,34 @@ def _at_least(line, floor):
                        max(line.large_slope_s_per_byte, floor.large_slope_s_per_byte))
 
 
+def pooled_cached(measurements):
+    """The measurements with each cached cell's durations joined by its rewritten cell's (the
+    class's two states), and without the rewritten cells."""
+    pooled = {}
+    for (op, cls, layout), by_size in measurements.items():
+        if cls == REWRITTEN_CELL:
+            continue
+        rewritten = measurements.get((op, REWRITTEN_CELL, layout), {}) if cls == "cached" else {}
+        pooled[(op, cls, layout)] = {size: np.concatenate([durations, rewritten.get(size, np.empty(0))])
+                                     for size, durations in by_size.items()}
+    return pooled
+
+
 def fit_model(measurements, name, description, provenance):
-    """measurements: {(op, class, layout): {size: durations_s array}} -> (CauseModel, points)."""
+    """measurements: {(op, class, layout): {size: durations_s array}} -> (CauseModel, points).
+    A cached cell's bound is fitted to both cached states' ops; its typical line to the
+    rewritten state's where there is one (writes)."""
+    pooled = pooled_cached(measurements)
     points_by_cell = {cell: [size_point(size, durations) for size, durations in sorted(by_size.items())]
-                      for cell, by_size in measurements.items()}
+                      for cell, by_size in pooled.items()}
     lines = {}
-    for (op, cls, layout), by_size in sorted(measurements.items()):
+    for (op, cls, layout), by_size in sorted(pooled.items()):
         slower_cell = (op, SLOWER_CLASS.get(cls), layout)
+        rewritten = measurements.get((op, REWRITTEN_CELL, layout)) if cls == "cached" else None
+        typical_points = [size_point(size, durations) for size, durations in sorted(rewritten.items())] \
+            if rewritten else None
         bound, typical, errors = fit_cell(points_by_cell[(op, cls, layout)], by_size,
-                                          measurements.get(slower_cell, {}))
+                                          pooled.get(slower_cell, {}), typical_points)
         lines[(op, cls, layout)] = ModelLine(bound=bound, typical=typical, errors=errors, note="")
     model = CauseModel(name=name, description=description, provenance=provenance, lines=order_bounds(lines))
     return model, points_by_cell
@@ -302,6 +352,9 @@ class Trainer:
         self.data_file = os.path.join(self.work_dir, "training.dat")
         self.runs = 0
         self.evict_by_drop_caches = may_drop_caches and os.geteuid() == 0
+        # How the file's cached pages were made: "read", ("write", unit, span) or None (unknown,
+        # or evicted).
+        self.pages_made_by = None
 
     def cleanup(self):
         """Remove the work directory; a second Ctrl-C or SIGTERM waits until it is gone."""
@@ -309,12 +362,19 @@ class Trainer:
             shutil.rmtree(self.work_dir, ignore_errors=True)
 
     def create_data_file(self):
-        block = default_rng(1).integers(0, 256, 1 << 20, dtype=np.uint8).tobytes()
         with open(self.data_file, "wb") as f:
-            for _ in range(self.profile.file_bytes >> 20):
-                f.write(block)
-            f.flush()
-            os.fsync(f.fileno())
+            self.write_span(f, self.profile.file_bytes, 1 << 20)
+
+    @staticmethod
+    def write_span(f, span, unit):
+        """Write [0, span) of the open file f with writes of `unit` bytes of pseudo-random data
+        (the same block each time), and write it back."""
+        block = default_rng(1).integers(0, 256, unit, dtype=np.uint8).tobytes()
+        f.seek(0)
+        for offset in range(0, span, unit):
+            f.write(block[:span - offset])
+        f.flush()
+        os.fsync(f.fileno())
 
     def resident_fraction(self):
         out = subprocess.run([self.workload, "--resident", self.data_file], capture_output=True,
@@ -322,10 +382,14 @@ class Trainer:
         return float(re.search(r"resident_fraction=(\S+)", out).group(1))
 
     def make_cached(self):
-        """Read the whole file unless mincore says it is resident already, and check again."""
+        """Read the whole file unless mincore says it is resident already from reads, and check
+        again. Pages that writes made are evicted first: reads would keep them as they are."""
+        if self.pages_made_by != "read":
+            self.make_uncached()
         resident = self.resident_fraction()
         for _ in range(3):
             if resident >= CACHED_RESIDENT:
+                self.pages_made_by = "read"
                 return resident
             with open(self.data_file, "rb", buffering=0) as f:
                 while f.read(16 << 20):
@@ -334,9 +398,23 @@ class Trainer:
         raise TrainingError(f"{self.data_file}: only {resident:.0%} stays in the page cache after reading it; "
                             "too little free memory for the cached state")
 
+    def make_rewritten(self, config):
+        """The run's span of the file made by writes of the run's unit (rewriting_unit) into
+        evicted pages and written back, unless the last rewritten run left it so (prepare has
+        written back what that run dirtied). Returns the file's resident share."""
+        unit, span = rewriting_unit(config.size), rewritten_span(self.profile, config.size)
+        made = self.pages_made_by
+        if not (isinstance(made, tuple) and made[1] == unit and made[2] >= span):
+            self.make_uncached()
+            with open(self.data_file, "r+b", buffering=0) as f:
+                self.write_span(f, span, unit)
+            self.pages_made_by = ("write", unit, span)
+        return self.resident_fraction()
+
     def make_uncached(self):
         """Drop the file from the page cache (drop_caches as root, else POSIX_FADV_DONTNEED) and
         check with mincore that it is gone."""
+        self.pages_made_by = None
         for _ in range(3):
             if self.evict_by_drop_caches:
                 os.sync()
@@ -358,6 +436,8 @@ class Trainer:
             os.sync()
         if config.state == "cached":
             return self.make_cached()
+        if config.state == "rewritten":
+            return self.make_rewritten(config)
         if config.state == "uncached":
             return self.make_uncached()
         return None
@@ -378,6 +458,8 @@ class Trainer:
                    "--file-layout", config.file_layout, "--repeats", str(ops),
                    "--budget", str(ops * config.size), "--seed", str(config.seed),
                    "--offset-base", str(offset_base(config))]
+        if config.state == "rewritten":
+            command += ["--file-span", str(rewritten_span(self.profile, config.size))]
         env = dict(os.environ, LD_PRELOAD=self.library, IOASSESS_TRACE_DIR=trace_dir,
                    IOASSESS_EXCLUDE="none", IOASSESS_MAX_RECORDS=str(ops + 1000))
         for name in ("IOASSESS_DISABLE", "IOASSESS_OBFUSCATE", "IOASSESS_CLOCK"):
@@ -441,7 +523,8 @@ def measure_all(trainer, profile, progress):
         if not len(durations):
             raise TrainingError(f"{trainer.workload}: the run {config.state} {config.op} {config.mem_layout} "
                                 f"{config.size} B recorded no {config.op} of {trainer.target(config)}")
-        key = (config.op, STATE_CLASS[config.state], MODEL_LAYOUT[config.mem_layout])
+        cell = REWRITTEN_CELL if config.state == "rewritten" else STATE_CLASS[config.state]
+        key = (config.op, cell, MODEL_LAYOUT[config.mem_layout])
         cell = measurements.setdefault(key, {})
         cell[config.size] = np.concatenate([cell.get(config.size, np.empty(0)), durations])
         runs.append((config, len(durations), resident))

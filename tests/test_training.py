@@ -15,9 +15,9 @@ import pytest
 
 from ioassess.models.causes import bound_order_violations
 from ioassess.models.modelfile import load_model, save_model
-from ioassess.models.training import (CACHED_RESIDENT, PROFILES, UNCACHED_RESIDENT, Trainer,
-                                      TrainingError, check_training_dir, fit_model, measure_all,
-                                      save_measurements, training_grid)
+from ioassess.models.training import (CACHED_RESIDENT, PROFILES, REWRITTEN_CELL, UNCACHED_RESIDENT, Trainer,
+                                      TrainingError, check_training_dir, fit_model, measure_all, rewritten_span,
+                                      save_measurements, size_point, training_grid)
 from ioassess.models.training_report import write_training_report
 from ioassess.progress import Progress
 
@@ -29,9 +29,11 @@ SMALL = dataclasses.replace(PROFILES["quick"], name="small", sizes=(1, 4096, 655
 
 def test_quick_grid_runs_repeats_outermost_and_uncached_at_random_offsets():
     grid = training_grid(PROFILES["quick"])
-    assert len(grid) == 3 * 3 * 2 * 2 * 13
+    # repeats x (3 states x 2 ops + rewritten writes) x memory layouts x sizes
+    assert len(grid) == 3 * 7 * 2 * 13
     assert [config.repeat for config in grid] == sorted(config.repeat for config in grid)
     assert {config.file_layout for config in grid if config.state == "uncached"} == {"rnd"}
+    assert {config.op for config in grid if config.state == "rewritten"} == {"write"}
     assert {config.size for config in grid} == {4 ** k for k in range(13)}
 
 
@@ -58,8 +60,26 @@ def test_each_run_was_measured_in_its_state(small_training):
             assert resident >= CACHED_RESIDENT
         if config.state == "uncached":
             assert resident <= UNCACHED_RESIDENT
+        if config.state == "rewritten":     # its span, made by writes, is resident
+            assert resident >= CACHED_RESIDENT * rewritten_span(SMALL, config.size) / SMALL.file_bytes
     assert set(measurements) == {(op, cls, layout) for op in ("read", "write")
-                                 for cls in ("memcpy", "cached", "uncached") for layout in ("off0", "rnd")}
+                                 for cls in ("memcpy", "cached", "uncached") for layout in ("off0", "rnd")} | {
+        ("write", REWRITTEN_CELL, layout) for layout in ("off0", "rnd")}
+
+
+def test_cached_writes_are_bounded_by_both_cached_states_and_typical_of_rewritten_pages(small_training):
+    """The cached write line's bound lies above the ops of both cached states (pages read in,
+    pages written), its typical line goes through the rewritten state's typical durations."""
+    measurements, _ = small_training
+    model, _ = fit_model(measurements, "small", "test model", PROVENANCE)
+    for layout in ("off0", "rnd"):
+        line = model.lines[("write", "cached", layout)]
+        for size in (4096, 65536):
+            for cell in ("cached", REWRITTEN_CELL):
+                durations = measurements[("write", cell, layout)][size]
+                assert np.mean(durations <= line.bound.predict(size)) > 0.9, (layout, size, cell)
+            typical = size_point(size, measurements[("write", REWRITTEN_CELL, layout)][size]).typical_s
+            assert line.typical.predict(size) == pytest.approx(typical, rel=0.3), (layout, size)
 
 
 def test_the_fitted_model_orders_the_classes_and_tells_them_apart(small_training, tmp_path):
