@@ -30,7 +30,8 @@ with Darshan and DXT and ioassess in the order `ioassess run` uses (libdarshan.s
 libioassess.so), alternating, pinned to one CPU. Beside them the clock's floor
 (bench/clock-floor.c: a preloaded pread that only reads the TSC before and after the call),
 alone and behind Darshan with DXT: what two clock reads cost on this host, so that ioassess's
-bookkeeping (ioassess minus the floor) is seen apart from its clock.
+bookkeeping (ioassess minus the floor) is seen apart from its clock; and the floor with reads kept
+in order with the call (rdtscp, lfence+rdtsc), what ordered timestamps would cost.
 """
 import argparse
 import json
@@ -145,7 +146,9 @@ def compare_darshan(probe_file, reps, cap, cpu, work_dir, darshan_lib):
     configs = {"without": ([], {}), "ioassess": ([recorder], {}), "ioassess_pagecache_off": ([recorder], PAGECACHE_OFF),
                "darshan": ([darshan_lib], darshan_env),
                "darshan_dxt": ([darshan_lib], dxt_env), "darshan_dxt_ioassess": ([darshan_lib, recorder], dxt_env),
-               "clock_floor": ([CLOCK_FLOOR], {}), "darshan_dxt_clock_floor": ([darshan_lib, CLOCK_FLOOR], dxt_env)}
+               "clock_floor": ([CLOCK_FLOOR], {}), "darshan_dxt_clock_floor": ([darshan_lib, CLOCK_FLOOR], dxt_env),
+               "clock_floor_rdtscp": ([CLOCK_FLOOR], {"CLOCK_FLOOR_READ": "rdtscp"}),
+               "clock_floor_lfence": ([CLOCK_FLOOR], {"CLOCK_FLOOR_READ": "lfence"})}
 
     def run_once(config, trace_dir):
         preload, env = config
@@ -307,7 +310,8 @@ def print_darshan(args, measured):
     print(f"  the clock's floor (two TSC reads around the call, nothing else): alone {added['clock_floor']:.1f} ns, "
           f"behind Darshan+DXT {measured['clock_floor_stacked_adds_ns']:.1f} ns; ioassess's bookkeeping beyond it "
           f"(round by round): alone {measured['bookkeeping_ns']:.1f} ns, behind Darshan+DXT "
-          f"{measured['bookkeeping_stacked_ns']:.1f} ns")
+          f"{measured['bookkeeping_stacked_ns']:.1f} ns; the floor with ordered reads: rdtscp "
+          f"{added['clock_floor_rdtscp']:.1f} ns, lfence+rdtsc {added['clock_floor_lfence']:.1f} ns")
 
 
 def print_mpiio(args, measured):
