@@ -48,8 +48,9 @@ from .training_report import write_training_report
 # the pages made by writes of the run's size (at least a page) and written back. Overwriting
 # the first costs several times what overwriting the second does (Linux 6.18, ext4: 4 KiB
 # 17 us against 1.7 us, 64 KiB 51 us against 10 us, measured with fio): the cached write
-# line's bound covers both, its typical time is the second's, what a re-run of a job that
-# wrote its file costs (docs/cause-models.md, "Cached writes").
+# line's bound is fitted to the first (so that both are cached), its typical time to the
+# second, what a re-run of a job that wrote its file costs (docs/cause-models.md, "Cached
+# writes").
 STATE_CLASS = {"discard": "memcpy", "cached": "cached", "rewritten": "cached", "uncached": "uncached"}
 STATE_OPS = {"discard": ("read", "write"), "cached": ("read", "write"), "rewritten": ("write",),
              "uncached": ("read", "write")}
@@ -266,34 +267,20 @@ def _at_least(line, floor):
                        max(line.large_slope_s_per_byte, floor.large_slope_s_per_byte))
 
 
-def pooled_cached(measurements):
-    """The measurements with each cached cell's durations joined by its rewritten cell's (the
-    class's two states), and without the rewritten cells."""
-    pooled = {}
-    for (op, cls, layout), by_size in measurements.items():
-        if cls == REWRITTEN_CELL:
-            continue
-        rewritten = measurements.get((op, REWRITTEN_CELL, layout), {}) if cls == "cached" else {}
-        pooled[(op, cls, layout)] = {size: np.concatenate([durations, rewritten.get(size, np.empty(0))])
-                                     for size, durations in by_size.items()}
-    return pooled
-
-
 def fit_model(measurements, name, description, provenance):
     """measurements: {(op, class, layout): {size: durations_s array}} -> (CauseModel, points).
-    A cached cell's bound is fitted to both cached states' ops; its typical line to the
-    rewritten state's where there is one (writes)."""
-    pooled = pooled_cached(measurements)
+    A cached write cell's bound is fitted to the cached (read-in) state's ops, the slower of its
+    two states; its typical line to the rewritten state's where there is one."""
     points_by_cell = {cell: [size_point(size, durations) for size, durations in sorted(by_size.items())]
-                      for cell, by_size in pooled.items()}
+                      for cell, by_size in measurements.items()}
     lines = {}
-    for (op, cls, layout), by_size in sorted(pooled.items()):
+    for (op, cls, layout), by_size in sorted(measurements.items()):
+        if cls == REWRITTEN_CELL:
+            continue
         slower_cell = (op, SLOWER_CLASS.get(cls), layout)
-        rewritten = measurements.get((op, REWRITTEN_CELL, layout)) if cls == "cached" else None
-        typical_points = [size_point(size, durations) for size, durations in sorted(rewritten.items())] \
-            if rewritten else None
         bound, typical, errors = fit_cell(points_by_cell[(op, cls, layout)], by_size,
-                                          pooled.get(slower_cell, {}), typical_points)
+                                          measurements.get(slower_cell, {}),
+                                          points_by_cell.get((op, REWRITTEN_CELL, layout)) if cls == "cached" else None)
         lines[(op, cls, layout)] = ModelLine(bound=bound, typical=typical, errors=errors, note="")
     model = CauseModel(name=name, description=description, provenance=provenance, lines=order_bounds(lines))
     return model, points_by_cell

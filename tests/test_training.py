@@ -69,7 +69,8 @@ def test_each_run_was_measured_in_its_state(small_training):
 
 def test_cached_writes_are_bounded_by_both_cached_states_and_typical_of_rewritten_pages(small_training):
     """The cached write line's bound lies above the ops of both cached states (pages read in,
-    pages written), its typical line goes through the rewritten state's typical durations."""
+    pages written: it is fitted to the first, the slower), its typical line goes through the
+    rewritten state's typical durations."""
     measurements, _ = small_training
     model, _ = fit_model(measurements, "small", "test model", PROVENANCE)
     for layout in ("off0", "rnd"):
