@@ -46,6 +46,7 @@ class Flag(enum.IntFlag):
     NONBLOCKING = 1 << 2       # an MPI-IO call that only started its transfer: its time is that start
     UNDER_MPIIO = 1 << 3       # a POSIX call made inside an MPI-IO call
     UNDER_COLLECTIVE = 1 << 4  # a POSIX call made inside a collective MPI-IO call: aggregator work
+    DIRECT = 1 << 5            # a POSIX call on a descriptor with O_DIRECT: it went past the page cache
 
 
 # The page-cache state of an op's pages just before the call, as the kernel gave it

@@ -113,6 +113,7 @@ class OpFlag(enum.IntFlag):
     NONBLOCKING = 1 << 2  # MPI-IO: the call only starts the transfer
     UNDER_MPIIO = 1 << 3  # POSIX: made inside an MPI-IO call
     UNDER_COLLECTIVE = 1 << 4  # POSIX: made inside a collective MPI-IO call (aggregator work)
+    DIRECT = 1 << 5  # POSIX: the descriptor had O_DIRECT (the op went past the page cache)
 
 
 OP_KINDS = tuple(op for op in Op if op not in (Op.COUNT, Op.MPIIO_COUNT))

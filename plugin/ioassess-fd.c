@@ -134,6 +134,13 @@ static void write_name(uint64_t file_id, int fd, const struct stat *st, const ch
     ioassess_writer_file(file_id, st, fs_magic, path);
 }
 
+/* The file description's flags that its file status flags (open, F_SETFL) decide. */
+static uint32_t status_bits(int status_flags)
+{
+    return ((status_flags & O_APPEND) ? IOASSESS_OFD_APPEND : 0) |
+           ((status_flags & O_DIRECT) ? IOASSESS_OFD_DIRECT : 0);
+}
+
 /* Decide what fd refers to and set its slot. open_flags < 0: the descriptor was not seen
  * being opened (ask the kernel for its flags and position). Caller holds the lock. */
 static uint32_t register_fd(int fd, int open_flags)
@@ -164,7 +171,7 @@ static uint32_t register_fd(int fd, int open_flags)
     struct ioassess_ofd *o = &ioassess_ofds[index];
     o->file_id = file_id;
     o->refs = 1;
-    o->flags = (open_flags >= 0 && (open_flags & O_APPEND)) ? IOASSESS_OFD_APPEND : 0;
+    o->flags = open_flags >= 0 ? status_bits(open_flags) : 0;
     o->offset = -1;
     o->pagecache_first = 0;
     if (S_ISREG(st.st_mode)) {
@@ -292,14 +299,15 @@ void ioassess_fd_duplicated(int old_fd, int new_fd)
     });
 }
 
-void ioassess_fd_set_append(int fd, int append)
+/* After F_SETFL: O_APPEND and O_DIRECT may have changed. */
+void ioassess_fd_set_status(int fd, int status_flags)
 {
     TABLE_CHANGE(fd, {
         uint32_t slot = ioassess_fd_slot[fd];
         if (slot >= IOASSESS_FD_FIRST_OFD) {
             struct ioassess_ofd *o = &ioassess_ofds[slot - IOASSESS_FD_FIRST_OFD];
-            o->flags = append ? (o->flags | IOASSESS_OFD_APPEND)
-                              : (o->flags & ~IOASSESS_OFD_APPEND);
+            o->flags = (o->flags & ~(IOASSESS_OFD_APPEND | IOASSESS_OFD_DIRECT)) |
+                       status_bits(status_flags);
         }
     });
 }

@@ -122,6 +122,7 @@ struct ioassess_ofd {
 #define IOASSESS_OFD_RESYNC (1u << 2)       /* a fork child may have moved the position:
                                                ask the kernel once at the next use */
 #define IOASSESS_OFD_REGULAR (1u << 3)      /* a regular file: its ops may be sampled */
+#define IOASSESS_OFD_DIRECT (1u << 4)       /* O_DIRECT: ops bypass the page cache */
 
 /* Page-cache sampling (docs/architecture.md, "Page-cache samples"): the first
  * IOASSESS_PAGECACHE_FIRST_OPS ops of each open file description, then per thread one op in
@@ -183,7 +184,7 @@ void ioassess_fd_opened(int fd, int flags);
 void ioassess_fd_closed(int fd);
 void ioassess_fd_closed_range(unsigned first, unsigned last);
 void ioassess_fd_duplicated(int old_fd, int new_fd);
-void ioassess_fd_set_append(int fd, int append);
+void ioassess_fd_set_status(int fd, int status_flags);
 void ioassess_fd_advanced(int fd, int64_t bytes);
 int64_t ioassess_fd_resync(int fd, struct ioassess_ofd *o, ssize_t result);
 void ioassess_fd_fork_parent(void);

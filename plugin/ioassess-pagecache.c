@@ -66,7 +66,7 @@ static int32_t next_gap(struct ioassess_thread *t)
 
 /* An op that ioassess_pagecache_due found due: the first ops of its file description, or the
  * end of the thread's countdown. Sampled if sampling is on, the thread still keeps op records
- * and the file is a regular file. */
+ * and the file is a regular file not opened with O_DIRECT (whose ops bypass the page cache). */
 int ioassess_pagecache_pick(struct ioassess_ofd *o, struct ioassess_thread *t)
 {
     if (o->pagecache_first > 0)
@@ -75,7 +75,7 @@ int ioassess_pagecache_pick(struct ioassess_ofd *o, struct ioassess_thread *t)
         t->pagecache_countdown = next_gap(t);
     return __atomic_load_n(&ioassess_pagecache_state, __ATOMIC_RELAXED) ==
                IOASSESS_PAGECACHE_SAMPLING &&
-           !t->capped && (o->flags & IOASSESS_OFD_REGULAR);
+           !t->capped && (o->flags & (IOASSESS_OFD_REGULAR | IOASSESS_OFD_DIRECT)) == IOASSESS_OFD_REGULAR;
 }
 
 /* The kernel has no cachestat, a seccomp filter forbids it, or the file system refuses it:

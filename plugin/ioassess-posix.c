@@ -60,9 +60,11 @@ static inline int64_t advance_write(int fd, struct ioassess_ofd *o, ssize_t resu
     return advance_read(fd, o, result);
 }
 
-static inline uint16_t write_flags(const struct ioassess_ofd *o)
+/* The op record's flags the descriptor decides: O_APPEND (writes), O_DIRECT. */
+static inline uint16_t op_flags(const struct ioassess_ofd *o, int is_write)
 {
-    return (o->flags & IOASSESS_OFD_APPEND) ? IOASSESS_OP_APPEND : 0;
+    return ((is_write && (o->flags & IOASSESS_OFD_APPEND)) ? IOASSESS_OP_APPEND : 0) |
+           ((o->flags & IOASSESS_OFD_DIRECT) ? IOASSESS_OP_DIRECT : 0);
 }
 
 static inline int64_t positional(const struct ioassess_ofd *o, off_t offset)
@@ -135,7 +137,7 @@ static inline int64_t offset_before(const struct ioassess_ofd *o, int is_write)
         TIMED(call);                                                           \
         int64_t offset_ = (is_write) ? advance_write(fd, o_, result_)         \
                                      : advance_read(fd, o_, result_);          \
-        ioassess_record(op, (is_write) ? write_flags(o_) : 0, o_->file_id, offset_, \
+        ioassess_record(op, op_flags(o_, is_write), o_->file_id, offset_, \
                         (uint64_t)(count), outcome(result_, err_), start_, end_, buf); \
         RECORD_SAMPLE();                                                       \
         return result_;                                                        \
@@ -148,7 +150,8 @@ static inline int64_t offset_before(const struct ioassess_ofd *o, int is_write)
             return (call);                                                     \
         SAMPLED(fd, o_, positional(o_, offset), (uint64_t)(count), is_write);   \
         TIMED(call);                                                           \
-        ioassess_record(op, 0, o_->file_id, positional(o_, offset), (uint64_t)(count), \
+        ioassess_record(op, op_flags(o_, is_write), o_->file_id, positional(o_, offset), \
+                        (uint64_t)(count), \
                         outcome(result_, err_), start_, end_, buf);            \
         RECORD_SAMPLE();                                                       \
         return result_;                                                        \
@@ -168,7 +171,7 @@ static inline int64_t offset_before(const struct ioassess_ofd *o, int is_write)
         int64_t offset_ = (offset) >= 0 ? positional(o_, offset)               \
                           : (is_write) ? advance_write(fd, o_, result_)        \
                                        : advance_read(fd, o_, result_);        \
-        ioassess_record(op, (is_write) ? write_flags(o_) : 0, o_->file_id, offset_, \
+        ioassess_record(op, op_flags(o_, is_write), o_->file_id, offset_, \
                         iov_bytes(iov, iovcnt, result_), outcome(result_, err_), \
                         start_, end_, iov_base(iov, iovcnt, result_));         \
         RECORD_SAMPLE();                                                       \
@@ -536,7 +539,7 @@ static inline int after_fcntl(int fd, int cmd, void *arg, int result)
     if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
         return duplicated(fd, result);
     if (cmd == F_SETFL)
-        ioassess_fd_set_append(fd, ((int)(intptr_t)arg & O_APPEND) != 0);
+        ioassess_fd_set_status(fd, (int)(intptr_t)arg);
     return result;
 }
 

@@ -144,6 +144,8 @@ enum ioassess_end_reason {
                                                    MPI-IO call */
 #define IOASSESS_OP_UNDER_COLLECTIVE (1u << 4)  /* POSIX: ... inside a collective MPI-IO call
                                                    (aggregator work) */
+#define IOASSESS_OP_DIRECT (1u << 5)            /* POSIX: the descriptor had O_DIRECT: the op
+                                                   went past the page cache (never sampled) */
 
 /* At offset 0; padded to IOASSESS_HEADER_BYTES. Strings are NUL-terminated. */
 struct ioassess_header {

@@ -29,7 +29,7 @@ from ioassess.models.causes import CLASSES, LAYOUT_UNKNOWN, cached_typical_secon
 from ioassess.models.slowdown import slowdown_by_interval
 from ioassess.probe.during_job import file_system_during_job
 
-from .ground_truth import agreement, inferred_verdicts, kernel_verdicts, overridden_classes
+from .ground_truth import NOT_SAMPLED, agreement, inferred_verdicts, kernel_verdicts, overridden_classes
 
 FORMAT = "ioassess-assessment"
 FORMAT_VERSION = 1
@@ -137,8 +137,14 @@ def classify_ops(job, model):
     lost = np.maximum(ops["duration_s"] - cached, 0.0)
     lost[not_modelled] = 0.0
     covered = np.flatnonzero(is_io & ~not_modelled & (cached > 0))
+    # O_DIRECT ops went to the device whatever the page cache held: storage however fast, and
+    # the page cache's state (of the file's buffered ops) says nothing of them.
+    direct = (op_column(ops, "flags") & Flag.DIRECT) != 0
+    codes[direct & np.isin(codes, [CLASS_CODES["memcpy"], CLASS_CODES["cached"]])] = CLASS_CODES["uncached"]
     verdict = kernel_verdicts(ops)
+    verdict[direct] = NOT_SAMPLED
     judged = inferred_verdicts(ops, verdict)
+    judged[direct] = NOT_SAMPLED
     return {"class": overridden_classes(codes, judged, ops["direction"], CLASS_CODES), "model_class": codes,
             "kernel": verdict, "judged": judged, "cached_typical_s": cached, "lost_s": lost, "is_io": is_io,
             "modelled": covered}

@@ -4,10 +4,12 @@ these tests hold on any machine: a read of pages the kernel found cached is neve
 storage, one of pages it found uncached always is, appends slower than storage are allocation,
 and a model that contradicts the kernel gets a banner."""
 import json
+import os
 
 import numpy as np
 import pytest
 
+from ioassess.job import Flag
 from ioassess.load import load_job
 from ioassess.models.modelfile import load_model, model_path
 from ioassess.models.training import workload_program_path
@@ -130,3 +132,29 @@ def test_without_samples_the_report_says_the_classes_are_the_models_alone(ioasse
     assessment = random_reads(ioassess, data_file, tmp_path / "t", env={"IOASSESS_PAGECACHE": "0"})
     assert (assessment["kernel"]["sampled_ops"], assessment["kernel"]["processes_turned_off"]) == (0, 1)
     assert "sampling was turned off (IOASSESS_PAGECACHE=0)" in (tmp_path / "t" / "report.html").read_text()
+
+
+def test_direct_io_is_storage_whatever_the_page_cache_holds(ioassess, tmp_path):
+    """dd with O_DIRECT reads a file read whole just before and writes a copy: every op of the
+    descriptors with O_DIRECT is flagged so, none is sampled, none is memory speed, page cache
+    or a stall; dd's last, partial write, which it makes after clearing O_DIRECT with fcntl, is
+    not flagged."""
+    source, copy = tmp_path / "source", tmp_path / "copy"
+    source.write_bytes(os.urandom((64 << 10) * 64 + 100))
+    read_whole(source)
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", tool("dd"), f"if={source}", f"of={copy}",
+                      "bs=64k", "iflag=direct", "oflag=direct", "status=none")
+    assert result.returncode == 0, result.stderr
+    assert copy.read_bytes() == source.read_bytes()
+    job, per_op, on_source = ops_of(tmp_path / "t", source)
+    _, _, on_copy = ops_of(tmp_path / "t", copy)
+    direct = (job.ops["flags"] & Flag.DIRECT) != 0
+    data = (on_source | on_copy) & (job.ops["direction"] < 2) & (job.ops["result"] > 0)
+    assert np.count_nonzero(data & on_source) == 65 and np.all(direct[data & on_source])
+    sizes_written = job.ops["size"][data & on_copy].tolist()
+    assert sizes_written == [64 << 10] * 64 + [100], sizes_written
+    assert np.all(direct[data & on_copy][:-1]) and not direct[data & on_copy][-1]
+    assert np.all(job.ops["pc_pages"][data & direct] < 0), "O_DIRECT ops are never sampled"
+    assert np.all(np.isin(per_op["class"][data & direct], STORAGE)), per_op["class"][data & direct]
+    with open(tmp_path / "t" / "assessment.json") as f:
+        assert json.load(f)["headline"]["lost_by_cause"]["stall"] == 0
