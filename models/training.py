@@ -390,8 +390,7 @@ class Trainer:
         evicted pages and written back, unless the last rewritten run left it so (prepare has
         written back what that run dirtied). Returns the file's resident share."""
         unit, span = rewriting_unit(config.size), rewritten_span(self.profile, config.size)
-        made = self.pages_made_by
-        if not (isinstance(made, tuple) and made[1] == unit and made[2] >= span):
+        if self.pages_made_by != ("write", unit, span):
             self.make_uncached()
             with open(self.data_file, "r+b", buffering=0) as f:
                 self.write_span(f, span, unit)
