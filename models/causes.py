@@ -4,7 +4,8 @@ A cause model holds, per op (read, write), class (memcpy, cached, uncached) and 
 (off0, rnd), a bound line (the slowest duration the class explains, used to classify) and a
 typical line (the usual duration, used to estimate time). Each line has two segments joined at
 4096 B. An op belongs to the first class, fastest first, whose bound is at or above its
-duration; time lost is its duration minus the cached typical duration of its size.
+duration; time lost is its duration minus the cached typical duration of its size. Writes also
+have an appended line (writes into new pages), used where the kernel says an op's pages were new.
 docs/cause-models.md explains the choices; models/modelfile.py stores models as JSON.
 
 Everything here is a pure function on numpy arrays.
@@ -16,6 +17,16 @@ import numpy as np
 OPS = ("read", "write")  # direction codes 0, 1; other codes (sync: 2) are not classified
 CLASSES = ("memcpy", "cached", "uncached", "slow")  # fastest first; class codes 0..3
 LINE_CLASSES = CLASSES[:-1]  # classes that have lines; slow is what lies above uncached
+# Writes into new page-cache pages (appends; whole pages of an uncached file): a write line of its
+# own, not a class of classify() (a duration cannot tell new pages from cached ones), used where
+# the kernel saw an op's pages were new: their time if cached and the longest that memory explains.
+APPENDED = "appended"
+# fsync/fdatasync: a sync line ("sync", FLUSHED, layout) of the time to write back the bytes a
+# file's writes dirtied (its x is the bytes dirty, not an access size), trained by the appended
+# runs' fsync at their end. Not a class of classify() either.
+FLUSHED = "flushed"
+# The ops each line class has lines for.
+LINE_OPS = {**{cls: OPS for cls in LINE_CLASSES}, APPENDED: ("write",), FLUSHED: ("sync",)}
 LAYOUTS = ("off0", "rnd")  # memory layout codes 0, 1
 # No buffer address (e.g. Darshan DXT). Treated as rnd, the slower layout, so that time spent
 # on memory placement is never blamed on the file system.
@@ -76,6 +87,16 @@ def fit_segmented_line(size_bytes, seconds):
     intercept, slope = _fit_small_segment(size[small], seconds[small])
     joint_s = intercept + slope * JOINT_BYTES
     return joined_line(intercept, slope, _fit_slope_through(JOINT_BYTES, joint_s, size[~small], seconds[~small]))
+
+
+def fit_straight_line(size_bytes, seconds, envelope=False):
+    """One straight line over all sizes as a segmented line (both segments alike): the least
+    relative squares line (intercept and slope >= 0), or with envelope=True the least line on
+    or above every point (fit_upper_envelope's small segment). For lines whose cost has one
+    fixed and one per-byte part at every size (the flushed line)."""
+    size, seconds = _measurements(size_bytes, seconds)
+    intercept, slope = _small_envelope(size, seconds) if envelope else _fit_small_segment(size, seconds)
+    return joined_line(intercept, slope, slope)
 
 
 def fit_upper_envelope(size_bytes, seconds):
@@ -340,15 +361,25 @@ def classify(model, direction_codes, size_bytes, duration_s, layout_codes):
     return codes
 
 
-def cached_typical_seconds(model, direction_codes, size_bytes, layout_codes):
+def cached_typical_seconds(model, direction_codes, size_bytes, layout_codes, cls="cached"):
     """Duration each op would typically take if cached (the cached class's typical line for the
-    op's layout, or the other layout's); NaN for other directions and where the model has no
-    cached typical line."""
+    op's layout, or the other layout's; cls=APPENDED: the appended line's); NaN for other
+    directions and where the model has no such typical line."""
+    return _line_seconds(model, direction_codes, size_bytes, layout_codes, cls, typical=True)
+
+
+def bound_seconds(model, direction_codes, size_bytes, layout_codes, cls):
+    """The class cls's bound line at each op's size (its layout's line, or the other layout's);
+    NaN where the model has none."""
+    return _line_seconds(model, direction_codes, size_bytes, layout_codes, cls, typical=False)
+
+
+def _line_seconds(model, direction_codes, size_bytes, layout_codes, cls, typical):
     seconds = np.full(len(np.asarray(direction_codes)), np.nan)
     for op, layout, members in _groups(direction_codes, layout_codes):
-        line = _line_for(model, op, "cached", layout, typical=True)
+        line = _line_for(model, op, cls, layout, typical=typical)
         if line is not None and len(members):
-            seconds[members] = line.typical.predict(_sizes(size_bytes, members))
+            seconds[members] = (line.typical if typical else line.bound).predict(_sizes(size_bytes, members))
     return seconds
 
 

@@ -18,7 +18,7 @@ import stat
 from ioassess.jsonfile import (Invalid, JsonFileError, check_format, check_keys, choice, iso_date, json_type, number,
                                read_json_file, typed, write_json_file)
 
-from .causes import (JOINT_BYTES, LAYOUTS, LINE_CLASSES, OPS, CauseModel, ModelLine, SegmentedLine,
+from .causes import (JOINT_BYTES, LAYOUTS, LINE_OPS, OPS, CauseModel, ModelLine, SegmentedLine,
                      bound_order_violations)
 
 MODEL_FORMAT = "ioassess-cause-model"
@@ -48,7 +48,7 @@ class ModelFileError(JsonFileError):
 def model_to_json(model):
     """The model as the JSON object of docs/model-format.md (lines in OPS, CLASSES, LAYOUTS order),
     sharing no mutable part with the model."""
-    order = {key: i for i, key in enumerate((op, cls, layout) for op in OPS for cls in LINE_CLASSES
+    order = {key: i for i, key in enumerate((op, cls, layout) for op in OPS + ("sync",) for cls in LINE_OPS
                                             for layout in LAYOUTS)}
     return {
         "format": MODEL_FORMAT,
@@ -222,7 +222,10 @@ def _model_line(line, where):
         raise Invalid(f"{where[:-1]}: must be an object, got a JSON {json_type(line)}")
     check_keys(line, where, ("op", "class", "layout", "bound", "typical", "errors", "note"))
     key = tuple(choice(line, where, field, choices)
-                for field, choices in (("op", OPS), ("class", LINE_CLASSES), ("layout", LAYOUTS)))
+                for field, choices in (("op", OPS + ("sync",)), ("class", tuple(LINE_OPS)), ("layout", LAYOUTS)))
+    if key[0] not in LINE_OPS[key[1]]:
+        raise Invalid(f"{where}op: the {key[1]} class has lines of {' and '.join(LINE_OPS[key[1]])} only, "
+                      f"got {json.dumps(key[0])}")
     typical = line["typical"]
     errors = typed(line, where, "errors", dict)
     check_keys(errors, f"{where}errors.", SEGMENTS)

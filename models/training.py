@@ -2,7 +2,7 @@
 
 The workload generator (plugin/ioassess-workload.c) runs under the recorder itself, so
 training data are measured exactly as job data are. For every state (discard, cached,
-rewritten, uncached), op, memory layout and access size it is run `repeats` times (in an outer loop, as
+rewritten, uncached, appended), op, memory layout and access size it is run `repeats` times (in an outer loop, as
 in the paper, so that a disturbance hits one repeat, not all); the op durations of one
 (state, op, memory layout, size) cell are pooled, their density gives the outlier cut-off and
 the mean within the cut-off, and two segmented lines are fitted over the sizes: the typical line through the means
@@ -37,8 +37,8 @@ from ioassess.progress import Progress
 from ioassess.trace import read_trace_dir
 from ioassess.traceformat import Op
 
-from .causes import (JOINT_BYTES, CauseModel, ModelLine, fit_segmented_line, fit_separating_line, fit_upper_envelope,
-                     joined_line, line_errors)
+from .causes import (APPENDED, FLUSHED, JOINT_BYTES, CauseModel, ModelLine, fit_segmented_line, fit_separating_line,
+                     fit_straight_line, fit_upper_envelope, joined_line, line_errors)
 from .density import density_log10, find_clusters
 from .modelfile import save_model
 from .training_report import write_training_report
@@ -50,16 +50,22 @@ from .training_report import write_training_report
 # 17 us against 1.7 us, 64 KiB 51 us against 10 us, measured with fio): the cached write
 # line's bound is fitted to the first (so that both are cached), its typical time to the
 # second, what a re-run of a job that wrote its file costs (docs/cause-models.md, "Cached
-# writes").
-STATE_CLASS = {"discard": "memcpy", "cached": "cached", "rewritten": "cached", "uncached": "uncached"}
+# writes"). appended, for writes: a file made empty, written from its start (every write goes
+# into new pages); its cell is the appended line, and its fsync at the end, of every byte the
+# run wrote, a point of the flushed line (FLUSH_OP, FLUSHED, layout).
+STATES = ("discard", "cached", "rewritten", "uncached", "appended")
+STATE_CLASS = {"discard": "memcpy", "cached": "cached", "rewritten": "cached", "uncached": "uncached",
+               "appended": APPENDED}
 STATE_OPS = {"discard": ("read", "write"), "cached": ("read", "write"), "rewritten": ("write",),
-             "uncached": ("read", "write")}
+             "uncached": ("read", "write"), "appended": ("write",)}
 # The measurements' cell of the rewritten state: (op, REWRITTEN_CELL, layout).
 REWRITTEN_CELL = "cached-rewritten"
+FLUSH_OP = "sync"
 SLOWER_CLASS = {"memcpy": "cached", "cached": "uncached"}
 # The paper fits the bound line to the outlier cut-off plus 10 %, since cut-offs vary between
 # the sizes (section 6).
 BOUND_MARGIN = 1.1
+FLUSH_BOUND_MARGIN = 2.0
 # Shares of the training file's pages that must be resident for the cached state, and at most
 # for the uncached one. Proactive reclaim (DAMON's pageout scheme on this VM class) evicts
 # page-cache pages that look idle within seconds, so the cached state is checked before every
@@ -72,6 +78,14 @@ PARTIAL_PAGE_OFFSET = 2048
 # span of twice their bytes, at least this, so that the state costs little to make.
 REWRITTEN_MIN_SPAN = 64 << 20
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
+# Appended runs write at most this much (and sizes up to APPENDED_MAX_SIZE; the line extrapolates
+# beyond): appending needs that much new memory, and on a VM whose free memory the host took back
+# (free page reporting) a run of 256 MiB of 16 MiB appends took 40 ms a write against 0.9 ms for
+# 4 MiB ones in a run of 64 MiB. Such appends waited for memory: the line is of appends into
+# memory at hand, so that the report can call the others allocation.
+APPENDED_RUN_BYTES = 32 << 20
+APPENDED_MIN_OPS = 8
+APPENDED_MAX_SIZE = 4 << 20
 # Memory layouts the generator knows; all but off0 reuse no buffer address, so the classifier
 # sees them as "rnd" and they are pooled into the rnd lines.
 MODEL_LAYOUT = {"off0": "off0", "seq": "rnd", "rnd": "rnd", "stride": "rnd", "reverse": "rnd"}
@@ -104,13 +118,14 @@ def _powers(first, last, factor):
 PROFILES = {
     "quick": Profile(
         name="quick", sizes=_powers(1, 16 << 20, 4), mem_layouts=("off0", "rnd"),
-        file_layouts={"discard": ("off0",), "cached": ("rnd",), "rewritten": ("rnd",), "uncached": ("rnd",)},
+        file_layouts={"discard": ("off0",), "cached": ("rnd",), "rewritten": ("rnd",), "uncached": ("rnd",),
+                      "appended": ("seq",)},
         repeats=3, min_ops=32, max_ops=2000, budget_bytes=64 << 20, file_bytes=1 << 30,
         mem_buffer_bytes=64 << 20),
     "full": Profile(
         name="full", sizes=_powers(1, 16 << 20, 2), mem_layouts=("off0", "seq", "rnd"),
         file_layouts={"discard": ("off0",), "cached": ("seq", "rnd"), "rewritten": ("seq", "rnd"),
-                      "uncached": ("rnd",)},
+                      "uncached": ("rnd",), "appended": ("seq",)},
         repeats=3, min_ops=64, max_ops=5000, budget_bytes=256 << 20, file_bytes=2 << 30,
         mem_buffer_bytes=256 << 20),
     # `ioassess calibrate`: every line of the full profile in well under a minute (about 22 s
@@ -120,7 +135,8 @@ PROFILES = {
     # (16 slots of 16 MiB).
     "calibrate": Profile(
         name="calibrate", sizes=_powers(1, 16 << 20, 4), mem_layouts=("off0", "rnd"),
-        file_layouts={"discard": ("off0",), "cached": ("rnd",), "rewritten": ("rnd",), "uncached": ("rnd",)},
+        file_layouts={"discard": ("off0",), "cached": ("rnd",), "rewritten": ("rnd",), "uncached": ("rnd",),
+                      "appended": ("seq",)},
         repeats=1, min_ops=16, max_ops=2000, budget_bytes=32 << 20, file_bytes=256 << 20,
         mem_buffer_bytes=64 << 20),
 }
@@ -149,8 +165,13 @@ def offset_base(config):
         else 0
 
 
-def ops_per_run(profile, size):
-    return int(min(profile.max_ops, max(profile.min_ops, profile.budget_bytes // size)))
+def ops_per_run(profile, size, state=None):
+    """Ops of a run; an appended run's write at most APPENDED_RUN_BYTES in all (APPENDED_MIN_OPS
+    at least)."""
+    ops = min(profile.max_ops, max(profile.min_ops, profile.budget_bytes // size))
+    if state == "appended":
+        ops = min(ops, max(APPENDED_MIN_OPS, APPENDED_RUN_BYTES // size))
+    return int(ops)
 
 
 def rewritten_span(profile, size):
@@ -170,9 +191,9 @@ def training_grid(profile):
     layouts (the rewritten state is made once per size)."""
     return [RunConfig(repeat, state, op, size, mem, file_layout)
             for repeat in range(profile.repeats)
-            for state in ("discard", "cached", "rewritten", "uncached")
+            for state in STATES
             for op in STATE_OPS[state]
-            for size in profile.sizes
+            for size in profile.sizes if state != "appended" or size <= APPENDED_MAX_SIZE
             for mem in profile.mem_layouts
             for file_layout in profile.file_layouts[state]]
 
@@ -180,9 +201,9 @@ def training_grid(profile):
 def expected_seconds(profile, config):
     """A rough duration of one run, for the progress bar's time left: process start plus
     bytes at a pessimistic rate for the state."""
-    rate = {"discard": 4e9, "cached": 2e9, "rewritten": 2e9, "uncached": 4e8}[config.state]
-    per_op = {"discard": 1e-6, "cached": 2e-6, "rewritten": 2e-6, "uncached": 1e-4}[config.state]
-    ops = ops_per_run(profile, config.size)
+    rate = {"discard": 4e9, "cached": 2e9, "rewritten": 2e9, "uncached": 4e8, "appended": 2e9}[config.state]
+    per_op = {"discard": 1e-6, "cached": 2e-6, "rewritten": 2e-6, "uncached": 1e-4, "appended": 2e-6}[config.state]
+    ops = ops_per_run(profile, config.size, config.state)
     return 0.01 + ops * (per_op + config.size / rate)
 
 
@@ -211,18 +232,43 @@ def size_point(size, durations_s):
                      typical_s=float(np.mean(kept)), purged=len(durations_s) - len(kept))
 
 
-def fit_cell(points, durations_by_size, slower_by_size, typical_points=None):
+def flush_point(dirty_bytes, durations_s):
+    """A point of the flushed line: the fsyncs of the runs that dirtied this many bytes (one a
+    run, too few for a density): their mean, and twice the slowest for the bound (a sync's
+    time varies with the journal's and the device queue's state more than an op's)."""
+    return SizePoint(size=int(dirty_bytes), observations=len(durations_s),
+                     bound_s=float(np.max(durations_s)) * FLUSH_BOUND_MARGIN, typical_s=float(np.mean(durations_s)),
+                     purged=0)
+
+
+def fit_flush_cell(points, durations_by_size):
+    """The flushed line of one layout: fsync time = a fixed cost + a cost per dirty byte, one
+    straight line through the points' means, its bound the least line above their bounds."""
+    sizes = np.array([p.size for p in points], float)
+    bound = fit_straight_line(sizes, np.array([p.bound_s for p in points]), envelope=True)
+    typical = fit_straight_line(sizes, np.array([p.typical_s for p in points]))
+    all_sizes = np.concatenate([np.full(len(d), s, float) for s, d in durations_by_size.items()])
+    return bound, typical, line_errors(bound, all_sizes, np.concatenate(list(durations_by_size.values())))
+
+
+def fit_cell(points, durations_by_size, slower_by_size, typical_points=None, envelope=True):
     """Bound and typical lines of one (op, class, layout) cell and its Table-3 error metrics.
     slower_by_size: the next slower class's durations in the same op and layout (at the sizes
     where it differs by more than behaviour), or None. Every op counts in the separation, the
     slow tail too: the classification of a job's ops does not purge outliers either.
     typical_points: the size points of the typical line when they are not the bound's (cached
-    writes: the rewritten state's), else points."""
+    writes: the rewritten state's), else points. Without a slower class the bound lies on or
+    above every size's bound point (envelope), or with envelope=False is the paper's least
+    relative squares line through them (one size whose cut-off a burst of slow ops raised does
+    not lift the line at every size)."""
     sizes = np.array([p.size for p in points], float)
+    bound_points = np.array([p.bound_s for p in points])
     if slower_by_size:
         bound = fit_separating_line(durations_by_size, slower_by_size, {p.size: p.bound_s for p in points})
+    elif envelope:
+        bound = fit_upper_envelope(sizes, bound_points)
     else:
-        bound = fit_upper_envelope(sizes, np.array([p.bound_s for p in points]))
+        bound = fit_segmented_line(sizes, bound_points)
     typical_points = typical_points or points
     typical = fit_segmented_line(np.array([p.size for p in typical_points], float),
                                  np.array([p.typical_s for p in typical_points]))
@@ -270,17 +316,25 @@ def _at_least(line, floor):
 def fit_model(measurements, name, description, provenance):
     """measurements: {(op, class, layout): {size: durations_s array}} -> (CauseModel, points).
     A cached write cell's bound is fitted to the cached (read-in) state's ops, the slower of its
-    two states; its typical line to the rewritten state's where there is one."""
-    points_by_cell = {cell: [size_point(size, durations) for size, durations in sorted(by_size.items())]
+    two states; its typical line to the rewritten state's where there is one. The appended
+    cell's bound is the least-squares line through its bound points; the flushed cell (sizes:
+    bytes dirty) is a straight line (fit_flush_cell)."""
+    points_by_cell = {cell: [(flush_point if cell[1] == FLUSHED else size_point)(size, durations)
+                             for size, durations in sorted(by_size.items())]
                       for cell, by_size in measurements.items()}
     lines = {}
     for (op, cls, layout), by_size in sorted(measurements.items()):
         if cls == REWRITTEN_CELL:
             continue
+        if cls == FLUSHED:
+            bound, typical, errors = fit_flush_cell(points_by_cell[(op, cls, layout)], by_size)
+            lines[(op, cls, layout)] = ModelLine(bound=bound, typical=typical, errors=errors, note="")
+            continue
         slower_cell = (op, SLOWER_CLASS.get(cls), layout)
         bound, typical, errors = fit_cell(points_by_cell[(op, cls, layout)], by_size,
                                           measurements.get(slower_cell, {}),
-                                          points_by_cell.get((op, REWRITTEN_CELL, layout)) if cls == "cached" else None)
+                                          points_by_cell.get((op, REWRITTEN_CELL, layout)) if cls == "cached" else None,
+                                          envelope=cls != APPENDED)
         lines[(op, cls, layout)] = ModelLine(bound=bound, typical=typical, errors=errors, note="")
     model = CauseModel(name=name, description=description, provenance=provenance, lines=order_bounds(lines))
     return model, points_by_cell
@@ -337,6 +391,8 @@ class Trainer:
                 raise TrainingError(f"{program} is missing: reinstall ioassess (pip install .)")
         self.work_dir = tempfile.mkdtemp(prefix=work_prefix, dir=directory)
         self.data_file = os.path.join(self.work_dir, "training.dat")
+        # The appended state's file, made empty by each of its runs.
+        self.appended_file = os.path.join(self.work_dir, "appended.dat")
         self.runs = 0
         self.evict_by_drop_caches = may_drop_caches and os.geteuid() == 0
         # How the file's cached pages were made: "read", ("write", unit, span) or None (unknown,
@@ -431,11 +487,11 @@ class Trainer:
     def target(self, config):
         if config.state == "discard":
             return "/dev/zero" if config.op == "read" else "/dev/null"
-        return self.data_file
+        return self.appended_file if config.state == "appended" else self.data_file
 
     def measure(self, config):
         """The run's timed ops as the recorder saw them (see timed_ops)."""
-        ops = ops_per_run(self.profile, config.size)
+        ops = ops_per_run(self.profile, config.size, config.state)
         target = self.target(config)
         trace_dir = os.path.join(self.work_dir, f"trace-{self.runs}")
         self.runs += 1
@@ -446,6 +502,8 @@ class Trainer:
                    "--offset-base", str(offset_base(config))]
         if config.state == "rewritten":
             command += ["--file-span", str(rewritten_span(self.profile, config.size))]
+        if config.state == "appended":
+            command += ["--create", "--file-span", str(ops * config.size), "--fsync-end"]
         env = dict(os.environ, LD_PRELOAD=self.library, IOASSESS_TRACE_DIR=trace_dir,
                    IOASSESS_EXCLUDE="none", IOASSESS_MAX_RECORDS=str(ops + 1000))
         for name in ("IOASSESS_DISABLE", "IOASSESS_OBFUSCATE", "IOASSESS_CLOCK"):
@@ -461,12 +519,12 @@ class Trainer:
 
 
 def timed_ops(traceset, target, op):
-    """The generator's timed ops: its successful pread/pwrite calls on the target file, as
-    columns (those of TraceSet.ops, plus duration_s)."""
+    """The generator's timed ops: its successful pread/pwrite calls on the target file and its
+    fsync at the end (--fsync-end), as columns (those of TraceSet.ops, plus duration_s)."""
     ids = [file_id for file_id, info in traceset.files.items() if info.name == target]
-    kind = Op.PREAD if op == "read" else Op.PWRITE
+    kinds = [Op.PREAD] if op == "read" else [Op.PWRITE, Op.FSYNC]
     ops = traceset.ops
-    chosen = np.isin(ops["file_id"], np.array(ids, np.uint64)) & (ops["op"] == kind) & (ops["result"] >= 0)
+    chosen = np.isin(ops["file_id"], np.array(ids, np.uint64)) & np.isin(ops["op"], kinds) & (ops["result"] >= 0)
     columns = {name: column[chosen] for name, column in ops.items()}
     columns["duration_s"] = columns["duration_ns"] * 1e-9
     return columns
@@ -505,18 +563,27 @@ def measure_all(trainer, profile, progress):
         # Checked before every run: each uncached run caches what it touched, and a cached
         # state is only re-read when mincore finds it no longer resident.
         resident = trainer.prepare(config)
-        durations = trainer.measure(config)["duration_s"]
+        ops = trainer.measure(config)
+        is_flush = ops["op"] == Op.FSYNC
+        durations = ops["duration_s"][~is_flush]
         if not len(durations):
             raise TrainingError(f"{trainer.workload}: the run {config.state} {config.op} {config.mem_layout} "
                                 f"{config.size} B recorded no {config.op} of {trainer.target(config)}")
+        layout = MODEL_LAYOUT[config.mem_layout]
         cell = REWRITTEN_CELL if config.state == "rewritten" else STATE_CLASS[config.state]
-        key = (config.op, cell, MODEL_LAYOUT[config.mem_layout])
-        cell = measurements.setdefault(key, {})
-        cell[config.size] = np.concatenate([cell.get(config.size, np.empty(0)), durations])
+        _add(measurements, (config.op, cell, layout), config.size, durations)
+        if is_flush.any():
+            _add(measurements, (FLUSH_OP, FLUSHED, layout), int(ops["requested"][~is_flush].sum()),
+                 ops["duration_s"][is_flush])
         runs.append((config, len(durations), resident))
         progress.advance(expected_seconds(profile, config),
                          f"{config.state} {config.op} {config.mem_layout} {config.size} B")
     return measurements, runs
+
+
+def _add(measurements, key, size, durations):
+    by_size = measurements.setdefault(key, {})
+    by_size[size] = np.concatenate([by_size.get(size, np.empty(0)), durations])
 
 
 def save_measurements(path, measurements, description, provenance):

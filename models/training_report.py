@@ -8,7 +8,7 @@ import numpy as np
 
 from ioassess.html import new_figure, png_data_uri, write_page
 
-from .causes import CLASSES, OPS
+from .causes import FLUSHED, LINE_OPS
 
 MAX_POINTS_PER_SIZE = 400      # plotted observations per size; the rest are summarised by the lines
 LAYOUT_COLOURS = {"off0": "#1f77b4", "rnd": "#d62728"}
@@ -37,7 +37,7 @@ def cell_plot(op, cls, measurements, model):
                           label=f"{layout} typical")
     axes.set_xscale("log", base=2)
     axes.set_yscale("log")
-    axes.set_xlabel("access size (bytes)")
+    axes.set_xlabel("bytes written before the fsync" if cls == FLUSHED else "access size (bytes)")
     axes.set_ylabel("duration (s)")
     axes.set_title(f"{cls} {op}")
     axes.axvline(4096, color="grey", linewidth=0.5)
@@ -48,8 +48,8 @@ def cell_plot(op, cls, measurements, model):
 def table_rows(model):
     """Table 3 of the paper: one row per class, op, segment and layout."""
     rows = []
-    for cls in CLASSES:
-        for op in OPS:
+    for cls in LINE_OPS:
+        for op in LINE_OPS[cls]:
             for segment, label in (("small", "≤ 4K"), ("large", "> 4K")):
                 for layout in ("off0", "rnd"):
                     line = model.lines.get((op, cls, layout))
@@ -66,7 +66,7 @@ def table_rows(model):
 
 def report_data(model, measurements):
     plots = [{"op": op, "cls": cls, "png": cell_plot(op, cls, measurements, model)}
-             for cls in CLASSES for op in OPS
+             for cls in LINE_OPS for op in LINE_OPS[cls]
              if any((op, cls, layout) in measurements for layout in LAYOUT_COLOURS)]
     return {"model": model, "rows": table_rows(model), "plots": plots, "max_points": MAX_POINTS_PER_SIZE,
             "observations": sum(len(d) for cell in measurements.values() for d in cell.values())}

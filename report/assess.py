@@ -25,11 +25,13 @@ import numpy as np
 
 from ioassess.iomodels import place_on_grid
 from ioassess.job import DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, Flag, op_column
-from ioassess.models.causes import CLASSES, LAYOUT_UNKNOWN, cached_typical_seconds, classify, memory_layout_codes
+from ioassess.models.causes import (APPENDED, CLASSES, FLUSHED, LAYOUT_UNKNOWN, bound_seconds, cached_typical_seconds,
+                                   classify, memory_layout_codes)
 from ioassess.models.slowdown import slowdown_by_interval
 from ioassess.probe.during_job import file_system_during_job
 
-from .ground_truth import NOT_SAMPLED, agreement, inferred_verdicts, kernel_verdicts, overridden_classes
+from .ground_truth import (NEW_PAGES, NOT_SAMPLED, PAST_END, agreement, inferred_verdicts, kernel_verdicts,
+                           overridden_classes)
 
 FORMAT = "ioassess-assessment"
 FORMAT_VERSION = 1
@@ -46,7 +48,7 @@ CAUSES = {"memcpy": "memory", "cached": "memory", "uncached": "storage", "slow":
           ALLOCATION: "allocation"}
 IO_LAYERS = (LAYERS.index("posix"), LAYERS.index("stdio"))
 POSIX, MPIIO = LAYERS.index("posix"), LAYERS.index("mpiio")
-WRITE = DIRECTIONS.index("write")
+WRITE, SYNC = DIRECTIONS.index("write"), DIRECTIONS.index("sync")
 MiB = 1 << 20
 TOP_FILES = 20
 TIMELINE_BINS = 100
@@ -93,6 +95,7 @@ def assess(job, model, model_source="", site_grid=None, model_choice=None, probe
         "headline": headline,
         "kernel": kernel_word(job, per_op),
         "classes": class_table(job, per_op, per_total),
+        "flushes": flushes(job, model),
         "layers": layer_table(job),
         "collective_io": collective_io(job, aggregation),
         "top_files": file_table(job, per_op, per_total),
@@ -118,8 +121,9 @@ def classify_ops(job, model):
     """Per op of Job.ops: class code (index into ROW_CLASSES) with the kernel's word applied and
     the model's own (model_class), the kernel's verdict of its sample (kernel) and the verdict
     it is judged by (judged: its own or its file's, report/ground_truth.py), cached typical
-    duration (NaN where not modelled), time lost (s), whether it counts as I/O time (POSIX/STDIO
-    layer), and the indices of the ops the model covers."""
+    duration (NaN where not modelled; the appended line's for writes into new pages), time lost
+    (s), whether it counts as I/O time (POSIX/STDIO layer), and the indices of the ops the model
+    covers."""
     ops = job.ops
     is_io = np.isin(ops["layer"], IO_LAYERS)
     modelled = is_io & (ops["direction"] < 2) & (ops["result"] >= 0)
@@ -131,11 +135,8 @@ def classify_ops(job, model):
     del modelled
     codes = classify(model, directions, ops["size"], ops["duration_s"], layouts).astype(np.int8)
     cached = cached_typical_seconds(model, directions, ops["size"], layouts)
-    del layouts, directions
     not_modelled = (codes < 0) | np.isnan(cached)
     codes[not_modelled] = CLASS_CODES[NOT_MODELLED]
-    lost = np.maximum(ops["duration_s"] - cached, 0.0)
-    lost[not_modelled] = 0.0
     covered = np.flatnonzero(is_io & ~not_modelled & (cached > 0))
     # O_DIRECT ops went to the device whatever the page cache held: storage however fast, and
     # the page cache's state (of the file's buffered ops) says nothing of them.
@@ -145,9 +146,26 @@ def classify_ops(job, model):
     verdict[direct] = NOT_SAMPLED
     judged = inferred_verdicts(ops, verdict)
     judged[direct] = NOT_SAMPLED
-    return {"class": overridden_classes(codes, judged, ops["direction"], CLASS_CODES), "model_class": codes,
-            "kernel": verdict, "judged": judged, "cached_typical_s": cached, "lost_s": lost, "is_io": is_io,
-            "modelled": covered}
+    classes = overridden_classes(codes, judged, ops["direction"], CLASS_CODES)
+    # Writes into new pages, judged by the appended line where the model has one: beyond its
+    # bound they waited for new memory; an append's time is the time if cached of those past the
+    # end of the file (a re-run appends too), not of whole-page overwrites of an uncached file (a
+    # re-run would overwrite cached pages).
+    new_pages = np.isin(judged, [NEW_PAGES, PAST_END]) & ~not_modelled
+    append_bound = bound_seconds(model, np.where(new_pages, directions, np.uint8(2)), ops["size"], layouts, APPENDED)
+    new_pages &= ~np.isnan(append_bound)
+    classes[new_pages] = np.where(ops["duration_s"][new_pages] <= append_bound[new_pages], CLASS_CODES["cached"],
+                                  CLASS_CODES[ALLOCATION])
+    appended = new_pages & (judged == PAST_END)
+    append_typical = cached_typical_seconds(model, np.where(appended, directions, np.uint8(2)), ops["size"], layouts,
+                                            cls=APPENDED)
+    appended &= ~np.isnan(append_typical)
+    cached[appended] = append_typical[appended]
+    del layouts, directions
+    lost = np.maximum(ops["duration_s"] - cached, 0.0)
+    lost[not_modelled] = 0.0
+    return {"class": classes, "model_class": codes, "kernel": verdict, "judged": judged, "cached_typical_s": cached,
+            "lost_s": lost, "is_io": is_io, "modelled": covered, "appended": appended}
 
 
 # ---- aggregates (estimates) ----
@@ -268,6 +286,7 @@ def kernel_word(job, per_op):
     changed = per_op["class"] != per_op["model_class"]
     return {**agreement(per_op["model_class"], per_op["kernel"], job.ops["direction"], per_op["modelled"], CLASS_CODES),
             "inferred_ops": int(np.count_nonzero(judged_only)),
+            "appended_ops": int(np.count_nonzero(per_op["appended"] & per_op["is_io"])),
             "reclassified_ops": int(np.count_nonzero(changed & per_op["is_io"])),
             "processes_refused": len(refused), "processes_turned_off": len(turned_off)}
 
@@ -296,6 +315,41 @@ def class_table(job, per_op, per_total):
 def _row(cls, direction, count, nbytes, seconds, lost_low, lost_high):
     return {"class": cls, "direction": direction, "ops": count, "bytes": nbytes, "seconds": seconds,
             "lost_low_s": lost_low, "lost_high_s": lost_high}
+
+
+def flushes(job, model):
+    """The POSIX syncs (fsync, fdatasync) that succeeded, against the model's flushed line at the
+    bytes each had at most to write back: what its process wrote to the file since its previous
+    sync of it (the kernel may have written some back before). None without syncs; the model
+    figures None without a flushed line."""
+    ops = job.ops
+    posix = ops["layer"] == POSIX
+    is_sync = posix & (ops["direction"] == SYNC) & (ops["result"] >= 0)
+    if not is_sync.any():
+        return None
+    chosen = np.flatnonzero(is_sync | (posix & (ops["direction"] == WRITE) & (ops["result"] > 0)))
+    order = chosen[np.lexsort((ops["start_s"][chosen], ops["file"][chosen], ops["process"][chosen]))]
+    written = np.where(is_sync[order], 0, ops["result"][order])
+    before = np.cumsum(written) - written           # bytes written before each op, over all groups
+    group = ops["process"][order].astype(np.int64) * (int(ops["file"].max()) + 1) + ops["file"][order]
+    first = np.r_[True, group[1:] != group[:-1]]
+    group_start = np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
+    at_sync = np.flatnonzero(is_sync[order])
+    previous = np.r_[-1, at_sync[:-1]]
+    same_group = (previous >= 0) & (group[np.maximum(previous, 0)] == group[at_sync])
+    since = np.where(same_group, before[np.maximum(previous, 0)], before[group_start[at_sync]])
+    dirty = (before[at_sync] - since).astype(np.float64)
+    seconds = ops["duration_s"][order][at_sync]
+    result = {"syncs": len(at_sync), "seconds": float(seconds.sum()), "bytes_written_before": int(dirty.sum()),
+              "files": len(np.unique(ops["file"][order][at_sync])),
+              **dict.fromkeys(("typical_s", "fixed_s", "beyond_bound_s", "beyond_bound_syncs"))}
+    line = model.lines.get(("sync", FLUSHED, "rnd")) or model.lines.get(("sync", FLUSHED, "off0"))
+    if line is not None and line.typical is not None:
+        beyond = np.maximum(seconds - line.bound.predict(dirty), 0.0)
+        result.update(typical_s=float(line.typical.predict(dirty).sum()),
+                      fixed_s=float(len(at_sync) * line.typical.predict(0.0)),
+                      beyond_bound_s=float(beyond.sum()), beyond_bound_syncs=int(np.count_nonzero(beyond)))
+    return result
 
 
 def layer_table(job):
@@ -940,6 +994,7 @@ def recommendations(a):
         if entry["lost"] > 0 and entry["lost"] >= LOST_SHARE_WORTH_A_LOOK * lost_mid:
             numbers = {f"{cls}_ops": entry["ops"], f"{cls}_s": entry["seconds"], "lost_s": entry["lost"]}
             found.append({"title": title, "text": text, "numbers": numbers})
+    found += sync_findings(a["flushes"], head["io_s"])
     small = sum(r["read_ops"] + r["write_ops"] for r in a["sizes"] if 0 <= r["size_high"] <= SMALL_OP_BYTES // 4)
     total = sum(r["read_ops"] + r["write_ops"] for r in a["sizes"])
     if total and small / total >= SMALL_OPS_SHARE:
@@ -953,6 +1008,33 @@ def recommendations(a):
                               "access-size histogram. Run the job under ioassess (or with Darshan's DXT "
                               "enabled, DXT_ENABLE_IO_TRACE=1) for a per-op assessment.",
                       "numbers": {"lost_low_s": head["lost_low_s"], "lost_high_s": head["lost_high_s"]}})
+    return found
+
+
+def sync_findings(flushed, io_s):
+    """Syncs whose fixed cost, or time beyond the model's flushes, is worth a look (at least
+    LOST_SHARE_WORTH_A_LOOK of the I/O time)."""
+    if flushed is None or flushed["fixed_s"] is None or not io_s:
+        return []
+    found = []
+    per_sync = flushed["fixed_s"] / flushed["syncs"]
+    # The syncs' time against the model's time of one sync per file of the same bytes.
+    once_per_file_s = flushed["files"] * per_sync + flushed["typical_s"] - flushed["fixed_s"]
+    saving = max(flushed["seconds"] - once_per_file_s, 0.0)
+    if flushed["syncs"] > flushed["files"] and saving >= LOST_SHARE_WORTH_A_LOOK * io_s:
+        found.append({"title": "Frequent syncs",
+                      "text": "Each fsync or fdatasync costs this file system a fixed time, however little it "
+                              "has to write back. Syncing each file once, when its data must be safe (at the end "
+                              "or at a checkpoint), saves that time for every other call.",
+                      "numbers": {"syncs": flushed["syncs"], "files": flushed["files"], "sync_s": flushed["seconds"],
+                                  "fixed_per_sync_s": per_sync, "once_per_file_s": once_per_file_s,
+                                  "saving_s": saving}})
+    if flushed["beyond_bound_s"] >= LOST_SHARE_WORTH_A_LOOK * io_s:
+        found.append({"title": "Syncs slower than this file system's flushes",
+                      "text": "These syncs took longer than the model's slowest flush of as many bytes: the "
+                              "device was busy with other write-back (other files, other processes) or slower "
+                              "than when the model was made.",
+                      "numbers": {"slow_syncs": flushed["beyond_bound_syncs"], "beyond_s": flushed["beyond_bound_s"]}})
     return found
 
 

@@ -10,13 +10,16 @@ cause it overrides the model (docs/assessment.md, "The kernel's word"):
 - a read of pages none of which were cached needed the storage: classed uncached;
 - a write into pages that were all cached is a stall when it took as long as storage I/O;
 - a write into new pages only (past the end of the file, or whole pages of an uncached file:
-  nothing to read first) that took as long as storage I/O waited for memory, not the device.
+  nothing to read first) that took as long as storage I/O waited for memory, not the device;
+  with the model's appended line, one beyond its bound did, and a write past the end of the
+  file is compared with an append's typical time (report/assess.py, classify_ops).
 
 An op that was not sampled keeps the model's class, except where every sampled op of its
 process, file and direction (at least MIN_SAMPLES of them, the first ops of each file are
 always sampled) found the same state: a file the kernel always found cached cannot have made
 an unsampled op wait for storage, so a slow op there is an inferred stall, and an inferred
-allocation for a file only ever written into new pages.
+allocation for a file only ever written into new pages (past its end, or whole pages of it
+uncached: every sample the same of the two).
 """
 import numpy as np
 
@@ -24,8 +27,10 @@ from ioassess.job import DIRECTIONS, op_column
 
 # The kernel's verdict of an op (codes of KERNEL_STATES; NOT_SAMPLED: no sample).
 NOT_SAMPLED = -1
-KERNEL_STATES = ("cached", "partly cached", "not cached", "new pages")
-CACHED, PARTLY, NOT_CACHED, NEW_PAGES = range(len(KERNEL_STATES))
+# "new pages": whole pages of which none was cached (a write reads nothing first); "past the end":
+# a write only at or past the end of the file (an append). Both go into new page-cache memory.
+KERNEL_STATES = ("cached", "partly cached", "not cached", "new pages", "past the end")
+CACHED, PARTLY, NOT_CACHED, NEW_PAGES, PAST_END = range(len(KERNEL_STATES))
 READ, WRITE = DIRECTIONS.index("read"), DIRECTIONS.index("write")
 PAGE_BYTES = 4096
 # Sampled ops of one process, file and direction that must all agree before unsampled ones
@@ -46,7 +51,7 @@ def kernel_verdicts(ops):
         ((ops["offset"] + ops["size"]) % PAGE_BYTES == 0)
     verdict = np.select(
         [pages <= 0, existing <= 0, cached >= existing, cached == 0],
-        [NOT_SAMPLED, NEW_PAGES, CACHED, NOT_CACHED], PARTLY).astype(np.int8)
+        [NOT_SAMPLED, PAST_END, CACHED, NOT_CACHED], PARTLY).astype(np.int8)
     # A write of whole pages none of which are cached reads nothing first: like new pages.
     verdict[(ops["direction"] == WRITE) & (verdict == NOT_CACHED) & whole_pages] = NEW_PAGES
     return verdict
@@ -61,7 +66,7 @@ def inferred_verdicts(ops, verdict):
     sampled = verdict >= 0
     samples = np.bincount(of_op[sampled], minlength=len(groups))
     agreed = np.full(len(groups), NOT_SAMPLED, np.int8)
-    for state in (CACHED, NEW_PAGES):
+    for state in (CACHED, NEW_PAGES, PAST_END):
         all_of_them = np.bincount(of_op[verdict == state], minlength=len(groups)) == samples
         agreed[all_of_them & (samples >= MIN_SAMPLES)] = state
     return np.where(sampled, verdict, agreed[of_op]).astype(np.int8)
@@ -76,7 +81,7 @@ def overridden_classes(classes, verdict, direction, codes):
     reads, writes = direction == READ, direction == WRITE
     out[modelled & reads & (verdict == NOT_CACHED) & ~storage_slow] = codes["uncached"]
     out[storage_slow & (verdict == CACHED) & (reads | writes)] = codes["stall"]
-    out[storage_slow & writes & (verdict == NEW_PAGES)] = codes["allocation"]
+    out[storage_slow & writes & np.isin(verdict, [NEW_PAGES, PAST_END])] = codes["allocation"]
     return out
 
 

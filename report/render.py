@@ -10,6 +10,7 @@ import markupsafe
 import numpy as np
 
 from ioassess.html import write_page
+from ioassess.models.causes import CLASSES
 
 from . import svg
 from .assess import ROW_CLASSES
@@ -36,7 +37,7 @@ def scatter_plot(assessment, direction):
     lines = []
     for name, line in model["lines"].get(direction, {}).items():
         cls, layout = name.split()
-        if layout == "rnd":
+        if layout == "rnd" and cls in CLASSES:  # the classes' lines; the appended line is not a class
             lines.append((f"{cls} bound", CLASS_COLOURS[cls], False, model["size"], line["bound_s"]))
             if cls == "cached" and line["typical_s"]:
                 lines.append(("if cached", CLASS_COLOURS[cls], True, model["size"], line["typical_s"]))

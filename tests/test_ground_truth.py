@@ -5,16 +5,19 @@ storage, one of pages it found uncached always is, appends slower than storage a
 and a model that contradicts the kernel gets a banner."""
 import json
 import os
+import pathlib
+import sys
 
 import numpy as np
 import pytest
 
 from ioassess.job import Flag
 from ioassess.load import load_job
+from ioassess.models.causes import LAYOUTS, memory_layout_codes
 from ioassess.models.modelfile import load_model, model_path
 from ioassess.models.training import workload_program_path
 from ioassess.report.assess import CLASS_CODES, classify_ops
-from ioassess.report.ground_truth import CACHED, NEW_PAGES, NOT_CACHED
+from ioassess.report.ground_truth import CACHED, NEW_PAGES, NOT_CACHED, PAST_END
 from recorder_helpers import evict, random_data_file, tool
 
 FILE_BYTES = 256 << 20
@@ -37,11 +40,11 @@ def random_reads(ioassess, data_file, trace_dir, env=None):
         return json.load(f)
 
 
-def ops_of(trace_dir, name):
-    """The job of trace_dir, its per-op assessment under the shipped default model, and which
-    of its ops are on the file `name`."""
+def ops_of(trace_dir, name, model=None):
+    """The job of trace_dir, its per-op assessment under model (the shipped default if None),
+    and which of its ops are on the file `name`."""
     job = load_job([str(trace_dir)])
-    per_op = classify_ops(job, load_model("local-linux"))
+    per_op = classify_ops(job, model or load_model("local-linux"))
     names = np.array([f.name for f in job.files])
     return job, per_op, names[job.ops["file"]] == str(name)
 
@@ -85,15 +88,18 @@ def test_reads_of_pages_the_kernel_found_uncached_are_storage(ioassess, data_fil
 
 
 def test_appends_slower_than_the_page_cache_are_allocation_not_storage(ioassess, tmp_path):
+    """With a model without the appended line (made before it): the table's rule."""
     out = tmp_path / "appended"
     result = ioassess("run", "--trace-dir", tmp_path / "t", "--", tool("dd"), "if=/dev/zero", f"of={out}", "bs=1M",
                       "count=64")
     assert result.returncode == 0, result.stderr
-    job, per_op, on_file = ops_of(tmp_path / "t", out)
+    model = load_model("local-linux")
+    model.lines = {key: line for key, line in model.lines.items() if key[1] != "appended"}
+    job, per_op, on_file = ops_of(tmp_path / "t", out, model)
     writes = on_file & (job.ops["direction"] == 1)
     assert np.count_nonzero(writes) == 64
-    assert (per_op["kernel"][writes & (per_op["kernel"] >= 0)] == NEW_PAGES).all(), "dd wrote past the end only"
-    assert (per_op["judged"][writes] == NEW_PAGES).all(), "the first four writes were sampled, all new pages"
+    assert (per_op["kernel"][writes & (per_op["kernel"] >= 0)] == PAST_END).all(), "dd wrote past the end only"
+    assert (per_op["judged"][writes] == PAST_END).all(), "the first four writes were sampled, all past the end"
     assert not np.isin(per_op["class"][writes], STORAGE).any()
     slow = writes & np.isin(per_op["model_class"], STORAGE)
     assert (per_op["class"][slow] == CLASS_CODES["allocation"]).all()
@@ -158,3 +164,87 @@ def test_direct_io_is_storage_whatever_the_page_cache_holds(ioassess, tmp_path):
     assert np.all(np.isin(per_op["class"][data & direct], STORAGE)), per_op["class"][data & direct]
     with open(tmp_path / "t" / "assessment.json") as f:
         assert json.load(f)["headline"]["lost_by_cause"]["stall"] == 0
+
+
+def test_writes_into_new_pages_are_judged_by_the_appended_line(ioassess, tmp_path, calibrated_model):
+    """dd's appends: the kernel saw new pages, so each is compared with an append's typical
+    time (the appended line of the model calibrated here), never with overwriting cached pages,
+    and is an allocation only beyond the appended bound."""
+    out = tmp_path / "appended"
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--model", calibrated_model.path, "--", tool("dd"),
+                      "if=/dev/zero", f"of={out}", "bs=64k", "count=256")
+    assert result.returncode == 0, result.stderr
+    model = load_model(str(calibrated_model.path))
+    job = load_job([str(tmp_path / "t")])
+    per_op = classify_ops(job, model)
+    names = np.array([f.name for f in job.files])
+    writes = (names[job.ops["file"]] == str(out)) & (job.ops["direction"] == 1)
+    assert np.count_nonzero(writes) == 256
+    assert (per_op["judged"][writes] == PAST_END).all() and per_op["appended"][writes].all()
+    layouts = memory_layout_codes(job.ops["buffer"], job.ops["tid"], job.ops["process"])[writes]
+    lines = [model.lines[("write", "appended", LAYOUTS[code])] for code in layouts]
+    typical = np.array([line.typical.predict(65536) for line in lines])
+    bound = np.array([line.bound.predict(65536) for line in lines])
+    assert per_op["cached_typical_s"][writes] == pytest.approx(typical)
+    duration = job.ops["duration_s"][writes]
+    assert per_op["lost_s"][writes] == pytest.approx(np.maximum(duration - typical, 0.0))
+    expected = np.where(duration <= bound, CLASS_CODES["cached"], CLASS_CODES["allocation"])
+    assert (per_op["class"][writes] == expected).all()
+    with open(tmp_path / "t" / "assessment.json") as f:
+        assert json.load(f)["kernel"]["appended_ops"] == 256
+
+    # whole pages of the same file overwritten once evicted: new pages too, but a re-run would
+    # overwrite cached pages, so their time if cached is the cached write's
+    evict(out)
+    result = ioassess("run", "--trace-dir", tmp_path / "o", "--model", calibrated_model.path, "--", tool("dd"),
+                      "if=/dev/zero", f"of={out}", "bs=64k", "count=256", "conv=notrunc")
+    assert result.returncode == 0, result.stderr
+    job = load_job([str(tmp_path / "o")])
+    per_op = classify_ops(job, model)
+    names = np.array([f.name for f in job.files])
+    writes = (names[job.ops["file"]] == str(out)) & (job.ops["direction"] == 1)
+    assert (per_op["judged"][writes] == NEW_PAGES).all() and not per_op["appended"][writes].any()
+    layouts = memory_layout_codes(job.ops["buffer"], job.ops["tid"], job.ops["process"])[writes]
+    cached = [model.lines[("write", "cached", LAYOUTS[code])].typical.predict(65536) for code in layouts]
+    assert per_op["cached_typical_s"][writes] == pytest.approx(np.array(cached))
+    assert not np.isin(per_op["class"][writes], STORAGE).any()
+
+
+SYNCING_WRITER = """
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+for _ in range(int(sys.argv[2])):
+    os.write(fd, b"x" * 65536)
+    os.fsync(fd)
+os.close(fd)
+"""
+
+
+def test_syncs_are_set_against_the_flushed_line_and_frequent_ones_found(ioassess, tmp_path, calibrated_model):
+    out = tmp_path / "synced"
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--model", calibrated_model.path, "--", sys.executable,
+                      "-c", SYNCING_WRITER, out, 40)
+    assert result.returncode == 0, result.stderr
+    with open(tmp_path / "t" / "assessment.json") as f:
+        assessment = json.load(f)
+    flushes = assessment["flushes"]
+    assert (flushes["syncs"], flushes["files"], flushes["bytes_written_before"]) == (40, 1, 40 * 65536)
+    line = load_model(str(calibrated_model.path)).lines[("sync", "flushed", "rnd")]
+    assert flushes["typical_s"] == pytest.approx(40 * float(line.typical.predict(65536)))
+    assert flushes["fixed_s"] == pytest.approx(40 * float(line.typical.predict(0)))
+    (finding,) = [r for r in assessment["recommendations"] if r["title"] == "Frequent syncs"]
+    assert 0 < finding["numbers"]["saving_s"] <= flushes["seconds"]
+    html = (tmp_path / "t" / "report.html").read_text()
+    assert "40 fsync or fdatasync calls on 1 file took" in html
+
+    # a model made before syncs were measured: the syncs are counted, their expected time unknown
+    data = json.loads(pathlib.Path(calibrated_model.path).read_text())
+    data["lines"] = [line for line in data["lines"] if line["class"] != "flushed"]
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps(data))
+    result = ioassess("report", "--model", older, "--json", tmp_path / "older-assessment.json", "-o",
+                      tmp_path / "older.html", tmp_path / "t")
+    assert result.returncode == 0, result.stderr
+    flushes = json.loads((tmp_path / "older-assessment.json").read_text())["flushes"]
+    assert flushes["syncs"] == 40 and flushes["typical_s"] is None
+    assert "The model has no flushed line" in (tmp_path / "older.html").read_text()

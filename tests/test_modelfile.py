@@ -142,9 +142,12 @@ REJECTIONS = [
     (set_in(["provenance", "date"], "21.11.2026"), 'provenance.date: must be an ISO-8601 date, got "21.11.2026"'),
     (set_in(["provenance", "generator"], None), "provenance.generator: must be an object, got a JSON null"),
     (set_in(["lines", 1], []), "lines[1]: must be an object, got a JSON array"),
-    (set_in(["lines", 0, "op"], "append"), 'lines[0].op: unknown op "append" (expected one of read, write)'),
+    (set_in(["lines", 0, "op"], "append"), 'lines[0].op: unknown op "append" (expected one of read, write, sync)'),
     (set_in(["lines", 0, "class"], "slow"),
-     'lines[0].class: unknown class "slow" (expected one of memcpy, cached, uncached)'),
+     'lines[0].class: unknown class "slow" (expected one of memcpy, cached, uncached, appended, flushed)'),
+    (set_in(["lines", 0, "class"], "appended"), 'lines[0].op: the appended class has lines of write only, got "read"'),
+    (set_in(["lines", 0, "class"], "flushed"), 'lines[0].op: the flushed class has lines of sync only, got "read"'),
+    (set_in(["lines", 0, "op"], "sync"), 'lines[0].op: the memcpy class has lines of read and write only, got "sync"'),
     (set_in(["lines", 0, "layout"], "seq"), 'lines[0].layout: unknown layout "seq" (expected one of off0, rnd)'),
     (delete(["lines", 0, "note"]), "lines[0].note: missing"),
     (set_in(["lines", 0, "bound", "small", "slope"], 1e-9), "lines[0].bound.small.slope: unknown field"),
@@ -354,5 +357,7 @@ def test_models_command_checks_the_given_files(tmp_path, capsys):
 def test_the_shipped_default_model_is_a_full_training_with_every_line():
     model = load_model(DEFAULT_MODEL)
     assert model.provenance["profile"] == "full" and model.provenance["source"] == "trained by ioassess train"
-    assert len(model.lines) == 12
+    assert len(model.lines) == 16     # 3 classes x 2 ops x 2 layouts, appended and flushed x 2 layouts
+    assert {("write", "appended", layout) for layout in ("off0", "rnd")} < model.lines.keys()
+    assert {("sync", "flushed", layout) for layout in ("off0", "rnd")} < model.lines.keys()
     assert all(line.typical is not None for line in model.lines.values())

@@ -15,9 +15,10 @@ import pytest
 
 from ioassess.models.causes import bound_order_violations
 from ioassess.models.modelfile import load_model, save_model
-from ioassess.models.training import (CACHED_RESIDENT, PROFILES, REWRITTEN_CELL, UNCACHED_RESIDENT, Trainer,
-                                      TrainingError, check_training_dir, fit_model, measure_all, rewritten_span,
-                                      save_measurements, size_point, training_grid)
+from ioassess.models.training import (CACHED_RESIDENT, PROFILES, REWRITTEN_CELL, UNCACHED_RESIDENT, RunConfig, Trainer,
+                                      TrainingError, check_training_dir, fit_model, measure_all, ops_per_run,
+                                      rewritten_span, save_measurements, size_point, training_grid)
+from ioassess.traceformat import Op
 from ioassess.models.training_report import write_training_report
 from ioassess.progress import Progress
 
@@ -29,8 +30,11 @@ SMALL = dataclasses.replace(PROFILES["quick"], name="small", sizes=(1, 4096, 655
 
 def test_quick_grid_runs_repeats_outermost_and_uncached_at_random_offsets():
     grid = training_grid(PROFILES["quick"])
-    # repeats x (3 states x 2 ops + rewritten writes) x memory layouts x sizes
-    assert len(grid) == 3 * 7 * 2 * 13
+    # repeats x ((3 states x 2 ops + rewritten writes) x memory layouts x sizes + appended writes x memory
+    # layouts x the sizes up to 4 MiB)
+    assert len(grid) == 3 * (7 * 2 * 13 + 2 * 12)
+    assert {(config.op, config.file_layout) for config in grid if config.state == "appended"} == {("write", "seq")}
+    assert max(config.size for config in grid if config.state == "appended") == 4 << 20
     assert [config.repeat for config in grid] == sorted(config.repeat for config in grid)
     assert {config.file_layout for config in grid if config.state == "uncached"} == {"rnd"}
     assert {config.op for config in grid if config.state == "rewritten"} == {"write"}
@@ -64,7 +68,46 @@ def test_each_run_was_measured_in_its_state(small_training):
             assert resident >= CACHED_RESIDENT * rewritten_span(SMALL, config.size) / SMALL.file_bytes
     assert set(measurements) == {(op, cls, layout) for op in ("read", "write")
                                  for cls in ("memcpy", "cached", "uncached") for layout in ("off0", "rnd")} | {
-        ("write", REWRITTEN_CELL, layout) for layout in ("off0", "rnd")}
+        (op, cls, layout) for op, cls in (("write", REWRITTEN_CELL), ("write", "appended"), ("sync", "flushed"))
+        for layout in ("off0", "rnd")}
+    # the flushed cell's sizes are the bytes each appended run wrote, then synced
+    assert sorted(measurements[("sync", "flushed", "rnd")]) == sorted(
+        ops_per_run(SMALL, size, "appended") * size for size in SMALL.sizes)
+
+
+def test_appended_runs_write_an_emptied_file_from_its_start_then_sync_it(tmp_path):
+    trainer = Trainer(str(tmp_path), SMALL)
+    try:
+        with open(trainer.appended_file, "wb") as f:     # left by an earlier run
+            f.write(b"x" * (8 << 20))
+        config = RunConfig(0, "appended", "write", 65536, "rnd", "seq")
+        trainer.prepare(config)
+        ops = trainer.measure(config)
+        count = ops_per_run(SMALL, 65536, "appended")
+        writes = ops["op"] == Op.PWRITE
+        assert np.count_nonzero(writes) == count
+        assert (ops["offset"][writes] == np.arange(count) * 65536).all()
+        assert np.count_nonzero(ops["op"] == Op.FSYNC) == 1
+        assert os.path.getsize(trainer.appended_file) == count * 65536
+    finally:
+        trainer.cleanup()
+
+
+def test_appended_and_flushed_lines_follow_their_measurements(small_training):
+    """The appended line's typical time goes through the appends' typical durations; the flushed
+    line (a sync against the bytes it wrote back) grows with the bytes, as writing back does."""
+    measurements, _ = small_training
+    model, _ = fit_model(measurements, "small", "test model", PROVENANCE)
+    for layout in ("off0", "rnd"):
+        appended = model.lines[("write", "appended", layout)]
+        for size in (4096, 65536):
+            durations = measurements[("write", "appended", layout)][size]
+            assert appended.typical.predict(size) == pytest.approx(size_point(size, durations).typical_s, rel=0.3)
+            assert np.mean(durations <= appended.bound.predict(size)) > 0.8, (layout, size)
+        flushed = model.lines[("sync", "flushed", layout)]
+        dirty = sorted(measurements[("sync", "flushed", layout)])
+        assert flushed.typical.predict(dirty[-1]) > flushed.typical.predict(dirty[0]) > 0
+        assert all(flushed.bound.predict(b) >= flushed.typical.predict(b) for b in dirty)
 
 
 def test_cached_writes_are_bounded_by_both_cached_states_and_typical_of_rewritten_pages(small_training):
@@ -107,8 +150,10 @@ def test_training_report_has_the_plots_and_the_table(small_training, tmp_path):
     path = tmp_path / "small.html"
     write_training_report(str(path), model, measurements)
     html = path.read_text()
-    assert html.count("data:image/png;base64,") == 6          # memcpy, cached, uncached x read, write
-    assert html.count("<tr><td>") == 24                       # 3 classes x 2 ops x 2 segments x 2 layouts
+    # memcpy, cached, uncached x read, write; appended writes; flushed syncs
+    assert html.count("data:image/png;base64,") == 8
+    # (3 classes x 2 ops + appended + flushed) x 2 segments x 2 layouts
+    assert html.count("<tr><td>") == 32
     assert "test &lt;model&gt;" in html and "test <model>" not in html
     assert path.stat().st_size < 1 << 20 and not (tmp_path / "small.html.part").exists()
 
