@@ -10,12 +10,14 @@ DEBIAN_TOOLS = sqlite3:sqlite3 git:git gzip:gzip tar:tar sha256sum:coreutils dd:
 	autoconf:autoconf automake:automake libtoolize:libtool /usr/include/zlib.h:zlib1g-dev \
 	fio:fio
 
-.PHONY: all build install deps demo test bench validate clean
+.PHONY: all build install deps demo check test bench validate clean
 
 all: build
 
+# The recorder into the checkout's package (ioassess/lib), where `pip install -e .` and the tests
+# find it.
 build:
-	$(MAKE) -C plugin
+	$(MAKE) -C plugin OUT=$(CURDIR)/ioassess/lib
 
 deps:
 	@missing=""; for pair in $(DEBIAN_TOOLS); do \
@@ -27,12 +29,14 @@ deps:
 	@$(PYTHON) -c 'import websocket' 2>/dev/null || $(PIP) install --quiet websocket-client
 	@$(PYTHON) -c 'import powerlaw' 2>/dev/null || $(PIP) install --quiet powerlaw
 	@$(PYTHON) -c 'import prometheus_client' 2>/dev/null || $(PIP) install --quiet prometheus_client
+	@$(PYTHON) -m ruff --version >/dev/null 2>&1 || $(PIP) install --quiet ruff
 
-install:
-	$(PIP) install --quiet .
+# Editable: the installed ioassess is this checkout (Python edits need no reinstall; C edits
+# need `make build`).
+install: build
+	$(PIP) install --quiet -e .
 
-# Run from inside demo-out so that `python3 -m ioassess` is the installed package, not the
-# source tree's (which has no compiled library).
+# Runs inside demo-out, which holds the demo's work files and traces.
 DEMO_DIR = demo-out
 demo: deps install
 	rm -rf $(DEMO_DIR) && mkdir -p $(DEMO_DIR)/work
@@ -40,7 +44,17 @@ demo: deps install
 	cd $(DEMO_DIR) && $(PYTHON) -m ioassess show traces
 	@echo "the report: $(DEMO_DIR)/traces/report.html"
 
+# The everyday loop, under 2 minutes, with no root, network, MPI or browser: the linter, the C code
+# with warnings as errors, and the tests that need none of those (markers in pyproject.toml).
+CHECK_TESTS = not (root or mpi or browser or darshan_runtime or slow)
+check: build
+	$(PYTHON) -m ruff check .
+	$(MAKE) -C tests/progs
+	$(PYTHON) -m pytest -q -p no:cacheprovider -m "$(CHECK_TESTS)" tests
+
+# The whole suite (CI).
 test: deps install
+	$(PYTHON) -m ruff check .
 	$(MAKE) -C tests/progs
 	$(PYTHON) -m pytest -q tests
 
@@ -64,4 +78,4 @@ validate: deps install
 
 clean:
 	$(MAKE) -C plugin clean
-	rm -rf build *.egg-info tests/progs/bin bench/out
+	rm -rf build *.egg-info tests/progs/bin bench/out ioassess/lib

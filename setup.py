@@ -1,5 +1,6 @@
-"""Build glue: the Python packages (top-level models/ and report/ become ioassess.models and
-ioassess.report) and the C recorder, compiled by plugin/Makefile into ioassess/lib/."""
+"""Build glue: the Python packages (ioassess/models and ioassess/report are links to the top-level
+models/ and report/, so a checkout imports as installed) and the C recorder, compiled by
+plugin/Makefile into ioassess/lib/ (of the build, or of the checkout for `pip install -e .`)."""
 import os
 import subprocess
 
@@ -7,15 +8,18 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 from setuptools.dist import Distribution
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+
 
 class BuildPyWithRecorder(build_py):
     """Compile libioassess.so with plugin/Makefile and put it inside the package."""
 
     def run(self):
         super().run()
-        out_dir = os.path.abspath(os.path.join(self.build_lib, "ioassess", "lib"))
+        package = os.path.join(HERE, "ioassess") if self.editable_mode else os.path.join(self.build_lib, "ioassess")
+        out_dir = os.path.abspath(os.path.join(package, "lib"))
         os.makedirs(out_dir, exist_ok=True)
-        subprocess.check_call(["make", "-C", "plugin", "--no-print-directory", f"OUT={out_dir}"])
+        subprocess.check_call(["make", "-C", os.path.join(HERE, "plugin"), "--no-print-directory", f"OUT={out_dir}"])
 
 
 class BinaryDistribution(Distribution):
@@ -27,7 +31,6 @@ class BinaryDistribution(Distribution):
 
 setup(
     packages=["ioassess", "ioassess.models", "ioassess.probe", "ioassess.report"],
-    package_dir={"ioassess": "ioassess", "ioassess.models": "models", "ioassess.report": "report"},
     package_data={"ioassess.models": ["pretrained/*.json", "templates/*.j2"], "ioassess.probe": ["templates/*.j2"],
                   "ioassess.report": ["templates/*.j2"]},
     cmdclass={"build_py": BuildPyWithRecorder},

@@ -120,7 +120,8 @@ def compare(probe_file, calls, threads, reps, cap, cpu, work_dir, other_library=
         "median_ns_with": middle(runs["with"], "median_ns"),
         "added_ns_median": middle(runs["with"], "median_ns") - middle(runs["without"], "median_ns"),
         "added_ns_mean": middle(runs["with"], "mean_ns") - middle(runs["without"], "mean_ns"),
-        "added_ns_median_pagecache_off": middle(runs["pagecache_off"], "median_ns") - middle(runs["without"], "median_ns"),
+        "added_ns_median_pagecache_off":
+            middle(runs["pagecache_off"], "median_ns") - middle(runs["without"], "median_ns"),
         "pagecache_ns_median": middle(runs["with"], "median_ns") - middle(runs["pagecache_off"], "median_ns"),
         "pagecache_ns_paired": paired(runs, "with", "pagecache_off"),
         "pagecache_ns_mean": middle(runs["with"], "mean_ns") - middle(runs["pagecache_off"], "mean_ns"),
@@ -164,7 +165,8 @@ def compare_darshan(probe_file, reps, cap, cpu, work_dir, darshan_lib):
             "ioassess_pagecache_off_to_darshan_dxt": added["ioassess_pagecache_off"] / added["darshan_dxt"],
             "pagecache_ns": added["ioassess"] - added["ioassess_pagecache_off"],
             "pagecache_ns_paired": paired(runs, "ioassess", "ioassess_pagecache_off"),
-            "ioassess_to_darshan_dxt_paired": paired(runs, "ioassess", "without") / paired(runs, "darshan_dxt", "without"),
+            "ioassess_to_darshan_dxt_paired":
+                paired(runs, "ioassess", "without") / paired(runs, "darshan_dxt", "without"),
             "stacking_adds_ns": added["darshan_dxt_ioassess"] - added["darshan_dxt"],
             "stacking_adds_ns_paired": paired(runs, "darshan_dxt_ioassess", "darshan_dxt"),
             "clock_floor_stacked_adds_ns": added["darshan_dxt_clock_floor"] - added["darshan_dxt"],
@@ -319,7 +321,8 @@ def print_mpiio(args, measured):
           f"100-call batches, {args.reps} alternating runs without recorders, with libioassess.so alone and with both")
     for m in measured:
         call = "MPI_File_read_at" if m["mode"] == "at" else "MPI_File_read (individual file pointer)"
-        print(f"  {call}: added by the MPI-IO recorder {m['added_ns_mpiio_layer']:.1f} ns round by round (target <= 100; "
+        print(f"  {call}: added by the MPI-IO recorder {m['added_ns_mpiio_layer']:.1f} ns round by round "
+              f"(target <= 100; "
               f"mean over all batches {m['added_ns_mean_mpiio_layer']:.1f} ns); by the pread's recording "
               f"{m['added_ns_posix_layer']:.1f} ns; whole call without {m['median_ns_without']:.1f} ns, with both "
               f"{m['median_ns_both']:.1f} ns, added {m['added_ns_both_layers']:.1f} ns; PMPI_ name minus MPI_ name "

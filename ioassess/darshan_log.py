@@ -788,7 +788,8 @@ def _record_table(counters, nprocs):
                 table[column] = np.full(n, -1)
         with_io = (table["reads"] > 0) | (table["writes"] > 0)
         tables.append({name: column[with_io] for name, column in table.items()})
-    dtypes = {"record_id": np.uint64, **{name: dtype for name, dtype in DARSHAN_RECORD_COLUMNS.items() if name != "file"}}
+    dtypes = {"record_id": np.uint64,
+              **{name: dtype for name, dtype in DARSHAN_RECORD_COLUMNS.items() if name != "file"}}
     return _concatenated(tables, dtypes)
 
 

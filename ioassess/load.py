@@ -348,7 +348,8 @@ def _merge_two(a, b):
     ops = {name: column[order] for name, column in ops.items()}
     darshan_inputs = darshan.inputs
     if len(ops["size"]) or len(totals["ops"]):
-        darshan_inputs = [dataclasses.replace(i, notes=tuple(n for n in i.notes if n != NO_IO_NOTE)) for i in darshan_inputs]
+        darshan_inputs = [dataclasses.replace(i, notes=tuple(n for n in i.notes if n != NO_IO_NOTE))
+                          for i in darshan_inputs]
     return Job(
         job_id=darshan.job_id or traced.job_id, exe=darshan.exe or traced.exe,
         cmdline=darshan.cmdline or traced.cmdline, user=darshan.user or traced.user,

@@ -460,7 +460,8 @@ def file_table(job, per_op, per_total, top=TOP_FILES):
         if count[i] == 0:
             break
         member = io & (ops["file"] == i)
-        procs = set(ops["process"][member].tolist()) | set(job.totals["process"][tio & (job.totals["file"] == i)].tolist())
+        procs = set(ops["process"][member].tolist()) | \
+            set(job.totals["process"][tio & (job.totals["file"] == i)].tolist())
         file = job.files[i]
         rows.append({
             "name": file.name, "fs_type": file.fs_type, "mount_point": file.mount_point,

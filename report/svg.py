@@ -67,7 +67,8 @@ def _legend(axes, entries):
             parts.append(f'<rect x="{x}" y="{y - 4}" width="8" height="8" fill="{colour}"/>')
         else:
             dash = ' stroke-dasharray="4 3"' if kind == "dashed" else ""
-            parts.append(f'<line x1="{x - 2}" y1="{y}" x2="{x + 12}" y2="{y}" stroke="{colour}" stroke-width="1.5"{dash}/>')
+            parts.append(f'<line x1="{x - 2}" y1="{y}" x2="{x + 12}" y2="{y}" stroke="{colour}" '
+                         f'stroke-width="1.5"{dash}/>')
         parts.append(f'<text x="{x + 18}" y="{y + 4}" {FONT}>{escape(label)}</text>')
     return parts
 
@@ -112,7 +113,7 @@ def scatter_plot(title, groups, lines, description, width=640, height=400):
     parts = _frame(axes, title, "access size", "duration", x_ticks, y_ticks)
     parts.append(f'<clipPath id="c{id(axes)}"><rect x="{MARGIN_LEFT}" y="{MARGIN_TOP}" width="{axes.plot_width}" '
                  f'height="{axes.plot_height}"/></clipPath><g clip-path="url(#c{id(axes)})">')
-    for label, colour, line_sizes, line_seconds, dashed in ((l[0], l[1], l[3], l[4], l[2]) for l in lines):
+    for label, colour, dashed, line_sizes, line_seconds in lines:
         keep = np.asarray(line_sizes, float) <= x_range[1]
         xs, ys = axes.x(np.asarray(line_sizes, float)[keep]), axes.y(np.maximum(np.asarray(line_seconds)[keep], 1e-12))
         path = "M" + "L".join(f"{x:.1f} {y:.1f}" for x, y in zip(xs, ys))

@@ -1,8 +1,9 @@
-"""The tests exercise the installed package (`make test` runs `pip install .` first), with the
-recorder compiled into it, exactly as users get it. `python -m pytest` would otherwise import
-the source tree's ioassess/ from the working directory, which has neither the compiled recorder
-nor ioassess.models and ioassess.report (setup.py maps models/ and report/ into the package at
-install time), so the repository root is taken off sys.path here, before anything imports it.
+"""The tests exercise this checkout: its ioassess package (ioassess/models and ioassess/report are
+links to models/ and report/) with the recorder compiled into ioassess/lib (`make build`; `make
+test` also installs the checkout with `pip install -e .`, so that the `ioassess` command and
+every process the tests start, whatever its directory or user, run the same code). The
+repository root goes first on sys.path and into PYTHONPATH here, before anything imports
+ioassess.
 
 Shared fixtures for tests that run real programs under the real recorder:
 
@@ -39,6 +40,7 @@ import contextlib
 import os
 import pathlib
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -50,7 +52,8 @@ import darshan
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:] = [entry for entry in sys.path if pathlib.Path(entry or ".").resolve() != REPO]
+sys.path.insert(0, str(REPO))
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
 
 import ioassess as installed_package  # noqa: E402  (after the path fix above)
 
@@ -58,16 +61,32 @@ from recorder_helpers import TEST_USER, system_user  # noqa: E402
 
 RUN_TIMEOUT_S = 300
 JOB_ID_VARIABLES = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID")
-if pathlib.Path(installed_package.__file__).resolve().is_relative_to(REPO):
-    raise RuntimeError(f"the tests must import the installed ioassess, not {installed_package.__file__}: "
-                       "run `make test` (or `pip install .` first)")
+if not pathlib.Path(installed_package.__file__).resolve().is_relative_to(REPO):
+    raise RuntimeError(f"the tests must import this checkout's ioassess, not {installed_package.__file__}")
+
+
+# A test run started in the background of a shell inherits SIGINT and SIGQUIT ignored, and every
+# program the tests start would too: the tests that send them need them as a job has them.
+for signum, handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIGQUIT, signal.SIG_DFL)):
+    if signal.getsignal(signum) == signal.SIG_IGN:
+        signal.signal(signum, handler)
+
+# Fixtures that act as or for TEST_USER, or mount file systems: their tests run as root (marker
+# `root`).
+ROOT_FIXTURES = {"job_user", "installation_reachable", "searchable_tmp", "calibrated_model", "users", "mounts"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if ROOT_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.root)
 
 
 @pytest.fixture(scope="session")
 def recorder_lib():
     installed = installed_package.recorder_library_path()
     if not os.path.isfile(installed):
-        pytest.fail(f"{installed} is missing: install the package with `pip install .` (make test does)")
+        pytest.fail(f"{installed} is missing: build it with `make build` (make test does)")
     return installed
 
 

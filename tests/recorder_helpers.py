@@ -234,7 +234,8 @@ def shipped_darshan_logs():
     """Every distinct log PyDarshan ships (tests/input and examples/example_logs)."""
     root = os.path.dirname(darshan.__file__)
     by_name = {}
-    for path in sorted(glob.glob(f"{root}/tests/input/*.darshan") + glob.glob(f"{root}/examples/example_logs/*.darshan")):
+    logs = glob.glob(f"{root}/tests/input/*.darshan") + glob.glob(f"{root}/examples/example_logs/*.darshan")
+    for path in sorted(logs):
         by_name.setdefault(os.path.basename(path), path)
     return sorted(by_name.values())
 

@@ -20,6 +20,8 @@ import pytest
 from ioassess.models.modelfile import DEFAULT_MODEL, load_model
 from recorder_helpers import shipped_darshan_logs, tool
 
+pytestmark = pytest.mark.root
+
 KiB = 1 << 10
 # A state the test waits for may take this long on a loaded machine.
 STATE_TIMEOUT_S = 60

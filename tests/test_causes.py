@@ -70,7 +70,8 @@ def test_upper_envelope_covers_every_point_and_touches_the_highest():
     ratio = line.predict(SIZES) / seconds
     assert np.all(ratio >= 1 - 1e-9)
     assert np.min(ratio[SIZES <= JOINT_BYTES]) == pytest.approx(1.0)
-    assert line.predict(JOINT_BYTES) == pytest.approx(line.large_intercept_s + line.large_slope_s_per_byte * JOINT_BYTES)
+    large_at_joint = line.large_intercept_s + line.large_slope_s_per_byte * JOINT_BYTES
+    assert line.predict(JOINT_BYTES) == pytest.approx(large_at_joint)
     # tight: the large segment's slope is the least that covers its points
     large = SIZES > JOINT_BYTES
     flatter = line.large_slope_s_per_byte * 0.99

@@ -46,6 +46,7 @@ def test_run_forwards_signals_to_the_command(ioassess, tmp_path):
     assert (result.returncode, result.stdout) == (7, "got-usr1\n")
 
 
+@pytest.mark.mpi
 def test_run_puts_the_recorders_around_ld_preload_and_sets_the_trace_dir(ioassess, recorder_lib, tmp_path):
     """The MPI-IO recorder in front of what is preloaded (Darshan), the POSIX recorder behind it."""
     mpiio_lib = mpiio_library_path()
@@ -92,12 +93,13 @@ def test_run_refuses_a_directory_the_recorder_would_not_record_into(ioassess, tm
     os.chmod(tmp_path / "t", mode)
     result = ioassess("run", "--trace-dir", tmp_path / "t", "--", "touch", tmp_path / "ran")
     assert_clean_error(result, f"{tmp_path / 't'}: the recorder records only into a directory of yours that no one "
-                               f"else can write (this one: uid 0, mode {mode:04o}): choose another --trace-dir")
+                               f"else can write (this one: uid {os.getuid()}, mode {mode:04o}): "
+                               "choose another --trace-dir")
     assert not (tmp_path / "ran").exists()
     below = tmp_path / "t" / "below"
     result = ioassess("run", "--trace-dir", below, "--", "touch", tmp_path / "ran")
     assert_clean_error(result, f"{below}: the recorder records only below directories that no one but root and you "
-                               f"can change, and {tmp_path / 't'} is not one (uid 0, mode {mode:04o}): "
+                               f"can change, and {tmp_path / 't'} is not one (uid {os.getuid()}, mode {mode:04o}): "
                                "choose another --trace-dir")
     assert not (tmp_path / "ran").exists()
 
@@ -174,7 +176,8 @@ def test_show_text(ioassess, trace_dir, tmp_path):
     lines = result.stdout.splitlines()
     n_traces = len(list(trace_dir.glob("*.iot")))
     assert lines[0].startswith(f"{n_traces} processes on 1 host, ")
-    assert re.match(r"ops: \d+ kept individually, 0 only in the summary table \(past the record cap\), 0 lost$", lines[1])
+    assert re.match(r"ops: \d+ kept individually, 0 only in the summary table \(past the record cap\), 0 lost$",
+                    lines[1])
     for heading in ("processes", "hosts", "top files by bytes", "op kinds"):
         assert heading in lines
     assert any(line.split()[:1] == [str(2 * 40 * 4096)] and line.endswith(f" {tmp_path / 'data'}") for line in lines)
@@ -272,6 +275,7 @@ RAW_CONTROLS = "\x1b\x07\r\x9b\u202e\u2066\u2069\u200e"
 SET_HOSTNAME_AND_EXEC = "import os, socket, sys; socket.sethostname(sys.argv[1]); os.execv(sys.argv[2], sys.argv[2:])"
 
 
+@pytest.mark.root
 def test_show_escapes_control_characters_in_names_from_the_job(ioassess, run_recorded, tmp_path):
     """A real program under the recorder, started from a directory and on a host whose names
     hold controls too, creates files with such names; `show` prints each name on its line with

@@ -5,6 +5,7 @@ buffer drops them, high-resolution times, bytes that are not UTF-8); and on dama
 import collections
 import contextlib
 import gzip
+import itertools
 import math
 import os
 import subprocess
@@ -336,6 +337,7 @@ def rewrite(darshan_util, tmp_path):
     the job record fields, command line, mount table, partial flags or module data changed. The
     copy keeps the job's runtime: the shipped logs' older formats count whole seconds plus one."""
     ffi, lib = darshan_util
+    made = itertools.count()
 
     def rewrite(name, job=None, exe=None, mounts=None, partial=(), modules=None):
         source = lib.darshan_log_open(shipped(name).encode())
@@ -367,7 +369,7 @@ def rewrite(darshan_util, tmp_path):
             for entry, (path, fs_type) in zip(new_table, mounts):
                 entry.mnt_path, entry.mnt_type = path, fs_type
             mount_table[0], n_mounts[0] = new_table, len(mounts)
-        out = str(tmp_path / f"rewritten-{name}")
+        out = str(tmp_path / f"rewritten-{next(made)}-{name}")   # each a new file: darshan-util makes it 0400
         flags = sum(1 << module_data[m][0] for m in partial)
         target = lib.darshan_log_create(out.encode(), 0, flags)
         assert lib.darshan_log_put_job(target, record) == 0
@@ -660,7 +662,8 @@ def test_a_trace_and_the_darshan_log_of_the_same_job_make_one_job(rewrite, ioass
     assert (job.job_id, job.user) == ("4242", "uid 1234")
     assert job.mounts == [("/tmp", "tmpfs"), ("/", "ext4")] and [i.kind for i in job.inputs] == ["trace", "darshan"]
     (out,) = [f for f in job.files if f.name == f"{tmp_path}/out"]
-    assert (out.mount_point, out.fs_type) == ("/tmp", traced.files[[f.name for f in traced.files].index(out.name)].fs_type)
+    traced_out = traced.files[[f.name for f in traced.files].index(out.name)]
+    assert (out.mount_point, out.fs_type) == ("/tmp", traced_out.fs_type)
     posix, mpiio = LAYERS.index("posix"), LAYERS.index("mpiio")
     assert np.count_nonzero(job.ops["layer"] == posix) == len(traced.ops["size"])
     assert np.count_nonzero(job.ops["layer"] == mpiio) == 1

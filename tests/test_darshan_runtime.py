@@ -31,6 +31,8 @@ from ioassess.load import load_job
 from recorder_helpers import (assert_same_run, clean_env, load, prog, run, select, stop_after, tool, total_table,
                               tree_digest, wait_until)
 
+pytestmark = [pytest.mark.darshan_runtime, pytest.mark.mpi]
+
 RANKS = 2
 BLOCK = 262144   # mpi_collective.c's bytes per rank and call
 DD_BLOCKS = 100
@@ -330,7 +332,8 @@ def test_report_of_trace_and_log_is_one_job_agreeing_with_both(name, tmp_path, d
         cmd, _ = CASES[name](work)
         assert run_beside_darshan(cmd, work, logs, preload, mpi, trace_dir=traces).returncode == 0
         log = the_log(logs)
-        result = ioassess("report", traces, log, "-o", tmp_path / order / "r.html", "--json", tmp_path / order / "r.json")
+        result = ioassess("report", traces, log, "-o", tmp_path / order / "r.html",
+                          "--json", tmp_path / order / "r.json")
         assert result.returncode == 0, f"{order}: {result.stderr}"
         assessment = json.loads((tmp_path / order / "r.json").read_text())
         assert [i["kind"] for i in assessment["job"]["inputs"]] == ["trace", "darshan"], assessment["job"]["inputs"]
@@ -345,7 +348,8 @@ def test_report_of_trace_and_log_is_one_job_agreeing_with_both(name, tmp_path, d
         both = traced.keys() & counted.keys()
         assert {key: (traced[key], counted[key]) for key in both if traced[key] != counted[key]} == {}, order
         only_counted = {key for key in counted.keys() - traced.keys() if key[1] != "stdio"}
-        assert {file for file, _, _ in only_counted} <= STANDARD_STREAMS, f"{order}: only Darshan counted {only_counted}"
+        assert {file for file, _, _ in only_counted} <= STANDARD_STREAMS, \
+            f"{order}: only Darshan counted {only_counted}"
         only_traced = traced.keys() - counted.keys()
         if name == "tar":
             # tar opens the files it archives with __openat_2 (glibc's fortified openat), which
@@ -488,5 +492,6 @@ def test_mmap_logs_of_a_killed_mpi_jobs_ranks_are_one_job(tmp_path, darshan_runt
     merged = json.loads((tmp_path / "r.json").read_text())
     assert (merged["job"]["nprocs"], merged["job"]["job_id"]) == (RANKS, rank0_job_id)
     traced = job_amounts(load_job([str(traces)]))
-    written = [(key, traced.get(key, (0, 0))[0], ops) for key, (ops, _) in counted.items() if key[1:] == ("mpiio", "write")]
+    written = [(key, traced.get(key, (0, 0))[0], ops) for key, (ops, _) in counted.items()
+               if key[1:] == ("mpiio", "write")]
     assert written and all(0 <= darshan_ops - trace_ops <= RANKS for _, trace_ops, darshan_ops in written), written

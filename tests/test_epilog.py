@@ -27,6 +27,8 @@ import ioassess
 from ioassess.epilog import LOG_LINE_LIMIT, first_host
 from recorder_helpers import ATTACKER_USER, REPO, TEST_USER as USER, clean_env, describe, system_user, tool
 
+pytestmark = pytest.mark.root
+
 HOME_USER = "ioassess-home"
 JOB = "4242"
 # The job of PyDarshan's sample-dxt-simple.darshan (16 processes, DXT on).
@@ -240,7 +242,8 @@ def test_a_symlink_at_the_report_path_is_not_followed(ioassess, site, recorder_l
         elsewhere = os.path.join(site.root, "elsewhere")
         os.mkdir(elsewhere)
         os.chown(elsewhere, site.user.pw_uid, site.user.pw_gid)
-        link, output, refused = os.path.join(site.work, "reports"), "%w/reports/%j.html", os.path.join(site.work, "reports")
+        link, output = os.path.join(site.work, "reports"), "%w/reports/%j.html"
+        refused = os.path.join(site.work, "reports")
         os.symlink(elsewhere, link)
     result = epilog(ioassess, site.settings(output=output, json=""), site.slurm_environment())
     assert_one_line(site, result, f"{refused}: is a symbolic link: not followed")
@@ -341,7 +344,8 @@ def test_the_time_limit_stops_a_stuck_report(ioassess, site, recorder_lib):
     started = time.monotonic()
     result = epilog(ioassess, site.settings(model=fifo, time_limit="2"), site.slurm_environment())
     elapsed = time.monotonic() - started
-    assert_one_line(site, result, "the report took longer than the time limit of 2 s and was stopped: no report written")
+    assert_one_line(site, result,
+                    "the report took longer than the time limit of 2 s and was stopped: no report written")
     assert elapsed < 2 + 10, elapsed   # the limit, plus starting Python twice on a loaded machine
     assert not os.path.exists(site.report())
     left = [pid for pid in os.listdir("/proc") if pid.isdigit() and _owner(pid) == site.user.pw_uid]
@@ -445,10 +449,12 @@ def test_the_lmod_module_preloads_both_recorders_inside_a_job_only(tmp_path):
                           env={**os.environ, "PATH": path, "PYTHON": sys.executable}, capture_output=True, text=True)
     assert made.returncode == 0, made.stderr
     (modules / "ioassess.lua").write_text(made.stdout)
-    show = 'eval "$($LMOD bash load ioassess)"; printf "%s\\n" "$IOASSESS_TRACE_DIR" "$LD_PRELOAD" "$PATH" "$PYTHONPATH"'
+    show = ('eval "$($LMOD bash load ioassess)"; '
+            'printf "%s\\n" "$IOASSESS_TRACE_DIR" "$LD_PRELOAD" "$PATH" "$PYTHONPATH"')
     base = {"PATH": "/usr/bin:/bin", "MODULEPATH": str(modules), "LMOD": LMOD, "USER": "alice", "HOME": str(tmp_path)}
     assert ioassess.mpiio_library_path(), "libioassess-mpiio.so was not built: `make deps` installs MPICH's mpicc"
-    darshan_between = f"{ioassess.mpiio_library_path()}:/opt/darshan/lib/libdarshan.so:{ioassess.recorder_library_path()}"
+    darshan_between = \
+        f"{ioassess.mpiio_library_path()}:/opt/darshan/lib/libdarshan.so:{ioassess.recorder_library_path()}"
     package_parent = os.path.dirname(os.path.dirname(ioassess.__file__))
     for env, trace_dir, preload in (({"SLURM_JOB_ID": "77", "LD_PRELOAD": "/opt/darshan/lib/libdarshan.so"},
                                      "/scratch/ioassess/alice/77", darshan_between),
@@ -508,7 +514,8 @@ def test_the_worker_runs_none_of_the_users_python_code(ioassess, make_site, home
     ran = os.path.join(site.work, "pth-ran")
     plant(user_site, "hook.pth", f"import os; open({ran!r}, 'w').close()\n", home_user)
     plain = site.as_user([sys.executable, "-c", "pass"], clean_env({"HOME": home_user.pw_dir}))
-    assert plain.returncode == 0 and os.path.exists(ran), "the .pth is not run by a plain interpreter: " + describe(plain)
+    assert plain.returncode == 0 and os.path.exists(ran), \
+        "the .pth is not run by a plain interpreter: " + describe(plain)
     os.unlink(ran)
     site.record_job(recorder_lib)
     result = epilog(ioassess, site.settings(), site.slurm_environment())
@@ -583,8 +590,9 @@ def test_code_in_the_worker_leaves_no_process_forges_no_line_and_floods_no_memor
     overrun = mode == "overruns"
     time_limit = "8" if overrun else "120"
     result = subprocess.run([sys.executable, "-c", NOT_ISOLATED, home_user.pw_dir, "epilog", "--config",
-                             site.settings(time_limit=time_limit), "--json", ""], env=clean_env(site.slurm_environment()),
-                            cwd="/", capture_output=True, text=True, timeout=300)
+                             site.settings(time_limit=time_limit), "--json", ""],
+                            env=clean_env(site.slurm_environment()), cwd="/", capture_output=True, text=True,
+                            timeout=300)
     outcome = {"finishes": f"wrote {site.report()}",
                "overruns": f"the report took longer than the time limit of {time_limit} s and was stopped",
                "forges the result": "forged\\x0aline xxx"}[mode]

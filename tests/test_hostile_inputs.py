@@ -211,6 +211,7 @@ print(json.dumps(results))
 '''
 
 
+@pytest.mark.slow
 def test_fuzzed_traces_and_darshan_logs_are_read_or_refused_in_one_line(recorded, tmp_path):
     pairs = []
     for traces in recorded.values():
@@ -397,6 +398,7 @@ def report_peak_rss(cwd, *args):
     return status, peak_kb, wrapper.stderr
 
 
+@pytest.mark.slow
 def test_a_hundred_thousand_bogus_traces_cost_bounded_memory_and_notes(recorded, tmp_path):
     traces = tmp_path / "traces"
     traces.mkdir()

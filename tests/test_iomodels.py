@@ -18,6 +18,8 @@ from ioassess import recorder_library_path
 from ioassess.iomodels import SITE_GRID_PATH, GridFileError, load_grid, load_site_grid, place_on_grid, save_grid
 from recorder_helpers import prog
 
+pytestmark = pytest.mark.mpi
+
 MiB = 1 << 20
 TOTAL = 16 * MiB
 PROCESSES, RANKS_PER_NODE, REPEATS = 4, 2, 2

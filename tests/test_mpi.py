@@ -21,6 +21,8 @@ from ioassess.report.render import rate_text
 from ioassess.traceformat import OP_LAYER
 from recorder_helpers import PROGS
 
+pytestmark = pytest.mark.mpi
+
 MPI_LAYOUTS = PROGS / "bin" / "mpi_layouts"
 RANKS, PER_NODE = 8, 4
 BLOCK, BLOCKS, HEAVY = 65536, 16, 64   # as in tests/progs/mpi_layouts.c
@@ -66,7 +68,8 @@ def test_an_8_rank_job_in_each_layout_is_named_and_counted(ioassess, tmp_path, l
     (tmp_path / "data").mkdir()
     result = ioassess("run", "--trace-dir", tmp_path / "t", "--", *on_two_nodes(layout, tmp_path / "data"))
     assert result.returncode == 0, result.stderr
-    assert sorted(result.stdout.splitlines()) == sorted(f"rank {r} of {RANKS}: wrote 1048576 bytes" for r in range(RANKS))
+    assert sorted(result.stdout.splitlines()) == \
+        sorted(f"rank {r} of {RANKS}: wrote 1048576 bytes" for r in range(RANKS))
     with open(tmp_path / "t" / "assessment.json") as f:
         assessment = json.load(f)
     cell = assessment["io_model"]

@@ -15,6 +15,8 @@ import ioassess
 from ioassess.traceformat import OpFlag
 from recorder_helpers import OP_CODES, assert_same_run, file_id, load, op_rows, prog, run, tool, total_table
 
+pytestmark = pytest.mark.mpi
+
 RANKS, AGGREGATORS = 4, 2
 BLOCK, SMALL, VIEW_DISP = 262144, 4096, 4096   # as in mpi_collective.c
 COLLECTIVE, NONBLOCKING = OpFlag.COLLECTIVE, OpFlag.NONBLOCKING

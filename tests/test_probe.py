@@ -115,6 +115,7 @@ def test_probe_times_every_op_of_every_target_in_order(ioassess, tmp_path, mount
     assert db.exists()
 
 
+@pytest.mark.slow
 def test_a_minute_of_probing_this_machines_ext4_and_a_tmpfs_records_every_op_near_normal(ioassess, tmp_path,
                                                                                           mounts):
     """The probe as deployed: one round a second for 60 s, on ext4 and on a tmpfs."""
@@ -313,6 +314,7 @@ def test_probe_report_without_a_store_says_so(ioassess, tmp_path):
     assert result.stderr == f"ioassess: {tmp_path / 'none.sqlite'}: no probe store there\n"
 
 
+@pytest.mark.slow
 def test_fio_hammering_the_disk_shows_in_the_probe_and_in_a_job_report_of_that_window(ioassess, start_ioassess,
                                                                                        tmp_path):
     from ioassess.probe.slowdown import probe_slowdown

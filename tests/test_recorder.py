@@ -451,7 +451,8 @@ def test_stacking_with_another_preload_library(tmp_path, recorder_lib, order):
     preload = [probe, recorder_lib] if order == "probe_first" else [recorder_lib, probe]
     (tmp_path / "in").write_bytes(os.urandom(1 << 20))
     for name, cmd, expect in [
-        ("threads16", [prog("threads16"), tmp_path / "t.dat", 100, 512], dict(read=0, write=0, pread=1600, pwrite=1600)),
+        ("threads16", [prog("threads16"), tmp_path / "t.dat", 100, 512],
+         dict(read=0, write=0, pread=1600, pwrite=1600)),
         ("dd", [tool("dd"), f"if={tmp_path / 'in'}", f"of={tmp_path / 'out'}", "bs=4k", "count=100"],
          dict(read=100, write=100, pread=0, pwrite=0)),
     ]:
@@ -847,7 +848,8 @@ def need_mount_namespace():
                     "project's machines")
 
 
-@pytest.mark.parametrize("where", ["regular_file", "under_a_file", "proc", "read_only_mount"])
+@pytest.mark.parametrize("where", ["regular_file", "under_a_file", "proc",
+                                   pytest.param("read_only_mount", marks=pytest.mark.root)])
 def test_unwritable_trace_dir_changes_nothing(tmp_path, recorder_lib, where):
     """IOASSESS_TRACE_DIR names a file, a path below a file, a place in /proc, or a read-only
     file system (root may write anywhere else): the recorder gives up silently."""
@@ -861,7 +863,8 @@ def test_unwritable_trace_dir_changes_nothing(tmp_path, recorder_lib, where):
     if where == "read_only_mount":  # only the program itself runs under the recorder
         need_mount_namespace()
         wrapper = ["unshare", "-m", "/bin/sh", "-c",
-                   f'mount -t tmpfs -o ro,mode=0700 tmpfs "{read_only}" && exec env LD_PRELOAD="{recorder_lib}" "$@"', "sh"]
+                   f'mount -t tmpfs -o ro,mode=0700 tmpfs "{read_only}" && '
+                   f'exec env LD_PRELOAD="{recorder_lib}" "$@"', "sh"]
         preload = []
     (tmp_path / "p").mkdir()
     (tmp_path / "r").mkdir()
@@ -877,6 +880,7 @@ def test_unwritable_trace_dir_changes_nothing(tmp_path, recorder_lib, where):
     assert list(read_only.iterdir()) == []
 
 
+@pytest.mark.root
 def test_full_file_system_changes_nothing(tmp_path, recorder_lib):
     """The trace directory is a 128 KiB tmpfs (in a private mount namespace): the trace cannot
     grow past a few extents. The app must run as without the recorder (no SIGBUS from a

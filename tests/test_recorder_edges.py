@@ -13,6 +13,8 @@ import pytest
 
 from recorder_helpers import assert_same_run, describe, load, prog, run, tool, trace_files
 
+pytestmark = pytest.mark.root
+
 EDGES_OPS = 128   # `edges io` and each half of `closeall`: 64 pwrites and 64 preads of 4 KiB
 
 

@@ -29,7 +29,8 @@ def read_json(path):
 
 def random_reads(ioassess, data_file, trace_dir, model):
     """READS random 64 KiB preads of data_file under `ioassess run`, judged by model; its assessment."""
-    result = ioassess("run", "--trace-dir", trace_dir, "--model", model, "--", workload_program_path(), "--file", data_file,
+    result = ioassess("run", "--trace-dir", trace_dir, "--model", model, "--", workload_program_path(),
+                      "--file", data_file,
                       "--op", "read", "--size", READ_BYTES, "--file-layout", "rnd", "--repeats", READS,
                       "--mem-buffer", "1m", "--seed", 7)
     assert result.returncode == 0, result.stderr
@@ -177,6 +178,7 @@ def test_durations_read_as_three_digits_in_the_unit_that_fits(seconds, text):
     assert seconds_text(seconds) == text
 
 
+@pytest.mark.slow
 def test_a_trace_of_ten_million_ops_gives_a_report_under_3_mb(ioassess, tmp_path):
     data = tmp_path / "data"
     data.write_bytes(os.urandom(1 << 20))

@@ -23,6 +23,8 @@ import pytest
 import websocket
 from conftest import JOB_ID_VARIABLES
 
+pytestmark = pytest.mark.browser
+
 TEMPLATE = pathlib.Path(__file__).resolve().parents[1] / "report" / "templates" / "report.html.j2"
 SCRIPT_NAME = "<script>alert(1)</script>.dat"
 QUOTES_NAME = "q\"uote'amp&é名.dat"

@@ -60,6 +60,7 @@ GROUND_TRUTH = [("power_law", 0.15, 2.5), ("power_law", 0.05, 2.5), ("power_law"
                 ("exponential", 0.15, None), ("exponential", 0.05, None), ("exponential", 0.30, None)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family, tail_fraction, pareto_shape", GROUND_TRUTH,
                          ids=[f"{family}-{fraction:.0%}" + (f"-shape{shape}" if shape else "")
                               for family, fraction, shape in GROUND_TRUTH])

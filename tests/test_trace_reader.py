@@ -39,8 +39,8 @@ def file_slots(file_id, name, **fields):
     """A FILE slot followed by its NAME_PART slots."""
     name = name.encode() if isinstance(name, str) else name
     parts = [name[i:i + tf.NAME_PART_BYTES] for i in range(0, len(name), tf.NAME_PART_BYTES)]
-    return slot(tf.FILE_RECORD_DTYPE, type=tf.SlotType.FILE, file_id=file_id, name_bytes=len(name), **fields) + b"".join(
-        slot(tf.NAME_PART_DTYPE, type=tf.SlotType.NAME_PART, bytes=part) for part in parts)
+    record = slot(tf.FILE_RECORD_DTYPE, type=tf.SlotType.FILE, file_id=file_id, name_bytes=len(name), **fields)
+    return record + b"".join(slot(tf.NAME_PART_DTYPE, type=tf.SlotType.NAME_PART, bytes=part) for part in parts)
 
 
 def summary_entry(op, file_id, count, duration_ticks=0, state=tf.SummaryState.IN_USE, **fields):

@@ -176,6 +176,7 @@ def in_mount_namespace(script):
     return subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.root
 def test_train_refuses_a_directory_without_room_or_not_writable(tmp_path):
     mount = tmp_path / "mnt"
     mount.mkdir()
@@ -190,6 +191,7 @@ def test_train_refuses_a_directory_without_room_or_not_writable(tmp_path):
     assert read_only.stderr.startswith(f"ioassess: {mount}: not writable") and read_only.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_interrupted_training_removes_its_files_and_writes_no_model(tmp_path):
     model = tmp_path / "model.json"
     process = subprocess.Popen([sys.executable, "-m", "ioassess", "train", "--dir", str(tmp_path), "-o", str(model)],
@@ -201,7 +203,8 @@ def test_interrupted_training_removes_its_files_and_writes_no_model(tmp_path):
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
-    assert stderr.strip().splitlines()[-1] == "ioassess: training interrupted; its files were removed and no model was written"
+    assert stderr.strip().splitlines()[-1] == \
+        "ioassess: training interrupted; its files were removed and no model was written"
     assert list(tmp_path.iterdir()) == []
 
 

@@ -111,8 +111,8 @@ def test_offset_base_and_span_bound_the_offsets(tmp_path, data_file):
 
 
 def test_default_span_is_the_rest_of_the_file_after_the_base(tmp_path, data_file):
-    facts, ops, _ = workload(tmp_path, "--file", data_file, "--file-layout", "reverse", "--offset-base", SPAN - 3 * SIZE,
-                             "--repeats", 3)
+    facts, ops, _ = workload(tmp_path, "--file", data_file, "--file-layout", "reverse",
+                             "--offset-base", SPAN - 3 * SIZE, "--repeats", 3)
     assert facts["file_span"] == str(3 * SIZE)
     assert ops["offset"].tolist() == [SPAN - SIZE, SPAN - 2 * SIZE, SPAN - 3 * SIZE]
 
