@@ -264,6 +264,7 @@ void ioassess_init(void)
 
 __attribute__((constructor)) static void at_load(void)
 {
+    ioassess_posix_resolve();
     ioassess_init();
 }
 

@@ -148,6 +148,7 @@ extern __thread struct ioassess_thread ioassess_self __attribute__((tls_model("i
 
 /* ioassess-core.c */
 void ioassess_init(void);
+void ioassess_posix_resolve(void);
 
 /* ioassess-writer.c */
 int ioassess_writer_start(void);             /* new trace file for this process; 0 on success */
@@ -321,7 +322,8 @@ static inline void ioassess_record(uint8_t op, uint16_t flags, uint64_t file_id,
 static inline int ioassess_pagecache_due(struct ioassess_ofd *o)
 {
     struct ioassess_thread *t = &ioassess_self;
-    if (likely(o->pagecache_first == 0 && --t->pagecache_countdown > 0))
+    if (likely(__atomic_load_n(&o->pagecache_first, __ATOMIC_RELAXED) == 0 &&
+               --t->pagecache_countdown > 0))
         return 0;
     return ioassess_pagecache_pick(o, t);
 }

@@ -69,8 +69,12 @@ static int32_t next_gap(struct ioassess_thread *t)
  * and the file is a regular file not opened with O_DIRECT (whose ops bypass the page cache). */
 int ioassess_pagecache_pick(struct ioassess_ofd *o, struct ioassess_thread *t)
 {
-    if (o->pagecache_first > 0)
-        o->pagecache_first--;
+    /* The description's first ops, counted down by whichever of its threads call (a lost
+     * race samples one op more). */
+    uint32_t first = __atomic_load_n(&o->pagecache_first, __ATOMIC_RELAXED);
+    if (first > 0)
+        __atomic_compare_exchange_n(&o->pagecache_first, &first, first - 1, 0, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED);
     else
         t->pagecache_countdown = next_gap(t);
     return __atomic_load_n(&ioassess_pagecache_state, __ATOMIC_RELAXED) ==

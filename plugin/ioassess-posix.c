@@ -189,29 +189,36 @@ static inline int64_t offset_before(const struct ioassess_ofd *o, int is_write)
         return (int)result_;                                                   \
     } while (0)
 
+/* The next definitions of the interposed calls: declared from lists of (name, return type,
+ * parameters), looked up all at load (ioassess_posix_resolve) and by RESOLVE at a call that
+ * comes before it. */
+#define DECLARE_REAL(name, ret, params) static ret (*real_##name) params;
+
 /* ---- data calls ---- */
 
-static ssize_t (*real_read)(int, void *, size_t);
-static ssize_t (*real___read_chk)(int, void *, size_t, size_t);
-static ssize_t (*real_write)(int, const void *, size_t);
-static ssize_t (*real_pread)(int, void *, size_t, off_t);
-static ssize_t (*real_pread64)(int, void *, size_t, off_t);
-static ssize_t (*real___pread_chk)(int, void *, size_t, off_t, size_t);
-static ssize_t (*real___pread64_chk)(int, void *, size_t, off_t, size_t);
-static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
-static ssize_t (*real_pwrite64)(int, const void *, size_t, off_t);
-static ssize_t (*real_readv)(int, const struct iovec *, int);
-static ssize_t (*real_writev)(int, const struct iovec *, int);
-static ssize_t (*real_preadv)(int, const struct iovec *, int, off_t);
-static ssize_t (*real_preadv64)(int, const struct iovec *, int, off_t);
-static ssize_t (*real_pwritev)(int, const struct iovec *, int, off_t);
-static ssize_t (*real_pwritev64)(int, const struct iovec *, int, off_t);
-static ssize_t (*real_preadv2)(int, const struct iovec *, int, off_t, int);
-static ssize_t (*real_preadv64v2)(int, const struct iovec *, int, off_t, int);
-static ssize_t (*real_pwritev2)(int, const struct iovec *, int, off_t, int);
-static ssize_t (*real_pwritev64v2)(int, const struct iovec *, int, off_t, int);
-static int (*real_fsync)(int);
-static int (*real_fdatasync)(int);
+#define DATA_CALLS(X)                                                     \
+    X(read, ssize_t, (int, void *, size_t))                               \
+    X(__read_chk, ssize_t, (int, void *, size_t, size_t))                 \
+    X(write, ssize_t, (int, const void *, size_t))                        \
+    X(pread, ssize_t, (int, void *, size_t, off_t))                       \
+    X(pread64, ssize_t, (int, void *, size_t, off_t))                     \
+    X(__pread_chk, ssize_t, (int, void *, size_t, off_t, size_t))         \
+    X(__pread64_chk, ssize_t, (int, void *, size_t, off_t, size_t))       \
+    X(pwrite, ssize_t, (int, const void *, size_t, off_t))                \
+    X(pwrite64, ssize_t, (int, const void *, size_t, off_t))              \
+    X(readv, ssize_t, (int, const struct iovec *, int))                   \
+    X(writev, ssize_t, (int, const struct iovec *, int))                  \
+    X(preadv, ssize_t, (int, const struct iovec *, int, off_t))           \
+    X(preadv64, ssize_t, (int, const struct iovec *, int, off_t))         \
+    X(pwritev, ssize_t, (int, const struct iovec *, int, off_t))          \
+    X(pwritev64, ssize_t, (int, const struct iovec *, int, off_t))        \
+    X(preadv2, ssize_t, (int, const struct iovec *, int, off_t, int))     \
+    X(preadv64v2, ssize_t, (int, const struct iovec *, int, off_t, int))  \
+    X(pwritev2, ssize_t, (int, const struct iovec *, int, off_t, int))    \
+    X(pwritev64v2, ssize_t, (int, const struct iovec *, int, off_t, int)) \
+    X(fsync, int, (int))                                                  \
+    X(fdatasync, int, (int))
+DATA_CALLS(DECLARE_REAL)
 
 IOASSESS_EXPORT ssize_t read(int fd, void *buf, size_t count)
 {
@@ -358,27 +365,29 @@ IOASSESS_EXPORT int fdatasync(int fd)
 
 /* ---- descriptor calls ---- */
 
-static int (*real_open)(const char *, int, ...);
-static int (*real_open64)(const char *, int, ...);
-static int (*real_openat)(int, const char *, int, ...);
-static int (*real_openat64)(int, const char *, int, ...);
-static int (*real___open_2)(const char *, int);
-static int (*real___open64_2)(const char *, int);
-static int (*real___openat_2)(int, const char *, int);
-static int (*real___openat64_2)(int, const char *, int);
-static int (*real_creat)(const char *, mode_t);
-static int (*real_creat64)(const char *, mode_t);
-static int (*real_close)(int);
-static int (*real_close_range)(unsigned, unsigned, int);
-static void (*real_closefrom)(int);
-static int (*real_fclose)(FILE *);
-static int (*real_dup)(int);
-static int (*real_dup2)(int, int);
-static int (*real_dup3)(int, int, int);
-static int (*real_fcntl)(int, int, ...);
-static int (*real_fcntl64)(int, int, ...);
-static off_t (*real_lseek)(int, off_t, int);
-static off_t (*real_lseek64)(int, off_t, int);
+#define DESCRIPTOR_CALLS(X)                         \
+    X(open, int, (const char *, int, ...))          \
+    X(open64, int, (const char *, int, ...))        \
+    X(openat, int, (int, const char *, int, ...))   \
+    X(openat64, int, (int, const char *, int, ...)) \
+    X(__open_2, int, (const char *, int))           \
+    X(__open64_2, int, (const char *, int))         \
+    X(__openat_2, int, (int, const char *, int))    \
+    X(__openat64_2, int, (int, const char *, int))  \
+    X(creat, int, (const char *, mode_t))           \
+    X(creat64, int, (const char *, mode_t))         \
+    X(close, int, (int))                            \
+    X(close_range, int, (unsigned, unsigned, int))  \
+    X(closefrom, void, (int))                       \
+    X(fclose, int, (FILE *))                        \
+    X(dup, int, (int))                              \
+    X(dup2, int, (int, int))                        \
+    X(dup3, int, (int, int, int))                   \
+    X(fcntl, int, (int, int, ...))                  \
+    X(fcntl64, int, (int, int, ...))                \
+    X(lseek, off_t, (int, off_t, int))              \
+    X(lseek64, off_t, (int, off_t, int))
+DESCRIPTOR_CALLS(DECLARE_REAL)
 
 /* Whether open's variadic mode argument is present. */
 static inline int takes_mode(int flags)
@@ -568,10 +577,12 @@ IOASSESS_EXPORT int fcntl64(int fd, int cmd, ...)
 }
 
 /* Calls that move a descriptor's position without passing through read or write. */
-static ssize_t (*real_copy_file_range)(int, loff_t *, int, loff_t *, size_t, unsigned);
-static ssize_t (*real_sendfile)(int, int, off_t *, size_t);
-static ssize_t (*real_sendfile64)(int, int, off_t *, size_t);
-static ssize_t (*real_splice)(int, loff_t *, int, loff_t *, size_t, unsigned);
+#define MOVING_CALLS(X)                                                           \
+    X(copy_file_range, ssize_t, (int, loff_t *, int, loff_t *, size_t, unsigned)) \
+    X(sendfile, ssize_t, (int, int, off_t *, size_t))                             \
+    X(sendfile64, ssize_t, (int, int, off_t *, size_t))                           \
+    X(splice, ssize_t, (int, loff_t *, int, loff_t *, size_t, unsigned))
+MOVING_CALLS(DECLARE_REAL)
 
 static inline ssize_t moved(int in_fd, const void *in_offset, int out_fd, const void *out_offset,
                             ssize_t result)
@@ -637,4 +648,17 @@ IOASSESS_EXPORT off_t lseek64(int fd, off_t offset, int whence)
 {
     RESOLVE(lseek64);
     return sought(fd, CALL_REAL(lseek64, fd, offset, whence));
+}
+
+/* Every next definition looked up at load, from the constructor, before the program starts
+ * threads: a thread's call then only reads the pointer, which no other thread writes (a lazy
+ * lookup wrote it from the first caller while others read it: a data race). A call made
+ * before the constructor (in another library's constructor) still looks its own up first. */
+void ioassess_posix_resolve(void)
+{
+#define RESOLVE_REAL(name, ret, params) RESOLVE(name);
+    DATA_CALLS(RESOLVE_REAL)
+    DESCRIPTOR_CALLS(RESOLVE_REAL)
+    MOVING_CALLS(RESOLVE_REAL)
+#undef RESOLVE_REAL
 }
