@@ -265,6 +265,20 @@ def completed_pwrites(counter):
         return 0
 
 
+def killme_killed(data, counter, env, ops):
+    """Run killme on data (writing its count to counter) with env, SIGKILL it once it has
+    completed at least `ops` pwrites (stopped first, so the count is exact); returns the count."""
+    proc = subprocess.Popen([prog("killme"), str(data), str(counter)], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        completed = stop_after(proc, counter, ops)
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    return completed, proc.pid
+
+
 def stop_after(proc, counter, ops):
     """Stop killme (SIGSTOP, waited for) once it has completed `ops` pwrites; its count then."""
     wait_until(lambda: completed_pwrites(counter) >= ops, f"{ops} completed pwrites", proc)

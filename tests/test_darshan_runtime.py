@@ -28,8 +28,8 @@ from darshan_runtime import Unavailable, find_runtime
 from ioassess.cli import preload_with
 from ioassess.job import DIRECTIONS, LAYERS
 from ioassess.load import load_job
-from recorder_helpers import (assert_same_run, clean_env, load, prog, run, select, stop_after, tool, total_table,
-                              tree_digest, wait_until)
+from recorder_helpers import (assert_same_run, clean_env, killme_killed, load, prog, run, select, tool,
+                              total_table, tree_digest, wait_until)
 
 pytestmark = [pytest.mark.darshan_runtime, pytest.mark.mpi]
 
@@ -420,15 +420,7 @@ def test_sigkill_midway_leaves_every_completed_op_and_darshans_mmap_log(tmp_path
         env = clean_env({"LD_PRELOAD": preload, "IOASSESS_TRACE_DIR": str(traces), "DARSHAN_ENABLE_NONMPI": "1",
                          "DARSHAN_LOGPATH": str(logs), "DARSHAN_MMAP_LOGPATH": str(mmap_logs),
                          "DXT_ENABLE_IO_TRACE": "1"})
-        proc = subprocess.Popen([prog("killme"), data, counter], env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE)
-        try:
-            completed = stop_after(proc, counter, KILL_AFTER_OPS)
-        finally:
-            proc.kill()
-            proc.wait(timeout=30)
-            proc.stderr.close()
-        assert proc.returncode == -signal.SIGKILL
+        completed, pid = killme_killed(data, counter, env, KILL_AFTER_OPS)
 
         ts = load(traces)
         assert [p.end_ns for p in ts.processes] == [None], f"{order}: the killed process's trace looks finished"
@@ -446,12 +438,12 @@ def test_sigkill_midway_leaves_every_completed_op_and_darshans_mmap_log(tmp_path
         assessment = json.loads((base / "r.json").read_text())
         job = assessment["job"]
         assert [(i["kind"], i["path"]) for i in job["inputs"]] == [("trace", str(traces)), ("darshan", mmap_log)]
-        assert job["job_id"] == str(proc.pid), "the mmap log's job id (the pid) is not the job's"
+        assert job["job_id"] == str(pid), "the mmap log's job id (the pid) is not the job's"
         assert [f["pattern"]["source"] for f in assessment["top_files"]] == ["darshan counters"]
         assert assessment["layers"][0]["posix"]["ops"] == traced
         assert any(note.startswith("The log has no end time") and "does not give the job's runtime" in note
                    for note in job["inputs"][1]["notes"]), job["inputs"]
-        assert [p["pid"] for p in job["unfinished_processes"]] == [proc.pid]
+        assert [p["pid"] for p in job["unfinished_processes"]] == [pid]
         assert any("ended without finishing" in note for note in job["notes"]), job["notes"]
         html = (base / "r.html").read_text()
         assert "ended without finishing" in html and "has no end time" in html and "runtime is unknown" not in html

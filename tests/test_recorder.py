@@ -16,9 +16,9 @@ import time
 import numpy as np
 import pytest
 
-from recorder_helpers import (SYS_MADVISE, assert_same_run, clean_env, describe, file_id, has_file, load, op_rows,
-                              processes_by_pid, prog, run, select, stop_after, tool, total_table, trace_files,
-                              wait_until)
+from recorder_helpers import (SYS_MADVISE, assert_same_run, clean_env, describe, file_id, has_file, killme_killed,
+                              load, op_rows, processes_by_pid, prog, run, select, tool, total_table,
+                              trace_files, wait_until)
 
 # ---------------------------------------------------------------------------------------------
 # helpers
@@ -246,14 +246,7 @@ def test_sigkill_loses_no_completed_op(tmp_path, recorder_lib):
     traces.mkdir(mode=0o700)
     env = clean_env({"LD_PRELOAD": recorder_lib, "IOASSESS_TRACE_DIR": str(traces),
                      "IOASSESS_MAX_RECORDS": "100000000"})
-    proc = subprocess.Popen([prog("killme"), str(data), str(counter)], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
-        completed = stop_after(proc, counter, 100_000)
-    finally:
-        proc.kill()
-        proc.wait(timeout=30)
-    assert proc.returncode == -signal.SIGKILL
+    completed, _ = killme_killed(data, counter, env, 100_000)
     ts = load(traces)
     p = only_process(ts)
     assert p.end_reason == "running/killed" and p.end_ns is None

@@ -4,12 +4,11 @@ programs: each behaves as under the plain recorder (its exit status, its output,
 trace) and neither sanitizer reports anything (any report fails the run: halt_on_error)."""
 import os
 import re
-import signal
 import subprocess
 
 import pytest
 
-from recorder_helpers import REPO, clean_env, describe, load, prog, select, stop_after, total_table
+from recorder_helpers import REPO, clean_env, describe, killme_killed, load, prog, select, total_table
 
 
 @pytest.fixture(scope="module")
@@ -85,14 +84,7 @@ def test_signal_handler_io_during_busy_read_loop(asan_recorder, tmp_path, cap):
 
 def test_sigkill_mid_write(asan_recorder, tmp_path):
     data, counter, traces = tmp_path / "data", tmp_path / "counter", tmp_path / "traces"
-    proc = subprocess.Popen([prog("killme"), str(data), str(counter)], env=sanitized_env(asan_recorder, traces),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        completed = stop_after(proc, counter, 20_000)
-    finally:
-        proc.kill()
-        proc.wait(timeout=30)
-    assert proc.returncode == -signal.SIGKILL
+    completed, _ = killme_killed(data, counter, sanitized_env(asan_recorder, traces), 20_000)
     assert_no_reports(asan_recorder)
     ts = load(traces)
     (process,) = ts.processes
