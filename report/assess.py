@@ -152,15 +152,18 @@ def classify_ops(job, model):
     # end of the file (a re-run appends too), not of whole-page overwrites of an uncached file (a
     # re-run would overwrite cached pages).
     new_pages = np.isin(judged, [NEW_PAGES, PAST_END]) & ~not_modelled
-    append_bound = bound_seconds(model, np.where(new_pages, directions, np.uint8(2)), ops["size"], layouts, APPENDED)
-    new_pages &= ~np.isnan(append_bound)
-    classes[new_pages] = np.where(ops["duration_s"][new_pages] <= append_bound[new_pages], CLASS_CODES["cached"],
-                                  CLASS_CODES[ALLOCATION])
-    appended = new_pages & (judged == PAST_END)
-    append_typical = cached_typical_seconds(model, np.where(appended, directions, np.uint8(2)), ops["size"], layouts,
-                                            cls=APPENDED)
-    appended &= ~np.isnan(append_typical)
-    cached[appended] = append_typical[appended]
+    appended = np.zeros(len(classes), bool)
+    if new_pages.any():       # none without page-cache samples (Darshan logs, sampling off)
+        append_bound = bound_seconds(model, np.where(new_pages, directions, np.uint8(2)), ops["size"], layouts,
+                                     APPENDED)
+        new_pages &= ~np.isnan(append_bound)
+        classes[new_pages] = np.where(ops["duration_s"][new_pages] <= append_bound[new_pages], CLASS_CODES["cached"],
+                                      CLASS_CODES[ALLOCATION])
+        appended = new_pages & (judged == PAST_END)
+        append_typical = cached_typical_seconds(model, np.where(appended, directions, np.uint8(2)), ops["size"],
+                                                layouts, cls=APPENDED)
+        appended &= ~np.isnan(append_typical)
+        cached[appended] = append_typical[appended]
     del layouts, directions
     lost = np.maximum(ops["duration_s"] - cached, 0.0)
     lost[not_modelled] = 0.0
@@ -329,7 +332,10 @@ def flushes(job, model):
         return None
     chosen = np.flatnonzero(is_sync | (posix & (ops["direction"] == WRITE) & (ops["result"] > 0)))
     order = chosen[np.lexsort((ops["start_s"][chosen], ops["file"][chosen], ops["process"][chosen]))]
-    written = np.where(is_sync[order], 0, ops["result"][order])
+    # A write wrote at most what it asked for (a trace's result is the job's word), in float64 so
+    # that no sum of forged counts wraps round.
+    written = np.where(is_sync[order], 0.0,
+                       np.clip(ops["result"][order], 0, ops["size"][order]).astype(np.float64))
     before = np.cumsum(written) - written           # bytes written before each op, over all groups
     group = ops["process"][order].astype(np.int64) * (int(ops["file"].max()) + 1) + ops["file"][order]
     first = np.r_[True, group[1:] != group[:-1]]
