@@ -344,7 +344,7 @@ def flushes(job, model):
     previous = np.r_[-1, at_sync[:-1]]
     same_group = (previous >= 0) & (group[np.maximum(previous, 0)] == group[at_sync])
     since = np.where(same_group, before[np.maximum(previous, 0)], before[group_start[at_sync]])
-    dirty = (before[at_sync] - since).astype(np.float64)
+    dirty = np.maximum(before[at_sync] - since, 0.0)
     seconds = ops["duration_s"][order][at_sync]
     result = {"syncs": len(at_sync), "seconds": float(seconds.sum()), "bytes_written_before": int(dirty.sum()),
               "files": len(np.unique(ops["file"][order][at_sync])),
