@@ -30,8 +30,10 @@ class BinaryDistribution(Distribution):
 
 
 setup(
-    packages=["ioassess", "ioassess.models", "ioassess.probe", "ioassess.report"],
-    package_data={"ioassess.models": ["pretrained/*.json", "templates/*.j2"], "ioassess.probe": ["templates/*.j2"],
+    packages=["ioassess", "ioassess.inputs", "ioassess.models", "ioassess.report", "ioassess.site",
+              "ioassess.site.probe"],
+    package_data={"ioassess.models": ["pretrained/*.json"], "ioassess.site": ["templates/*.j2"],
+                  "ioassess.site.probe": ["templates/*.j2"],
                   "ioassess.report": ["templates/*.j2"]},
     cmdclass={"build_py": BuildPyWithRecorder},
     distclass=BinaryDistribution,

@@ -34,7 +34,7 @@ CONFIGS = {"plain": None, "recorder": {}, "recorder_pagecache_off": {"IOASSESS_P
 def drop(path):
     """Drop the file's pages (the workload generator's --evict: POSIX_FADV_DONTNEED) and check
     with mincore that none is left."""
-    from ioassess.models.training import workload_program_path
+    from ioassess.site.training import workload_program_path
 
     out = subprocess.run([workload_program_path(), "--evict", path], capture_output=True, text=True,
                          check=True).stdout

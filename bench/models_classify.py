@@ -2,7 +2,7 @@
 
 The op table looks like a recorder trace's: reads, writes and a few syncs, sizes 1 B to 16 MiB,
 durations spread over five orders of magnitude, memory layouts off0, rnd and unknown, in the
-column types of ioassess.trace. Each repetition times classify() plus time_lost_seconds() on
+column types of ioassess.inputs.trace. Each repetition times classify() plus time_lost_seconds() on
 the whole table; the result is the median over the repetitions.
 """
 import argparse

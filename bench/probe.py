@@ -7,7 +7,7 @@
    and pool are made, as a share of one core (target: at most 1 %), and its peak resident size
    (VmHWM; target: at most 60 MiB).
 2. A store with --report-days of made-up history at one round per second ending now
-   (ioassess/probe/synthetic.py), aggregated and pruned as the probe does (raw rows kept
+   (ioassess/site/probe/synthetic.py), aggregated and pruned as the probe does (raw rows kept
    --days): its size (target: under 2 GiB with 30 days of raw rows), the slowdown of a 1-hour
    job window (probe_slowdown, normal over 30 days; target: at most 100 ms), and
    `ioassess probe report --since 60d` as a user runs it (target: at most 5 s).
@@ -20,10 +20,10 @@ import sys
 import tempfile
 import time
 
-from ioassess.probe.config import Target
-from ioassess.probe.slowdown import probe_slowdown
-from ioassess.probe.store import Store
-from ioassess.probe.synthetic import add_history
+from ioassess.site.probe.config import Target
+from ioassess.site.probe.slowdown import probe_slowdown
+from ioassess.site.probe.store import Store
+from ioassess.site.probe.synthetic import add_history
 
 DAY = 86400
 TARGET_CPU_SHARE, TARGET_RSS_MIB, TARGET_STORE_GIB, TARGET_WINDOW_S, TARGET_REPORT_S = 0.01, 60, 2, 0.1, 5.0

@@ -26,7 +26,7 @@ import time
 import darshan
 
 from ioassess import recorder_library_path
-from ioassess.models.training import workload_program_path
+from ioassess.site.training import workload_program_path
 
 TOOLS = ("ioassess", "drishti", "pydarshan")
 BIG_OPS = 10_000_000

@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 
-from ioassess.load import load_job
+from ioassess.inputs.load import load_job
 from ioassess.models.modelfile import load_model
 from ioassess.report.assess import CLASS_CODES, classify_ops
 from ioassess.report.ground_truth import agreement

@@ -25,7 +25,7 @@ import numpy as np
 
 from ioassess.models.causes import CLASSES, classify, memory_layout_codes, time_lost_seconds
 from ioassess.models.modelfile import load_model
-from ioassess.models.training import PROFILES, STATE_CLASS, STATE_OPS, RunConfig, Trainer, TrainingError, train
+from ioassess.site.training import PROFILES, STATE_CLASS, STATE_OPS, RunConfig, Trainer, TrainingError, train
 
 # The held-out states and their file layouts (the appended state's writes are not classified: its
 # line is used where the kernel saw new pages).

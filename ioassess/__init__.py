@@ -1,13 +1,14 @@
 """ioassess: per-operation I/O recorder and assessment for HPC jobs.
 
-This package is the small core: the trace reader (ioassess.trace), the trace format
-(ioassess.traceformat), the `ioassess` command line (ioassess.cli) and the paths of the
-recorder libraries that `pip install` builds into the package.
+The package: the paths of the recorder libraries that `pip install` builds into it (here), the
+inputs (ioassess.inputs: traces, Darshan logs, the Job), the cause models and statistics
+(ioassess.models), the assessment and its rendering (ioassess.report), the site's tools
+(ioassess.site) and the `ioassess` command line (ioassess.cli). docs/architecture.md has the map.
 """
 import os
 
-from .trace import FileInfo, ProcessInfo, TraceFileError, TraceSet, read_trace_dir, read_trace_file, totals
-from .traceformat import OP_DIRECTION, OP_NAMES
+from .inputs.trace import FileInfo, ProcessInfo, TraceFileError, TraceSet, read_trace_dir, read_trace_file, totals
+from .inputs.traceformat import OP_DIRECTION, OP_NAMES
 
 __all__ = ["FileInfo", "OP_DIRECTION", "OP_NAMES", "ProcessInfo", "TraceFileError", "TraceSet", "mpiio_library_path",
            "read_trace_dir", "read_trace_file", "recorder_library_path", "totals"]

@@ -24,20 +24,20 @@ import sys
 import time
 
 from . import mpiio_library_path, recorder_library_path
-from .epilog import add_options as add_epilog_options, run as run_epilog
+from .site.epilog import add_options as add_epilog_options, run as run_epilog
 from .escape import printable
 from .files import file_system_facts, file_system_of
-from .models.modelfile import (DEFAULT_MODEL, SITE_MODELS_DIR, SITE_MODELS_ENV, ModelFileError,
-                               find_models, load_model, model_path, model_summary, site_model_dir, user_model_dir)
-from .models.training import PROFILES, TrainingError, calibrate, check_training_dir, refit, train
-from .iomodels import (DEFAULT_REPEATS, DEFAULT_TOTAL_BYTES, LAYOUTS, SITE_GRID_ENV, SITE_GRID_PATH, GridFileError,
-                       IoModelsError, Sweep, default_grid_path, default_processes, format_grid, load_site_grid,
-                       measure_grid, parse_size)
-from .load import LoadError, input_kind
-from .probe.command import add_commands as add_probe_commands
+from .models.modelfile import (DEFAULT_MODEL, SITE_MODELS_DIR, SITE_MODELS_ENV, ModelFileError, find_models, load_model,
+                               model_path, model_summary, site_model_dir, user_model_dir)
+from .site.training import PROFILES, TrainingError, calibrate, check_training_dir, refit, train
+from .site.iomodels import (DEFAULT_REPEATS, DEFAULT_TOTAL_BYTES, LAYOUTS, SITE_GRID_ENV, SITE_GRID_PATH, GridFileError,
+                            IoModelsError, Sweep, default_grid_path, default_processes, format_grid, load_site_grid,
+                            measure_grid, parse_size)
+from .inputs.load import LoadError, input_kind
+from .site.probe.command import add_commands as add_probe_commands
 from .report import make_report
 from .show import format_text, summarise
-from .trace import TraceFileError, read_trace_dir
+from .inputs.trace import TraceFileError, read_trace_dir
 
 USAGE_ERROR = 2
 INTERRUPTED = 130

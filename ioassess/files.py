@@ -5,7 +5,7 @@ import os
 import shutil
 import tempfile
 
-from .job import mount_of
+from .inputs.job import mount_of
 
 
 def replace_atomically(path, text, mode=0o600, group=-1):

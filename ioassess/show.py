@@ -7,9 +7,9 @@ import dataclasses
 
 import numpy as np
 
-from . import traceformat as tf
+from .inputs import traceformat as tf
 from .escape import printable
-from .trace import OTHER_FILES_ID, totals
+from .inputs.trace import OTHER_FILES_ID, totals
 
 TOP_FILES = 10
 # The text lists this many processes; the JSON lists all.

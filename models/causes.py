@@ -423,7 +423,7 @@ def _line_for(model, op, cls, layout, typical=False):
 # ---- memory layout ----
 
 def memory_layout_codes(buffer, tid, process):
-    """Memory layout code of each op, given in the order of ioassess.trace's TraceSet.ops
+    """Memory layout code of each op, given in the order of ioassess.inputs.trace's TraceSet.ops
     (sorted by process, then start): off0 if its buffer address is the one of the previous op
     of the same thread with an address, rnd otherwise (also for a thread's first op: no
     evidence of reuse), LAYOUT_UNKNOWN without an address (buffer 0: Darshan DXT, sync ops)."""

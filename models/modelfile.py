@@ -18,8 +18,7 @@ import stat
 from ioassess.jsonfile import (Invalid, JsonFileError, check_format, check_keys, choice, iso_date, json_type, number,
                                read_json_file, typed, write_json_file)
 
-from .causes import (JOINT_BYTES, LAYOUTS, LINE_OPS, OPS, CauseModel, ModelLine, SegmentedLine,
-                     bound_order_violations)
+from .causes import (JOINT_BYTES, LAYOUTS, LINE_OPS, OPS, CauseModel, ModelLine, SegmentedLine, bound_order_violations)
 
 MODEL_FORMAT = "ioassess-cause-model"
 MODEL_VERSION = 1
@@ -94,7 +93,7 @@ def user_model_dir(environ=os.environ, home=None):
 def site_model_dir(environ=os.environ):
     """$IOASSESS_SITE_MODELS, else the site_models setting of the epilog's config file, else
     SITE_MODELS_DIR."""
-    from ioassess.epilog import configured_site_models   # the epilog imports this module
+    from ioassess.site.epilog import configured_site_models   # the epilog imports this module
     return environ.get(SITE_MODELS_ENV) or configured_site_models() or SITE_MODELS_DIR
 
 

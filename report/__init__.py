@@ -1,4 +1,4 @@
-"""The ioassess report (installed as ioassess.report): a job's inputs -> Job (ioassess.load) ->
+"""The ioassess report (installed as ioassess.report): a job's inputs -> Job (ioassess.inputs.load) ->
 assessment, plain JSON-serialisable data (assess.py) -> self-contained report.html (render.py,
 templates/report.html.j2) and assessment.json.
 """
@@ -7,10 +7,10 @@ import math
 
 from ioassess.escape import printable
 from ioassess.files import replace_atomically
-from ioassess.iomodels import GridFileError, load_site_grid
-from ioassess.load import load_job
+from ioassess.site.iomodels import GridFileError, load_site_grid
+from ioassess.inputs.load import load_job
 from ioassess.models.modelfile import load_model, model_path
-from ioassess.probe.during_job import find_probe_db
+from ioassess.site.probe.during_job import find_probe_db
 from ioassess.progress import Progress
 
 from .assess import assess

@@ -23,12 +23,12 @@ import math
 
 import numpy as np
 
-from ioassess.iomodels import place_on_grid
-from ioassess.job import DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, Flag, op_column
+from ioassess.site.iomodels import place_on_grid
+from ioassess.inputs.job import DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, Flag, op_column
 from ioassess.models.causes import (APPENDED, CLASSES, FLUSHED, LAYOUT_UNKNOWN, bound_seconds, cached_typical_seconds,
-                                   classify, memory_layout_codes)
+                                    classify, memory_layout_codes)
 from ioassess.models.slowdown import slowdown_by_interval
-from ioassess.probe.during_job import file_system_during_job
+from ioassess.site.probe.during_job import file_system_during_job
 
 from .ground_truth import (NEW_PAGES, NOT_SAMPLED, PAST_END, agreement, inferred_verdicts, kernel_verdicts,
                            overridden_classes)
@@ -73,7 +73,7 @@ MOST_LOST_NAMED = 3
 
 def assess(job, model, model_source="", site_grid=None, model_choice=None, probe_db=None):
     """The assessment (a dict) of a Job under a CauseModel. site_grid: None, or the site's
-    I/O-model grid to place the job on, {"path", "grid"} (a grid of ioassess.iomodels.load_grid),
+    I/O-model grid to place the job on, {"path", "grid"} (a grid of ioassess.site.iomodels.load_grid),
     or {"path", "problem"} for one that could not be used. model_choice: how the model was
     chosen and why (report.model_choice), or None. probe_db: the file-system probe's store, or
     None."""
@@ -578,7 +578,7 @@ def timeline(job, per_op, bins=TIMELINE_BINS):
 
 def file_system_while_running(job, per_op, probe_db):
     """The probe's slowdown over the job's window, and the job's slow ops and lost time in the
-    intervals where it was slow (ioassess/probe/during_job.py)."""
+    intervals where it was slow (ioassess/site/probe/during_job.py)."""
     io = per_op["is_io"]
     return file_system_during_job(probe_db, job.start_epoch_s, job.end_epoch_s,
                                   [mount for mount, _ in job.mounts] + [f.mount_point for f in job.files],
@@ -875,7 +875,7 @@ def write_throughput(job):
 
 def site_grid_placement(cell, site_grid):
     """The job's I/O-model cell (with its write throughput) placed on the site's grid
-    (ioassess.iomodels.place_on_grid), and the grid's measured cells; None without a grid."""
+    (ioassess.site.iomodels.place_on_grid), and the grid's measured cells; None without a grid."""
     if site_grid is None:
         return None
     if "problem" in site_grid:

@@ -23,7 +23,7 @@ uncached: every sample the same of the two).
 """
 import numpy as np
 
-from ioassess.job import DIRECTIONS, op_column
+from ioassess.inputs.job import DIRECTIONS, op_column
 
 # The kernel's verdict of an op (codes of KERNEL_STATES; NOT_SAMPLED: no sample).
 NOT_SAMPLED = -1

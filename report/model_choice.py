@@ -24,7 +24,7 @@ import re
 
 import numpy as np
 
-from ioassess.job import LAYERS
+from ioassess.inputs.job import LAYERS
 from ioassess.models.modelfile import DEFAULT_MODEL, ORIGINS, find_models, load_model, model_dirs
 
 # File-system types of local Linux block devices and memory, whose page cache behaves as the

@@ -80,7 +80,7 @@ PROBE_KIND_COLOURS = {"read": "#1f77b4", "write": "#d62728", "metadata": "#2ca02
 
 def probe_slowdown_plot(target, kind, offset_s, unit_s, x_label):
     """The file-system probe's slowdown of one op kind for one target (a probe_slowdown of
-    ioassess/probe/slowdown.py): the median (solid), p90 and p99 (dashed) per interval, against
+    ioassess/site/probe/slowdown.py): the median (solid), p90 and p99 (dashed) per interval, against
     the time since offset_s in units of unit_s seconds."""
     entry = target["kinds"][kind]
     if not any(entry["count"]):

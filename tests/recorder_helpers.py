@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 from ioassess import read_trace_dir, totals
-from ioassess.models.training import workload_program_path
-from ioassess.traceformat import OP_NAMES
+from ioassess.site.training import workload_program_path
+from ioassess.inputs.traceformat import OP_NAMES
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 PROGS = REPO / "tests" / "progs"

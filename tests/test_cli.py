@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ioassess import mpiio_library_path, read_trace_dir, totals
-from ioassess import traceformat as tf
+from ioassess.inputs import traceformat as tf
 from ioassess.escape import printable
 from ioassess.files import file_system_of
 from recorder_helpers import tool

@@ -20,10 +20,10 @@ darshan = pytest.importorskip("darshan")
 import darshan.backend.cffi_backend as pydarshan_backend  # noqa: E402
 from darshan.log_utils import get_log_path  # noqa: E402
 
-from ioassess.darshan_log import DarshanLogError, read_darshan_log  # noqa: E402
-from ioassess.load import LoadError, load_job  # noqa: E402
-from ioassess.job import (DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, NO_IO_NOTE, OP_COLUMNS, SIZE_BIN_COLUMNS,  # noqa: E402
-                          TOTAL_COLUMNS)
+from ioassess.inputs.darshan_log import DarshanLogError, read_darshan_log  # noqa: E402
+from ioassess.inputs.load import LoadError, load_job  # noqa: E402
+from ioassess.inputs.job import (DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, NO_IO_NOTE, OP_COLUMNS,  # noqa: E402
+                                 SIZE_BIN_COLUMNS, TOTAL_COLUMNS)
 
 PACKAGE_DIR = os.path.dirname(darshan.__file__)
 SHIPPED_LOGS = sorted(p for d in ("tests/input", "examples/example_logs")
@@ -613,7 +613,7 @@ def test_damaged_logs_never_crash_the_process(tmp_path):
     DarshanLogError, in a process that survives to say so."""
     script = textwrap.dedent("""
         import random, sys
-        from ioassess.darshan_log import DarshanLogError, read_darshan_log
+        from ioassess.inputs.darshan_log import DarshanLogError, read_darshan_log
         outcomes = {"job": 0, "error": 0}
         for source in sys.argv[2:]:
             data = open(source, "rb").read()
@@ -809,7 +809,7 @@ def test_a_merged_job_with_ops_does_not_repeat_the_logs_no_io_note(rewrite, pyth
 def test_a_shared_records_ranks_and_times_outside_the_job_are_unknown():
     """A damaged log's shared record naming a slowest rank the job did not have (2^40, which
     the per-rank view would take for an array size) or a time that is not finite: unknown."""
-    from ioassess.darshan_log import _record_table
+    from ioassess.inputs.darshan_log import _record_table
     names = ["POSIX_READS", "POSIX_WRITES", "POSIX_FASTEST_RANK", "POSIX_SLOWEST_RANK"]
     fnames = ["POSIX_F_FASTEST_RANK_TIME", "POSIX_F_SLOWEST_RANK_TIME"]
     records = np.zeros(2, dtype=[("id", np.uint64), ("rank", np.int64), ("counters", np.int64, len(names)),

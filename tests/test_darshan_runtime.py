@@ -26,10 +26,10 @@ import pytest
 import ioassess
 from darshan_runtime import Unavailable, find_runtime
 from ioassess.cli import preload_with
-from ioassess.job import DIRECTIONS, LAYERS
-from ioassess.load import load_job
-from recorder_helpers import (assert_same_run, clean_env, killme_killed, load, prog, run, select, tool,
-                              total_table, tree_digest, wait_until)
+from ioassess.inputs.job import DIRECTIONS, LAYERS
+from ioassess.inputs.load import load_job
+from recorder_helpers import (assert_same_run, clean_env, killme_killed, load, prog, run, select, tool, total_table,
+                              tree_digest, wait_until)
 
 pytestmark = [pytest.mark.darshan_runtime, pytest.mark.mpi]
 

@@ -24,7 +24,7 @@ import pytest
 from darshan.log_utils import get_log_path
 
 import ioassess
-from ioassess.epilog import LOG_LINE_LIMIT, first_host
+from ioassess.site.epilog import LOG_LINE_LIMIT, first_host
 from recorder_helpers import ATTACKER_USER, REPO, TEST_USER as USER, clean_env, describe, system_user, tool
 
 pytestmark = pytest.mark.root
@@ -562,7 +562,7 @@ PARENT_RSS_LIMIT_MIB = 120
 # own program, where getrusage's ru_maxrss would count the test's process it was forked from).
 NOT_ISOLATED = """
 import sys
-import ioassess.cli, ioassess.epilog as epilog
+import ioassess.cli, ioassess.site.epilog as epilog
 home = sys.argv.pop(1)
 epilog.worker_command = lambda fd: ["/usr/bin/env", "HOME=" + home, sys.executable, "-c", epilog.WORKER_BOOTSTRAP,
                                     epilog.PACKAGE_PARENT, str(fd)]

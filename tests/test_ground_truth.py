@@ -11,11 +11,11 @@ import sys
 import numpy as np
 import pytest
 
-from ioassess.job import Flag
-from ioassess.load import load_job
+from ioassess.inputs.job import Flag
+from ioassess.inputs.load import load_job
 from ioassess.models.causes import LAYOUTS, memory_layout_codes
 from ioassess.models.modelfile import load_model, model_path
-from ioassess.models.training import workload_program_path
+from ioassess.site.training import workload_program_path
 from ioassess.report.assess import CLASS_CODES, classify_ops
 from ioassess.report.ground_truth import CACHED, NEW_PAGES, NOT_CACHED, PAST_END
 from recorder_helpers import evict, random_data_file, tool

@@ -12,9 +12,9 @@ import sys
 import numpy as np
 import pytest
 
-from ioassess import traceformat as tf
-from ioassess.load import load_job
-from ioassess.trace import read_trace_file
+from ioassess.inputs import traceformat as tf
+from ioassess.inputs.load import load_job
+from ioassess.inputs.trace import read_trace_file
 from recorder_helpers import clean_env, shipped_darshan_logs
 
 SEED = 20261123
@@ -62,12 +62,12 @@ def header_of(path):
 
 FUZZ_CHILD = r'''
 import json, os, random, resource, signal, sys, traceback
-from ioassess import traceformat as tf
-from ioassess.load import LoadError
+from ioassess.inputs import traceformat as tf
+from ioassess.inputs.load import LoadError
 from ioassess.models.modelfile import DEFAULT_MODEL
 from ioassess.report import make_report
 from ioassess.show import format_text, summarise
-from ioassess.trace import TraceFileError, read_trace_dir
+from ioassess.inputs.trace import TraceFileError, read_trace_dir
 
 job = json.loads(sys.argv[1])
 vm_bytes = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmSize:"))
@@ -321,7 +321,7 @@ def test_a_sparse_terabyte_trace_costs_the_time_and_memory_of_what_it_stores(rec
     sparse = sparse_terabyte(victim, str(tmp_path / "sparse.iot"))
     limit = "import resource; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30)); "
     child = subprocess.run(
-        [sys.executable, "-c", limit + "import sys; from ioassess.load import load_job; "
+        [sys.executable, "-c", limit + "import sys; from ioassess.inputs.load import load_job; "
                                        "print(load_job(sys.argv[1:]).processes[0].pid)", sparse],
         cwd="/", env=dict(os.environ, OPENBLAS_NUM_THREADS="1"), capture_output=True, text=True, timeout=30)
     assert child.returncode == 0, child.stderr

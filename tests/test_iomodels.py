@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from ioassess import recorder_library_path
-from ioassess.iomodels import SITE_GRID_PATH, GridFileError, load_grid, load_site_grid, place_on_grid, save_grid
+from ioassess.site.iomodels import SITE_GRID_PATH, GridFileError, load_grid, load_site_grid, place_on_grid, save_grid
 from recorder_helpers import prog
 
 pytestmark = pytest.mark.mpi

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from ioassess import OP_DIRECTION, read_trace_dir
-from ioassess.iomodels import load_grid, place_on_grid
+from ioassess.site.iomodels import load_grid, place_on_grid
 from ioassess.report.render import rate_text
-from ioassess.traceformat import OP_LAYER
+from ioassess.inputs.traceformat import OP_LAYER
 from recorder_helpers import PROGS
 
 pytestmark = pytest.mark.mpi

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import ioassess
-from ioassess.traceformat import OpFlag
+from ioassess.inputs.traceformat import OpFlag
 from recorder_helpers import OP_CODES, assert_same_run, file_id, load, op_rows, prog, run, tool, total_table
 
 pytestmark = pytest.mark.mpi

@@ -12,8 +12,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from ioassess.load import load_job
-from ioassess.models.training import workload_program_path
+from ioassess.inputs.load import load_job
+from ioassess.site.training import workload_program_path
 from recorder_helpers import SYS_CACHESTAT, assert_same_run, describe, load, prog, run, select
 
 PAGE = mmap.PAGESIZE

@@ -19,7 +19,7 @@ import urllib.request
 import numpy as np
 import pytest
 
-from ioassess.probe.target import IO_DIRECT, IO_FALLBACK, OPS, POOL_FILE_BYTES
+from ioassess.site.probe.target import IO_DIRECT, IO_FALLBACK, OPS, POOL_FILE_BYTES
 
 WAIT_S = 60
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -235,9 +235,9 @@ DATA_OPS = ["read_1MiB", "write_1MiB", "read_4KiB", "write_4KiB"]
 def history(tmp_path):
     """Three hours of rounds every second, data ops 5x slower for 40 minutes of the second
     hour, aggregated as the probe does it."""
-    from ioassess.probe.config import Target
-    from ioassess.probe.store import Store
-    from ioassess.probe.synthetic import add_history
+    from ioassess.site.probe.config import Target
+    from ioassess.site.probe.store import Store
+    from ioassess.site.probe.synthetic import add_history
     store = Store(str(tmp_path / "history.sqlite"), writable=True)
     target = store.target_id(Target("scratch", "/scratch", 1 << 30, 10_000), IO_DIRECT)
     start = 1_700_000_000 // 3600 * 3600
@@ -247,7 +247,7 @@ def history(tmp_path):
 
 
 def test_aggregates_and_slowdown_of_a_history_with_a_slow_span(history, ioassess, tmp_path):
-    from ioassess.probe.slowdown import normals, probe_slowdown, slow_spans
+    from ioassess.site.probe.slowdown import normals, probe_slowdown, slow_spans
     store, target, start = history
     assert store.db.execute("SELECT DISTINCT count FROM minutes").fetchall() == [(60,)]
     assert store.db.execute("SELECT count(*) FROM minutes").fetchone()[0] == 3 * 60 * len(OPS)
@@ -317,8 +317,8 @@ def test_probe_report_without_a_store_says_so(ioassess, tmp_path):
 @pytest.mark.slow
 def test_fio_hammering_the_disk_shows_in_the_probe_and_in_a_job_report_of_that_window(ioassess, start_ioassess,
                                                                                        tmp_path):
-    from ioassess.probe.slowdown import probe_slowdown
-    from ioassess.probe.store import Store
+    from ioassess.site.probe.slowdown import probe_slowdown
+    from ioassess.site.probe.store import Store
     (tmp_path / "fs").mkdir()
     (tmp_path / "fio").mkdir()
     db = tmp_path / "probe.sqlite"
@@ -369,8 +369,8 @@ def test_fio_hammering_the_disk_shows_in_the_probe_and_in_a_job_report_of_that_w
 
 def damaged_store(path):
     """A store whose tables hold what the probe never writes: a duration that is text."""
-    from ioassess.probe.config import Target
-    from ioassess.probe.store import Store
+    from ioassess.site.probe.config import Target
+    from ioassess.site.probe.store import Store
     store = Store(str(path), writable=True)
     target = store.target_id(Target("scratch", "/scratch", 1 << 20, 10), IO_DIRECT)
     store.db.execute("INSERT INTO samples VALUES (?, 0, ?, 'slow')", (target, int(time.time() * 1e6) - 10))
@@ -401,7 +401,7 @@ def test_a_job_report_without_a_usable_store_says_why_and_is_still_made(ioassess
 
 
 def test_the_probe_store_is_the_one_given_else_the_environments_else_the_sites(tmp_path):
-    from ioassess.probe.during_job import find_probe_db
+    from ioassess.site.probe.during_job import find_probe_db
     site = tmp_path / "epilog.conf"
     site.write_text("[epilog]\nprobe_db = /var/lib/ioassess/probe.sqlite\n")
     assert find_probe_db("given.sqlite", {"IOASSESS_PROBE_DB": "env.sqlite"}, str(site)) == "given.sqlite"
@@ -457,7 +457,7 @@ def test_the_exporter_serves_last_durations_normals_and_slowdown_quantiles(start
 
 
 def test_the_example_settings_are_valid():
-    from ioassess.probe.config import read_config
+    from ioassess.site.probe.config import read_config
     settings = read_config(str(REPO / "contrib" / "probe" / "probe.conf"))
     assert [target.name for target in settings.targets] == ["scratch", "home"] and settings.metrics_port == 9464
 

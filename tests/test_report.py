@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ioassess import read_trace_dir
-from ioassess.models.training import workload_program_path
+from ioassess.site.training import workload_program_path
 from ioassess.report.render import seconds_text
 from recorder_helpers import evict, random_data_file, shipped_darshan_logs
 

@@ -9,9 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-from ioassess import traceformat as tf
-from ioassess.trace import (OP_COLUMNS, SUMMARY_COLUMNS, TraceFileError, fit_clock, read_trace_dir, read_trace_file,
-                            totals)
+from ioassess.inputs import traceformat as tf
+from ioassess.inputs.trace import (OP_COLUMNS, SUMMARY_COLUMNS, TraceFileError, fit_clock, read_trace_dir,
+                                   read_trace_file, totals)
 
 START_REALTIME_NS = 1_700_000_000_000_000_000
 START_MONOTONIC_NS = 5_000_000_000

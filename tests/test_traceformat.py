@@ -1,4 +1,4 @@
-"""ioassess/traceformat.py must mirror plugin/ioassess-trace.h exactly: this compiles a C
+"""ioassess/inputs/traceformat.py must mirror plugin/ioassess-trace.h exactly: this compiles a C
 program against the header that prints the layout of every struct field and the value of every
 constant, and compares them with the numpy dtypes and Python constants."""
 import math
@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from ioassess import traceformat as tf
+from ioassess.inputs import traceformat as tf
 
 HEADER = pathlib.Path(__file__).resolve().parents[1] / "plugin" / "ioassess-trace.h"
 

@@ -1,4 +1,4 @@
-"""`ioassess train` (models/training.py): real workloads under the real recorder in real page-cache
+"""`ioassess train` (ioassess/site/training.py): real workloads under the real recorder in real page-cache
 states, on a small grid, then the fit, the model file and the training report; and the
 command's refusals and clean-up, as an admin would meet them."""
 import dataclasses
@@ -15,11 +15,11 @@ import pytest
 
 from ioassess.models.causes import bound_order_violations
 from ioassess.models.modelfile import load_model, save_model
-from ioassess.models.training import (CACHED_RESIDENT, PROFILES, REWRITTEN_CELL, UNCACHED_RESIDENT, RunConfig, Trainer,
-                                      TrainingError, check_training_dir, fit_model, measure_all, ops_per_run,
-                                      rewritten_span, save_measurements, size_point, training_grid)
-from ioassess.traceformat import Op
-from ioassess.models.training_report import write_training_report
+from ioassess.site.training import (CACHED_RESIDENT, PROFILES, REWRITTEN_CELL, UNCACHED_RESIDENT, RunConfig, Trainer,
+                                    TrainingError, check_training_dir, fit_model, measure_all, ops_per_run,
+                                    rewritten_span, save_measurements, size_point, training_grid)
+from ioassess.inputs.traceformat import Op
+from ioassess.site.training_report import write_training_report
 from ioassess.progress import Progress
 
 PROVENANCE = {"source": "tests", "host": "test-host", "kernel": "test", "date": "2026-11-21",

@@ -14,8 +14,8 @@ import pytest
 
 from recorder_helpers import describe, load, run, select
 from ioassess import recorder_library_path
-from ioassess.models.training import workload_program_path
-from ioassess.traceformat import OP_NAMES
+from ioassess.site.training import workload_program_path
+from ioassess.inputs.traceformat import OP_NAMES
 
 WORKLOAD = workload_program_path()
 RECORDER = recorder_library_path()

@@ -2,7 +2,7 @@
 
 A Job is what the assessment reads: the ops it knows one by one (columns), the I/O it knows
 only in aggregate (per-file counters), the processes, the files with their file systems, the
-job's facts, and notes on what is missing or partial. Loaders (ioassess.load) build Jobs;
+job's facts, and notes on what is missing or partial. Loaders (ioassess.inputs.load) build Jobs;
 nothing downstream knows which input a number came from, except through Job.inputs and the
 tier of each table.
 

@@ -24,11 +24,11 @@ import subprocess
 import tempfile
 import time
 
-from . import recorder_library_path
-from .jsonfile import (Invalid, JsonFileError, check_format, check_keys, choice, iso_date, json_type, read_json_file,
-                       typed, whole_number, write_json_file)
-from .files import file_system_of, work_dir_problem
-from .progress import Progress
+from .. import recorder_library_path
+from ..jsonfile import (Invalid, JsonFileError, check_format, check_keys, choice, iso_date, json_type, read_json_file,
+                        typed, whole_number, write_json_file)
+from ..files import file_system_of, work_dir_problem
+from ..progress import Progress
 
 GRID_FORMAT = "ioassess-iomodels-grid"
 GRID_VERSION = 1

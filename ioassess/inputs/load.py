@@ -1,7 +1,7 @@
 """Loading: one Job from any mix of recorder trace directories/files and Darshan logs.
 
-load_job() sorts the inputs by kind, reads the traces together (ioassess.trace) and each
-Darshan log (ioassess.darshan_log), and merges them into one Job: Darshan gives the job's facts,
+load_job() sorts the inputs by kind, reads the traces together (ioassess.inputs.trace) and each
+Darshan log (ioassess.inputs.darshan_log), and merges them into one Job: Darshan gives the job's facts,
 mount points and Lustre striping; the trace gives the per-op timings of the POSIX layer and,
 when libioassess-mpiio.so recorded it, of the MPI-IO layer.
 Inputs that belong to different jobs are refused.

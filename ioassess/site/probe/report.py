@@ -6,9 +6,9 @@ import json
 import os
 import re
 
-from ..files import replace_atomically
-from ..html import write_page
-from ..report import render
+from ...files import replace_atomically
+from ...html import write_page
+from ...report import render
 from .slowdown import KINDS, SLOW_FACTOR, probe_slowdown, slow_spans
 
 TEMPLATE_DIR = os.path.join(os.path.dirname(__file__), "templates")

@@ -11,8 +11,8 @@ import os
 
 import numpy as np
 
-from ..files import file_system_of, mount_table, read_settings_file
-from ..job import mount_of
+from ...files import file_system_of, mount_table, read_settings_file
+from ...inputs.job import mount_of
 from .slowdown import SLOW_FACTOR, probe_slowdown, slow_spans
 from .store import DAMAGED_STORE_ERRORS, Store, StoreError
 

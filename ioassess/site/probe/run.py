@@ -13,7 +13,7 @@ import sqlite3
 import sys
 import time
 
-from ..escape import printable
+from ...escape import printable
 from .store import Store
 from .target import ProbeFailure, TargetProbe
 

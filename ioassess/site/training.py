@@ -31,16 +31,15 @@ import numpy as np
 # Imported now, not on first use: an import that Ctrl-C interrupts can leave numpy half made.
 from numpy.random import default_rng
 
-from ioassess import recorder_library_path
-from ioassess.files import file_system_facts, work_dir_problem
-from ioassess.progress import Progress
-from ioassess.trace import read_trace_dir
-from ioassess.traceformat import Op
-
-from .causes import (APPENDED, FLUSHED, JOINT_BYTES, CauseModel, ModelLine, fit_segmented_line, fit_separating_line,
-                     fit_straight_line, fit_upper_envelope, joined_line, line_errors)
-from .density import density_log10, find_clusters
-from .modelfile import save_model
+from .. import recorder_library_path
+from ..files import file_system_facts, work_dir_problem
+from ..inputs.trace import read_trace_dir
+from ..inputs.traceformat import Op
+from ..models.causes import (APPENDED, FLUSHED, JOINT_BYTES, CauseModel, ModelLine, fit_segmented_line,
+                             fit_separating_line, fit_straight_line, fit_upper_envelope, joined_line, line_errors)
+from ..models.density import density_log10, find_clusters
+from ..models.modelfile import save_model
+from ..progress import Progress
 from .training_report import write_training_report
 
 # States of the page cache the generator runs in, and the class each one's ops are. cached:

@@ -4,7 +4,7 @@ import os
 import sys
 import time
 
-from ..escape import printable
+from ...escape import printable
 from ..iomodels import parse_size
 from .config import (DEFAULT_DATA_SIZE, DEFAULT_DB, DEFAULT_POOL_FILES, ProbeConfigError, ProbeSettings, Target,
                      parse_interval, read_config)

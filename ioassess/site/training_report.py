@@ -8,7 +8,7 @@ import numpy as np
 
 from ioassess.html import new_figure, png_data_uri, write_page
 
-from .causes import FLUSHED, LINE_OPS
+from ..models.causes import FLUSHED, LINE_OPS
 
 MAX_POINTS_PER_SIZE = 400      # plotted observations per size; the rest are summarised by the lines
 LAYOUT_COLOURS = {"off0": "#1f77b4", "rnd": "#d62728"}

@@ -30,10 +30,10 @@ import sys
 import syslog
 import time
 
-from .escape import printable
-from .files import read_settings_file
+from ..escape import printable
+from ..files import read_settings_file
 
-from .models.modelfile import SITE_MODELS_DIR, SITE_MODELS_ENV, model_dirs, site_model_dir
+from ..models.modelfile import SITE_MODELS_DIR, SITE_MODELS_ENV, model_dirs, site_model_dir
 
 DEFAULT_CONFIG = "/etc/ioassess/epilog.conf"
 CONFIG_SECTION = "epilog"
@@ -56,9 +56,9 @@ PR_SET_CHILD_SUBREAPER = 36   # <linux/prctl.h>
 WORKER_BOOTSTRAP = ("import sys\n"
                     "if sys.argv[1] not in sys.path:\n"
                     "    sys.path.insert(0, sys.argv[1])\n"
-                    "from ioassess.epilog import worker_main\n"
+                    "from ioassess.site.epilog import worker_main\n"
                     "sys.exit(worker_main(int(sys.argv[2])))\n")
-PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # of ioassess/site/
 PLACEHOLDER = re.compile(r"%(.?)")
 PLACEHOLDERS = "%j job id, %u user name, %U uid, %h node, %w job's working directory, %H home, %% a %"
 
@@ -642,8 +642,8 @@ def summary_line(outcome, left_out, first):
 
 def worker_main(result_fd):
     """The worker: the Work as JSON on stdin; its outcome as JSON on result_fd."""
-    from .load import LoadError
-    from .models.modelfile import ModelFileError
+    from ..inputs.load import LoadError
+    from ..models.modelfile import ModelFileError
     left_out = []
     try:
         work = Work(**json.load(sys.stdin))
@@ -679,7 +679,7 @@ def make_job_report(work, left_out):
     """Find the job's traces and Darshan log and write its report; the outcome to log. The
     inputs left out (another user's files, a Darshan log of another job, traces that cannot be
     read) are appended to left_out, one `PATH: problem` each."""
-    from .report import make_report
+    from ..report import make_report
     traces = job_trace_files(work.trace_dir, work.job_id, work.uid, left_out)
     darshan_logs = (job_darshan_logs(work.darshan_logpath, work.user, work.job_id, work.darshan_days)
                     if work.darshan_logpath else [])
@@ -715,8 +715,8 @@ def make_job_report(work, left_out):
 def trace_problems(notes, traces):
     """The job's notes that say why one of the traces could not be read: those that start with
     its path as TraceFileError puts it (behind "not used: " when no trace could be read)."""
-    from .load import NOT_USED
-    from .trace import TraceFileError
+    from ..inputs.load import NOT_USED
+    from ..inputs.trace import TraceFileError
     prefixes = tuple(str(TraceFileError(path, "")) for path in traces)
     return [note for note in notes if note.removeprefix(NOT_USED).startswith(prefixes)]
 
@@ -801,7 +801,7 @@ def job_darshan_logs(logpath, user, job_id, days, today=None):
 def choose_darshan_log(paths, uid, job_id, left_out):
     """[the largest of paths that is a regular file of the job's user and, read with the
     project's Darshan reader, a log of job job_id], or []; the others are appended to left_out."""
-    from .darshan_log import DarshanLogError, read_darshan_log
+    from ..inputs.darshan_log import DarshanLogError, read_darshan_log
     owned = users_files(paths, uid, left_out)
     for index, path in enumerate(owned):
         try:

@@ -18,7 +18,7 @@ import argparse
 import dataclasses
 import re
 
-from ..files import read_settings_file
+from ...files import read_settings_file
 from ..iomodels import parse_size
 
 DEFAULT_DB = "/var/lib/ioassess/probe.sqlite"
