@@ -10,6 +10,7 @@ import numpy as np
 from .inputs import traceformat as tf
 from .escape import printable
 from .inputs.trace import OTHER_FILES_ID, totals
+from .units import count_text
 
 TOP_FILES = 10
 # The text lists this many processes; the JSON lists all.
@@ -59,8 +60,8 @@ def _amounts(grouped, i):
 def format_text(summary):
     """The summary as a plain-text report (errors are not included: they go to stderr)."""
     hosts = summary["hosts"]
-    lines = [f"{_plural(summary['process_count'], 'process')} on {_plural(len(hosts), 'host')}, "
-             f"{_plural(summary['file_count'], 'file')} with I/O",
+    lines = [f"{count_text(summary['process_count'], 'process')} on {count_text(len(hosts), 'host')}, "
+             f"{count_text(summary['file_count'], 'file')} with I/O",
              f"ops: {summary['ops_kept']} kept individually, {summary['ops_not_kept']} only in the summary table "
              f"(past the record cap), {summary['ops_lost']} lost", ""]
     processes = summary["processes"]
@@ -82,10 +83,6 @@ def format_text(summary):
         [[kind["op"], kind["direction"], kind["count"], kind["bytes"], _seconds(kind["duration_s"]), kind["errors"]]
          for kind in summary["op_kinds"] + totals_rows])
     return "\n".join(lines) + "\n"
-
-
-def _plural(count, noun):
-    return f"{count} {noun}" + ("" if count == 1 else "es" if noun.endswith("s") else "s")
 
 
 def _end(process):

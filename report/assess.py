@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from ioassess.site.iomodels import place_on_grid
+from ioassess.site.iomodels import io_model_name, place_on_grid
 from ioassess.inputs.job import DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, Flag, op_column
 from ioassess.models.causes import (APPENDED, CLASSES, FLUSHED, LAYOUT_UNKNOWN, bound_seconds, cached_typical_seconds,
                                     classify, memory_layout_codes)
@@ -844,7 +844,7 @@ def io_model_cell(job):
     per_node = not shared_all and hosts > 1 and _files_are_per_node(job, processes, per_file)
     return {"processes_doing_io": int(p_count), "processes_per_file": round(k_weighted, 3),
             "files": len(per_file), "hosts": hosts,
-            "name": "file per node" if per_node and k_weighted > 1.05 else _io_model_name(p_count, k_weighted)}
+            "name": io_model_name(p_count, k_weighted, per_node)}
 
 
 def _files_are_per_node(job, processes, per_file):
@@ -916,16 +916,6 @@ def _pair_bytes(process, file, nbytes):
         unique, inverse = np.unique(key, return_inverse=True)
         summed = np.bincount(inverse, nbytes.astype(float))
     return zip((unique // files).tolist(), (unique % files).tolist(), summed.tolist())
-
-
-def _io_model_name(p, k):
-    if p <= 1:
-        return "serial"
-    if k <= 1.05:
-        return "file per process"
-    if k >= 0.95 * p:
-        return "shared file"
-    return "subset"
 
 
 def scatter_sample(job, per_op, points=SCATTER_POINTS):

@@ -2,7 +2,6 @@
 template (templates/report.html.j2). One self-contained page: plots are inline SVG, styles
 inline, no script and no external resource; its size does not grow with the number of ops (the
 assessment carries a bounded sample and binned series)."""
-import datetime
 import math
 import os
 
@@ -10,6 +9,8 @@ import markupsafe
 import numpy as np
 
 from ioassess.html import write_page
+from ioassess.units import (bytes_text, clock_text, count_text, interval_text, plural, rate_text, seconds_text,
+                            share_text)
 from ioassess.models.causes import CLASSES
 
 from . import svg
@@ -124,13 +125,12 @@ def io_model_plot(assessment):
     site = assessment["site_grid"]
     measured = [(m["processes"], m["processes_per_file"], m["mib_per_s"],
                  f"{m['name']}, P = {m['processes']}, k = {m['processes_per_file']}: {rate_text(m['mib_per_s'])} "
-                 f"(fastest of {m['models']} model{'s' if m['models'] != 1 else ''} measured)")
+                 f"(fastest of {count_text(m['models'], 'model')} measured)")
                 for m in (site["cells"] if site else [])]
     return markupsafe.Markup(svg.io_model_grid(cell["processes_doing_io"], cell["processes_per_file"], cell["name"],
                                                measured))
 
 
-PLURALS = {"rank": "ranks", "process": "processes"}
 PER_PROCESS_COLOURS = {"lost": "#d62728", "not lost": "#1f77b4", "most lost": "#67000d", "slowest": "#08306b"}
 
 
@@ -147,7 +147,7 @@ def per_process_plot(assessment):
     binned = plot["units_per_bin"] > 1
     markers = [(f"slowest {unit} of a bin", PER_PROCESS_COLOURS["slowest"], plot["io_s_max"]),
                ("most lost in a bin", PER_PROCESS_COLOURS["most lost"], plot["lost_s_max"])] if binned else []
-    title = f"I/O time per {unit}" + (f" (mean of {plot['units_per_bin']} {PLURALS[unit]} a bar)" if binned else "")
+    title = f"I/O time per {unit}" + (f" (mean of {plot['units_per_bin']} {plural(unit)} a bar)" if binned else "")
     x_label = "rank" if unit == "rank" else "processes with I/O, by pid"
     return markupsafe.Markup(svg.stacked_bars(title, plot["start"], plot["units_per_bin"], series,
                                               f"I/O time and time lost per {unit}", x_label=x_label,
@@ -181,7 +181,7 @@ LAYER_NAMES = {"mpiio": "MPI-IO", "posix": "POSIX", "stdio": "STDIO"}   # upper 
 def page_data(assessment):
     return {"a": assessment, "provenance": provenance_rows(assessment["model"]["provenance"]),
             "layer_columns": [layer for layer in LAYER_NAMES if any(row[layer] for row in assessment["layers"])],
-            "layer_names": LAYER_NAMES, "plurals": PLURALS,
+            "layer_names": LAYER_NAMES, "plural": plural,
             "plots": {"scatter": [p for p in (scatter_plot(assessment, d) for d in ("read", "write")) if p],
                       "timeline": timeline_plot(assessment), "slowdown": slowdown_plot(assessment),
                       "order_statistics": order_statistics_plot(assessment),
@@ -189,55 +189,8 @@ def page_data(assessment):
                       "file_system": file_system_plots(assessment)}}
 
 
-def seconds_text(value):
-    """Three significant digits in the unit that fits: 1.23 h, 45.6 min, 7.80 s, 12.0 ms, 3.40 µs."""
-    if value is None:
-        return "–"
-    rounded = abs(float(f"{value:.3g}"))   # so that 999.96 ms is 1.00 s, not 1000 ms
-    for unit, scale in (("h", 3600.0), ("min", 60.0), ("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
-        if rounded >= scale * (1 - 1e-9) or unit == "ns":
-            return f"{_three_digits(value / scale)} {unit}"
-
-
-def _three_digits(number):
-    if number == 0:
-        return "0"
-    decimals = max(0, 2 - math.floor(math.log10(abs(float(f"{number:.3g}")))))
-    return f"{number:.{decimals}f}"
-
-
-def bytes_text(value):
-    """512 B, 3.0 KiB, 1.5 GiB."""
-    if value is None:
-        return "–"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-
-
-def rate_text(mib_per_s):
-    """Three significant digits: 1724 MiB/s, 35.2 MiB/s, 0.0123 MiB/s."""
-    return "–" if mib_per_s is None else f"{_three_digits(mib_per_s)} MiB/s"
-
-
-def share_text(value):
-    return "–" if value is None else f"{100 * value:.1f} %"
-
-
-def interval_text(low, high, unit=seconds_text):
-    """One value when both ends agree within 1 %, else "low – high"."""
-    if high - low <= 0.01 * max(abs(high), 1e-12):
-        return unit(high)
-    return f"{unit(low)} – {unit(high)}"
-
-
-def clock_text(epoch_s):
-    """The local time of day, HH:MM:SS."""
-    return datetime.datetime.fromtimestamp(epoch_s).strftime("%H:%M:%S")
-
-
-FILTERS = {"seconds": seconds_text, "bytes": bytes_text, "share": share_text, "rate": rate_text, "clock": clock_text}
+FILTERS = {"seconds": seconds_text, "bytes": bytes_text, "share": share_text, "rate": rate_text, "clock": clock_text,
+           "count": count_text}
 
 
 def write_report(path, assessment, mode=0o600, group=-1):

@@ -10,6 +10,8 @@ from html import escape
 
 import numpy as np
 
+from ioassess.units import bytes_label, seconds_label
+
 MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 64, 150, 28, 44
 FONT = 'font-family="sans-serif" font-size="11"'
 
@@ -81,20 +83,6 @@ def _svg(width, height, parts, description):
 
 def _decades(low, high):
     return [10.0 ** e for e in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)]
-
-
-def seconds_label(value):
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
-        if value >= scale * 0.999:
-            return f"{value / scale:g} {unit}"
-    return f"{value:g} s"
-
-
-def bytes_label(value):
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if value >= scale:
-            return f"{value / scale:g} {unit}"
-    return f"{value:g} B"
 
 
 def scatter_plot(title, groups, lines, description, width=640, height=400):

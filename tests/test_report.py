@@ -12,7 +12,7 @@ import pytest
 
 from ioassess import read_trace_dir
 from ioassess.site.training import workload_program_path
-from ioassess.report.render import seconds_text
+from ioassess.units import bytes_label, bytes_text, count_text, seconds_text
 from recorder_helpers import evict, random_data_file, shipped_darshan_logs
 
 FILE_BYTES = 512 << 20   # 8192 slots of READ_BYTES: few reads find a page an earlier read brought in
@@ -176,6 +176,21 @@ def test_a_process_killed_midway_is_named_in_the_report(ioassess, tmp_path):
     (0, "0 ns"), (None, "–")])
 def test_durations_read_as_three_digits_in_the_unit_that_fits(seconds, text):
     assert seconds_text(seconds) == text
+
+
+@pytest.mark.parametrize("count, noun, text", [
+    (1, "file", "1 file"), (0, "file", "0 files"), (2, "process", "2 processes"), (1, "process", "1 process"),
+    (3, "launcher process", "3 launcher processes"), (7, "fsync or fdatasync call", "7 fsync or fdatasync calls"),
+    (2, "rank", "2 ranks")])
+def test_counts_take_the_plural_of_their_last_word(count, noun, text):
+    assert count_text(count, noun) == text
+
+
+@pytest.mark.parametrize("size, value, label", [
+    (512, "512 B", "512 B"), (1536, "1.5 KiB", "1536 B"), (1 << 20, "1.0 MiB", "1 MiB"),
+    (64 << 30, "64.0 GiB", "64 GiB"), (5 << 40, "5.0 TiB", "5120 GiB")])
+def test_sizes_read_in_powers_of_1024(size, value, label):
+    assert (bytes_text(size), bytes_label(size)) == (value, label)
 
 
 @pytest.mark.slow

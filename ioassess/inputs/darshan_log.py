@@ -30,6 +30,7 @@ import warnings
 
 import numpy as np
 
+from ..units import count_text
 from .job import (DARSHAN_RECORD_COLUMNS, DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, MAX_RANKS, NO_IO_NOTE, OP_COLUMNS,
                   SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Job, JobFile, JobInput, JobProcess, empty_columns, mount_of)
 
@@ -358,7 +359,7 @@ def _read_contents(ffi, lib, path, said):
                 continue
             if damaged:
                 failed.append(module)
-                used = f"only its first {_count(records_read, 'record')} can be used" if records_read else \
+                used = f"only its first {count_text(records_read, 'record')} can be used" if records_read else \
                     "none of its records can be used"
                 problems.append(f"The {module} module's data is damaged{_quoted(said()[mark:])}: {used}.")
         if failed and not any(len(c[0]) for c in counters.values()) and not any(len(d[0]) for d in dxt.values()):
@@ -744,12 +745,12 @@ def _counter_tables(counters, problems):
                 "max_op_seconds": np.where(np.isfinite(max_seconds) & (max_seconds >= 0), max_seconds, np.nan),
                 "max_op_size": np.where(max_size >= 0, max_size, -1),
                 "has_bins": np.full(len(records), bins_prefix is not None),
-                "syncs": _sync_count(module, direction, counter, names),
+                "syncs": _synccount_text(module, direction, counter, names),
             })
             bin_tables.append(np.maximum(bins, 0))
         if negative.any():
             problems.append(f"Negative operation counts, byte counts or times (a bug of some older Darshan versions, "
-                            f"or damaged data) in {_count(np.count_nonzero(negative), module + ' record')} are "
+                            f"or damaged data) in {count_text(np.count_nonzero(negative), module + ' record')} are "
                             f"taken as 0.")
     rows = _concatenated(row_tables, {"record_id": np.uint64, "rank": np.int64, "layer": np.uint8,
                                       "direction": np.uint8, "ops": np.int64, "bytes": np.int64,
@@ -793,7 +794,7 @@ def _record_table(counters, nprocs):
     return _concatenated(tables, dtypes)
 
 
-def _sync_count(module, direction, counter, names):
+def _synccount_text(module, direction, counter, names):
     """fsync and fdatasync calls of a POSIX write row (Darshan counts their time as write time);
     0 for other rows."""
     if module != "POSIX" or direction != "write":
@@ -894,17 +895,13 @@ def _truncated_dxt_problems(missing, names):
         worst = sorted(by_file.items(), key=lambda item: -item[1][1])
         listed = [f"{_file_name(names, record_id)} ({_ranks_text(ranks)}: {ops} missing)"
                   for record_id, (ranks, ops) in worst[:NOTE_LIST_LIMIT]]
-        more = f" and {_count(len(worst) - NOTE_LIST_LIMIT, 'more file')}" if len(worst) > NOTE_LIST_LIMIT else ""
+        more = f" and {count_text(len(worst) - NOTE_LIST_LIMIT, 'more file')}" if len(worst) > NOTE_LIST_LIMIT else ""
         total_missing, total_counted = int(missing["ops"][here].sum()), int(missing["counted"][here].sum())
         problems.append(f"The {module} trace is truncated (DXT stops recording when its buffer is full): it lacks "
                         f"{total_missing} of the {total_counted} operations the {counters_module} counters count "
-                        f"in {_count(len(worst), 'file')}, {', '.join(listed)}{more}; those operations are assessed "
-                        f"from the counters.")
+                        f"in {count_text(len(worst), 'file')}, {', '.join(listed)}{more}; those operations are "
+                        f"assessed from the counters.")
     return problems
-
-
-def _count(n, thing):
-    return f"{n} {thing}" if n == 1 else f"{n} {thing}s"
 
 
 def _ranks_text(ranks):

@@ -32,6 +32,7 @@ import time
 
 from ..escape import printable
 from ..files import read_settings_file
+from ..units import count_text
 
 from ..models.modelfile import SITE_MODELS_DIR, SITE_MODELS_ENV, model_dirs, site_model_dir
 
@@ -635,7 +636,7 @@ def summary_line(outcome, left_out, first):
     """The outcome and, when inputs were left out, how many and the first of them."""
     if not left_out:
         return outcome
-    return f"{outcome}; {left_out} {'input' if left_out == 1 else 'inputs'} left out, the first: {first}"
+    return f"{outcome}; {count_text(left_out, 'input')} left out, the first: {first}"
 
 
 # ---- the worker: runs as the job's user ----

@@ -29,6 +29,7 @@ from ..jsonfile import (Invalid, JsonFileError, check_format, check_keys, choice
                         typed, whole_number, write_json_file)
 from ..files import file_system_of, work_dir_problem
 from ..progress import Progress
+from ..units import bytes_label, count_text
 
 GRID_FORMAT = "ioassess-iomodels-grid"
 GRID_VERSION = 1
@@ -86,15 +87,18 @@ def model_numbers(nodes, writers_per_node, files_per_node, nodes_per_file):
     return processes, per_file, nodes * files_per_node // nodes_per_file
 
 
-def io_model_name(processes, per_file, files_per_node, nodes_per_file):
-    """The model's name in the words of the report's I/O-model cell."""
-    if processes == 1:
+def io_model_name(processes, per_file, per_node=False):
+    """The name of Sisneros' I/O model of P processes, k of them per file (a job's k is weighted
+    by bytes, so it is within 5 % of a whole number of processes), and whether each file is used
+    by the processes of one node only: serial, file per process, shared file, file per node,
+    subset. The grid's cells and the job's cell are named by it."""
+    if processes <= 1:
         return "serial"
-    if per_file == 1:
+    if per_file <= 1.05:
         return "file per process"
-    if per_file == processes:
+    if per_file >= 0.95 * processes:
         return "shared file"
-    if files_per_node == 1 and nodes_per_file == 1:
+    if per_node:
         return "file per node"
     return "subset"
 
@@ -127,14 +131,14 @@ def _cell(model, mib_per_s_repeats):
     processes, per_file, files = model_numbers(*model)
     median = statistics.median(mib_per_s_repeats)
     return {"processes": processes, "processes_per_file": per_file, **dict(zip(MODEL_FIELDS, model)),
-            "files": files, "name": io_model_name(processes, per_file, files_per_node, nodes_per_file),
+            "files": files, "name": io_model_name(processes, per_file, files_per_node == nodes_per_file == 1),
             "mib_per_s": median, "mib_per_s_repeats": mib_per_s_repeats,
             "mib_per_node_hour": median * 3600 / nodes}
 
 
 def _describe_model(model):
     processes, per_file, _ = model_numbers(*model)
-    return (f"P={processes} k={per_file} on {_nodes_text(model[0])} ({model[2]} files per node, "
+    return (f"P={processes} k={per_file} on {count_text(model[0], 'node')} ({model[2]} files per node, "
             f"{model[3]} nodes per file)")
 
 
@@ -208,9 +212,9 @@ def _check_cell(cell, where):
         raise Invalid(f"{where[:-1]}: processes, processes_per_file and files must be {model_numbers(*model)} "
                       f"for this model, got {numbers}")
     name = choice(cell, where, "name", NAMES)
-    if name != io_model_name(numbers[0], numbers[1], files_per_node, nodes_per_file):
+    if name != io_model_name(numbers[0], numbers[1], files_per_node == nodes_per_file == 1):
         raise Invalid(f"{where}name: this model is named "
-                      f"{json.dumps(io_model_name(numbers[0], numbers[1], files_per_node, nodes_per_file))}")
+                      f"{json.dumps(io_model_name(numbers[0], numbers[1], files_per_node == nodes_per_file == 1))}")
     _positive(cell["mib_per_s"], f"{where}mib_per_s")
     _positive(cell["mib_per_node_hour"], f"{where}mib_per_node_hour")
     repeats = typed(cell, where, "mib_per_s_repeats", list)
@@ -278,7 +282,7 @@ def format_grid(grid):
     nodes_from = "simulated: --ranks-per-node" if provenance["nodes_from"] == "ranks-per-node" else "hosts"
     lines = [f"I/O models of {provenance['file_system']['type']} at {provenance['file_system']['mount']} "
              f"({provenance['directory']}) from {provenance['host']}, {provenance['date']}: "
-             f"{_size_text(provenance['total_bytes'])} per model, {provenance['processes']} processes on "
+             f"{bytes_label(provenance['total_bytes'])} per model, {provenance['processes']} processes on "
              f"{provenance['nodes']} nodes ({nodes_from}), {provenance['layout']}, "
              f"median of {provenance['repeats']}",
              f"{'P':>6} {'k':>6} {'nodes':>6} {'files/node':>10} {'nodes/file':>10}  {'model':<16} "
@@ -295,18 +299,7 @@ def format_grid(grid):
 
 
 def _cell_text(cell):
-    return f"{cell['name']} P={cell['processes']} k={cell['processes_per_file']} on {_nodes_text(cell['nodes'])}"
-
-
-def _nodes_text(nodes):
-    return f"{nodes} node" + ("s" if nodes != 1 else "")
-
-
-def _size_text(size):
-    for unit, scale in (("GiB", 1 << 30), ("MiB", MiB), ("KiB", 1 << 10)):
-        if size >= scale and size % scale == 0:
-            return f"{size // scale} {unit}"
-    return f"{size} B"
+    return f"{cell['name']} P={cell['processes']} k={cell['processes_per_file']} on {count_text(cell['nodes'], 'node')}"
 
 
 def parse_size(text):
@@ -394,7 +387,7 @@ def _read_results(output, stream):
                 continue
             measurements.append(line)
             progress.advance(1, f"P={line['processes']} k={line['processes_per_file']} on "
-                                f"{_nodes_text(line['nodes'])}, repeat {line['repeat'] + 1}")
+                                f"{count_text(line['nodes'], 'node')}, repeat {line['repeat'] + 1}")
         except (json.JSONDecodeError, KeyError, TypeError):
             raise IoModelsError(f"unexpected output of {PROGRAM}: {text.strip()[:200]}") from None
     return header, measurements
@@ -436,7 +429,7 @@ def measure_grid(sweep, output, stream):
         raise IoModelsError(f"{output}: its directory does not exist")
     work_dir = tempfile.mkdtemp(prefix="ioassess-iomodels-", dir=sweep.directory)
     try:
-        stream.write(f"ioassess iomodels: {sweep.processes} processes, {_size_text(sweep.total_bytes)} per model, "
+        stream.write(f"ioassess iomodels: {sweep.processes} processes, {bytes_label(sweep.total_bytes)} per model, "
                      f"{sweep.repeats} repeats, in {work_dir}\n")
         header, measurements = run_benchmark(benchmark_command(mpiexec, program, work_dir, sweep), stream)
     finally:

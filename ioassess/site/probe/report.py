@@ -9,6 +9,7 @@ import re
 from ...files import replace_atomically
 from ...html import write_page
 from ...report import render
+from ...units import seconds_text
 from .slowdown import KINDS, SLOW_FACTOR, probe_slowdown, slow_spans
 
 TEMPLATE_DIR = os.path.join(os.path.dirname(__file__), "templates")
@@ -56,7 +57,7 @@ def write_html(path, data):
              for target in data["targets"]}
     write_page(path, TEMPLATE_DIR, "probe.html.j2", {"d": data, "plots": plots, "time": time_text,
                                                       "kinds": KINDS},
-               {"seconds": render.seconds_text, "factor": factor_text}, 0o644)
+               {"seconds": seconds_text, "factor": factor_text}, 0o644)
 
 
 def time_text(seconds):
