@@ -31,7 +31,7 @@ import numpy as np
 
 from ioassess.inputs.load import load_job
 from ioassess.models.modelfile import load_model
-from ioassess.report.assess import CLASS_CODES, classify_ops
+from ioassess.report.classify import CLASS_CODES, classify_ops
 from ioassess.report.ground_truth import agreement
 
 HERE = os.path.dirname(os.path.abspath(__file__))

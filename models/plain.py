@@ -14,3 +14,9 @@ def finite_or_none(value):
 def finite_list(values):
     """A list of finite_or_none of each value."""
     return [finite_or_none(value) for value in values]
+
+
+def ratio_or_none(numerator, denominator):
+    """numerator / denominator as a float, or None when the denominator is not a positive finite
+    number."""
+    return float(numerator / denominator) if denominator and math.isfinite(denominator) and denominator > 0 else None

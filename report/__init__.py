@@ -7,11 +7,11 @@ import math
 
 from ioassess.escape import printable
 from ioassess.files import replace_atomically
-from ioassess.site.iomodels import GridFileError, load_site_grid
 from ioassess.inputs.load import load_job
 from ioassess.models.modelfile import load_model, model_path
-from ioassess.site.probe.during_job import find_probe_db
 from ioassess.progress import Progress
+from ioassess.site.iomodels import GridFileError, load_site_grid
+from ioassess.site.probe.during_job import find_probe_db
 
 from .assess import assess
 from .model_choice import choose_model, given_model_choice

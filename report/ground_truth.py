@@ -12,7 +12,7 @@ cause it overrides the model (docs/assessment.md, "The kernel's word"):
 - a write into new pages only (past the end of the file, or whole pages of an uncached file:
   nothing to read first) that took as long as storage I/O waited for memory, not the device;
   with the model's appended line, one beyond its bound did, and a write past the end of the
-  file is compared with an append's typical time (report/assess.py, classify_ops).
+  file is compared with an append's typical time (report/classify.py, classify_ops).
 
 An op that was not sampled keeps the model's class, except where every sampled op of its
 process, file and direction (at least MIN_SAMPLES of them, the first ops of each file are
@@ -23,7 +23,7 @@ uncached: every sample the same of the two).
 """
 import numpy as np
 
-from ioassess.inputs.job import DIRECTIONS, op_column
+from ioassess.inputs.job import READ, WRITE, op_column
 
 # The kernel's verdict of an op (codes of KERNEL_STATES; NOT_SAMPLED: no sample).
 NOT_SAMPLED = -1
@@ -31,7 +31,6 @@ NOT_SAMPLED = -1
 # a write only at or past the end of the file (an append). Both go into new page-cache memory.
 KERNEL_STATES = ("cached", "partly cached", "not cached", "new pages", "past the end")
 CACHED, PARTLY, NOT_CACHED, NEW_PAGES, PAST_END = range(len(KERNEL_STATES))
-READ, WRITE = DIRECTIONS.index("read"), DIRECTIONS.index("write")
 PAGE_BYTES = 4096
 # Sampled ops of one process, file and direction that must all agree before unsampled ones
 # there are judged by them.

@@ -9,12 +9,12 @@ import markupsafe
 import numpy as np
 
 from ioassess.html import write_page
+from ioassess.models.causes import CLASSES
 from ioassess.units import (bytes_text, clock_text, count_text, interval_text, plural, rate_text, seconds_text,
                             share_text)
-from ioassess.models.causes import CLASSES
 
 from . import svg
-from .assess import ROW_CLASSES
+from .classify import ROW_CLASSES
 
 CLASS_COLOURS = {"memcpy": "#2ca02c", "cached": "#1f77b4", "uncached": "#ff7f0e", "slow": "#d62728",
                  "stall": "#e377c2", "allocation": "#bcbd22", "not modelled": "#7f7f7f",

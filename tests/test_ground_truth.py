@@ -16,7 +16,7 @@ from ioassess.inputs.load import load_job
 from ioassess.models.causes import LAYOUTS, memory_layout_codes
 from ioassess.models.modelfile import load_model, model_path
 from ioassess.site.training import workload_program_path
-from ioassess.report.assess import CLASS_CODES, classify_ops
+from ioassess.report.classify import CLASS_CODES, classify_ops
 from ioassess.report.ground_truth import CACHED, NEW_PAGES, NOT_CACHED, PAST_END
 from recorder_helpers import evict, random_data_file, tool
 

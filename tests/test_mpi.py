@@ -17,7 +17,7 @@ import pytest
 
 from ioassess import OP_DIRECTION, read_trace_dir
 from ioassess.site.iomodels import load_grid, place_on_grid
-from ioassess.report.render import rate_text
+from ioassess.units import rate_text
 from ioassess.inputs.traceformat import OP_LAYER
 from recorder_helpers import PROGS
 

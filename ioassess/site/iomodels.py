@@ -6,7 +6,7 @@ every I/O model from serial to one shared file, including files per node shared 
 nodes, and times each. measure_grid runs it with mpiexec over the whole sweep, keeps the median
 of the repeats of every model and saves the grid as versioned JSON; load_grid and
 load_site_grid read such a file back, validated, with one-line errors; place_on_grid puts a
-job's I/O-model cell (io_model_cell in report/assess.py) on a grid. docs/iomodels.md describes
+job's I/O-model cell (io_model_cell in report/io_model.py) on a grid. docs/iomodels.md describes
 the method, the file format and the placement. Only run_benchmark and measure_grid run
 programs; the rest are pure functions on plain data.
 """

@@ -1,0 +1,134 @@
+"""Per op, its class and its time lost compared with cached I/O.
+
+Ops known one by one (recorder traces, Darshan DXT) are classified by the model and each gets
+its time lost vs cached: duration minus the cached typical duration of its size. I/O known only
+in aggregate (Darshan counters, the recorder's summary table past its record cap) gets an
+estimate: its time if cached lies between the cached typical times at the two edges of its
+access-size bins, so its time lost is an interval.
+
+Where the recorder sampled the page cache before an op, the kernel's word overrides the model
+where it settles the cause (report/ground_truth.py): an op served from memory that took as
+long as storage I/O is a stall, a write that waited for new pages an allocation, neither blamed
+on storage. Memory layout is unknown without buffer addresses and taken as rnd
+(models/causes.py).
+"""
+
+import numpy as np
+
+from ioassess.inputs.job import LAYERS, Flag, op_column
+from ioassess.models.causes import (APPENDED, CLASSES, LAYOUT_UNKNOWN, bound_seconds, cached_typical_seconds, classify,
+                                    memory_layout_codes)
+
+from .ground_truth import NEW_PAGES, NOT_SAMPLED, PAST_END, inferred_verdicts, kernel_verdicts, overridden_classes
+
+# Class names in the tables: the model's classes, the causes only the kernel's samples tell,
+# then what no model covers.
+STALL = "stall"                    # the kernel saw the pages cached, yet it took as long as storage I/O
+ALLOCATION = "allocation"          # a write into new pages that took as long as storage I/O
+NOT_MODELLED = "not modelled"      # sync ops, failed calls, I/O of sizes/ops the model has no line for
+ESTIMATED = "counters (estimate)"  # I/O known only in aggregate
+ROW_CLASSES = CLASSES + (STALL, ALLOCATION, NOT_MODELLED, ESTIMATED)
+CLASS_CODES = {cls: code for code, cls in enumerate(ROW_CLASSES)}
+# Where time lost in each class comes from (the headline's "why").
+CAUSES = {"memcpy": "memory", "cached": "memory", "uncached": "storage", "slow": "storage", STALL: "stall",
+          ALLOCATION: "allocation"}
+IO_LAYERS = (LAYERS.index("posix"), LAYERS.index("stdio"))
+
+
+def classify_ops(job, model):
+    """Per op of Job.ops: class code (index into ROW_CLASSES) with the kernel's word applied and
+    the model's own (model_class), the kernel's verdict of its sample (kernel) and the verdict
+    it is judged by (judged: its own or its file's, report/ground_truth.py), cached typical
+    duration (NaN where not modelled; the appended line's for writes into new pages), time lost
+    (s), whether it counts as I/O time (POSIX/STDIO layer), and the indices of the ops the model
+    covers."""
+    ops = job.ops
+    is_io = np.isin(ops["layer"], IO_LAYERS)
+    modelled = is_io & (ops["direction"] < 2) & (ops["result"] >= 0)
+    if np.any(ops["buffer"] != 0):
+        layouts = memory_layout_codes(ops["buffer"], ops["tid"], ops["process"])
+    else:
+        layouts = np.full(len(ops["size"]), LAYOUT_UNKNOWN, np.int8)
+    directions = np.where(modelled, ops["direction"], np.uint8(2))
+    del modelled
+    codes = classify(model, directions, ops["size"], ops["duration_s"], layouts).astype(np.int8)
+    cached = cached_typical_seconds(model, directions, ops["size"], layouts)
+    not_modelled = (codes < 0) | np.isnan(cached)
+    codes[not_modelled] = CLASS_CODES[NOT_MODELLED]
+    covered = np.flatnonzero(is_io & ~not_modelled & (cached > 0))
+    # O_DIRECT ops went to the device whatever the page cache held: storage however fast, and
+    # the page cache's state (of the file's buffered ops) says nothing of them.
+    direct = (op_column(ops, "flags") & Flag.DIRECT) != 0
+    codes[direct & np.isin(codes, [CLASS_CODES["memcpy"], CLASS_CODES["cached"]])] = CLASS_CODES["uncached"]
+    verdict = kernel_verdicts(ops)
+    verdict[direct] = NOT_SAMPLED
+    judged = inferred_verdicts(ops, verdict)
+    judged[direct] = NOT_SAMPLED
+    classes = overridden_classes(codes, judged, ops["direction"], CLASS_CODES)
+    # Writes into new pages, judged by the appended line where the model has one: beyond its
+    # bound they waited for new memory; an append's time is the time if cached of those past the
+    # end of the file (a re-run appends too), not of whole-page overwrites of an uncached file (a
+    # re-run would overwrite cached pages).
+    new_pages = np.isin(judged, [NEW_PAGES, PAST_END]) & ~not_modelled
+    appended = np.zeros(len(classes), bool)
+    if new_pages.any():       # none without page-cache samples (Darshan logs, sampling off)
+        append_bound = bound_seconds(model, np.where(new_pages, directions, np.uint8(2)), ops["size"], layouts,
+                                     APPENDED)
+        new_pages &= ~np.isnan(append_bound)
+        classes[new_pages] = np.where(ops["duration_s"][new_pages] <= append_bound[new_pages], CLASS_CODES["cached"],
+                                      CLASS_CODES[ALLOCATION])
+        appended = new_pages & (judged == PAST_END)
+        append_typical = cached_typical_seconds(model, np.where(appended, directions, np.uint8(2)), ops["size"],
+                                                layouts, cls=APPENDED)
+        appended &= ~np.isnan(append_typical)
+        cached[appended] = append_typical[appended]
+    del layouts, directions
+    lost = np.maximum(ops["duration_s"] - cached, 0.0)
+    lost[not_modelled] = 0.0
+    return {"class": classes, "model_class": codes, "kernel": verdict, "judged": judged, "cached_typical_s": cached,
+            "lost_s": lost, "is_io": is_io, "modelled": covered, "appended": appended}
+
+
+def estimate_totals(job, model):
+    """Per row of Job.totals: time if cached and time lost as (low, high) intervals. The cached
+    typical time of each size bin's ops lies between the line at the bin's two edges; rows
+    without size bins use their mean op size (bytes / ops) for both edges."""
+    totals, bins = job.totals, job.size_bins
+    rows = len(totals["ops"])
+    cached_low, cached_high = np.zeros(rows), np.zeros(rows)
+    if rows:
+        keys = ("process", "file", "layer", "direction")
+        row_of = {tuple(int(totals[k][i]) for k in keys): i for i in range(rows)}
+        binned = np.zeros(rows, bool)
+        for j in range(len(bins["ops"])):
+            i = row_of.get(tuple(int(bins[k][j]) for k in keys))
+            if i is None or bins["direction"][j] >= 2:
+                continue
+            binned[i] = True
+            low, high = _bin_edges(bins["size_low"][j], bins["size_high"][j], totals["bytes"][i], totals["ops"][i])
+            edge_times = _cached_seconds(model, int(bins["direction"][j]), np.array([low, high]))
+            cached_low[i] += bins["ops"][j] * edge_times[0]
+            cached_high[i] += bins["ops"][j] * edge_times[1]
+        for i in np.flatnonzero(~binned & (totals["direction"] < 2) & (totals["ops"] > 0)):
+            mean_size = totals["bytes"][i] / totals["ops"][i]
+            time = totals["ops"][i] * _cached_seconds(model, int(totals["direction"][i]), np.array([mean_size]))[0]
+            cached_low[i] = cached_high[i] = time
+        unmodelled = totals["direction"] >= 2
+        cached_low[unmodelled] = cached_high[unmodelled] = totals["seconds"][unmodelled]
+    seconds = totals["seconds"]
+    if_cached_low, if_cached_high = np.minimum(cached_low, seconds), np.minimum(cached_high, seconds)
+    return {"if_cached_low_s": if_cached_low, "if_cached_high_s": if_cached_high,
+            "lost_low_s": seconds - if_cached_high, "lost_high_s": seconds - if_cached_low,
+            "is_io": np.isin(totals["layer"], IO_LAYERS)}
+
+
+def _bin_edges(size_low, size_high, row_bytes, row_ops):
+    low = max(int(size_low), 1)
+    high = int(size_high) if size_high >= 0 else max(low, int(row_bytes // max(row_ops, 1)))
+    return low, max(high, low)
+
+
+def _cached_seconds(model, direction, sizes):
+    layouts = np.full(len(sizes), LAYOUT_UNKNOWN, np.int8)
+    seconds = cached_typical_seconds(model, np.full(len(sizes), direction), sizes, layouts)
+    return np.nan_to_num(seconds, nan=0.0)

@@ -1,0 +1,203 @@
+"""Per process and per rank: I/O time and time lost of each process, what Darshan's shared-file
+records say of single ranks, the processes table, and the per-rank view with its imbalance."""
+import math
+
+import numpy as np
+
+from ioassess.inputs.job import LAYERS, MPIIO
+from ioassess.models.plain import ratio_or_none
+
+# The per-rank plot draws at most this many bars: beyond, each bar is a bin of consecutive ranks.
+RANK_PLOT_BINS = 200
+# The ranks that lost most, named in the per-process view.
+MOST_LOST_NAMED = 3
+
+
+def process_io(job, per_op, per_total):
+    """Per process (index into Job.processes): the `ops`, I/O time `io_s` and time lost
+    (`lost_low_s`, `lost_high_s`) of its POSIX and STDIO I/O: its ops known one by one and its
+    own counter rows (rows of rank -1, shared by all ranks, are no process's)."""
+    n = len(job.processes)
+    ops, totals = job.ops, job.totals
+    io, tio = per_op["is_io"], per_total["is_io"] & (totals["process"] >= 0)
+    p, tp = ops["process"][io], totals["process"][tio]
+    lost = np.bincount(p, per_op["lost_s"][io], n)
+    return {"ops": np.bincount(p, minlength=n) + np.bincount(tp, totals["ops"][tio], n),
+            "io_s": np.bincount(p, ops["duration_s"][io], n) + np.bincount(tp, totals["seconds"][tio], n),
+            "lost_low_s": lost + np.bincount(tp, per_total["lost_low_s"][tio], n),
+            "lost_high_s": lost + np.bincount(tp, per_total["lost_high_s"][tio], n)}
+
+
+def shared_record_ranks(job, per_total):
+    """What Darshan's shared-file records (rank -1, reduced over all ranks) say of single ranks:
+    per record with I/O known only from its counters, the fastest and slowest rank, their time
+    on the file (reads, writes and metadata: Darshan's *_F_FASTEST/SLOWEST_RANK_TIME) and bytes,
+    and the standard deviation of the time over the ranks; and per process of those ranks
+    (index into Job.processes) that time and a time lost pro rata: the record's time lost times
+    the rank's time over the record's summed time, at most all of it."""
+    n = len(job.processes)
+    per_process = {"io_s": np.zeros(n), "lost_low_s": np.zeros(n), "lost_high_s": np.zeros(n)}
+    records = job.darshan_records
+    totals = job.totals
+    shared_rows = per_total["is_io"] & (totals["process"] < 0)
+    process_of_rank = {p.rank: i for i, p in reversed(list(enumerate(job.processes))) if p.rank >= 0}
+    described = []
+    for r in np.flatnonzero((records["rank"] < 0) & (records["slowest_rank"] >= 0)).tolist():
+        rows = shared_rows & (totals["file"] == records["file"][r]) & (totals["layer"] == records["layer"][r])
+        seconds = float(totals["seconds"][rows].sum())
+        if not rows.any() or seconds <= 0:
+            continue
+        lost_low, lost_high = float(per_total["lost_low_s"][rows].sum()), float(per_total["lost_high_s"][rows].sum())
+        ranks = {}
+        for end in ("slowest", "fastest"):
+            rank, rank_s = int(records[f"{end}_rank"][r]), float(records[f"{end}_s"][r])
+            ranks[end] = {"rank": rank, "seconds": rank_s, "bytes": int(records[f"{end}_bytes"][r])}
+            process = process_of_rank.get(rank)
+            if process is not None and (end == "slowest" or rank != ranks["slowest"]["rank"]):
+                share = min(rank_s / seconds, 1.0)
+                per_process["io_s"][process] += rank_s
+                per_process["lost_low_s"][process] += share * lost_low
+                per_process["lost_high_s"][process] += share * lost_high
+        described.append({"file": job.files[records["file"][r]].name, "layer": LAYERS[records["layer"][r]],
+                          "seconds": seconds, **ranks, "std_s": _rank_time_std(records, r)})
+    described.sort(key=lambda d: -d["seconds"])
+    return {"per_process": per_process, "records": described}
+
+
+def _rank_time_std(records, r):
+    """Standard deviation of a shared record's time over the ranks, None where Darshan did not
+    compute its variance: NaN, or 0 although the fastest and slowest rank's times differ (the
+    POSIX variance of PyDarshan's example.darshan)."""
+    variance = float(records["variance_s"][r])
+    uncomputed = variance == 0 and records["slowest_s"][r] > records["fastest_s"][r]
+    return math.sqrt(variance) if math.isfinite(variance) and variance >= 0 and not uncomputed else None
+
+
+def launcher_processes(job):
+    """Indices of the processes of no rank in a job whose other processes have ranks: the MPI
+    launcher (mpiexec) and its proxies, which are not the job's ranks."""
+    if not any(p.rank >= 0 for p in job.processes):
+        return []
+    return [i for i, p in enumerate(job.processes) if p.rank < 0]
+
+
+def pid_or_none(pid):
+    """A process id, None where unknown (Darshan does not record them)."""
+    return int(pid) if pid > 0 else None
+
+
+def process_table(job, per_process, shared, aggregation):
+    """Per process with I/O or MPI-IO calls: I/O time and time lost, most lost first; the part
+    of them from Darshan's shared records (shared_record_ranks), its MPI-IO time (None where
+    MPI-IO records were reduced over the ranks: each rank's part is unknown), and its POSIX read
+    and write time inside collective MPI-IO calls (aggregator work, aggregator_work:
+    `aggregator` is true for a process that did any). Launchers (launcher_processes) say so."""
+    n = len(job.processes)
+    ops = job.ops
+    mpiio, tmpiio = ops["layer"] == MPIIO, (job.totals["layer"] == MPIIO) & (job.totals["process"] >= 0)
+    mpiio_s = np.bincount(ops["process"][mpiio], ops["duration_s"][mpiio], n) + \
+        np.bincount(job.totals["process"][tmpiio], job.totals["seconds"][tmpiio], n)
+    mpiio_count = np.bincount(ops["process"][mpiio], minlength=n) + \
+        np.bincount(job.totals["process"][tmpiio], job.totals["ops"][tmpiio], n)
+    mpiio_reduced = bool(np.any((job.totals["layer"] == MPIIO) & (job.totals["process"] < 0)))
+    aggregator_s, aggregator = aggregation["seconds"], aggregation["ops"] > 0
+    count, from_shared = per_process["ops"], shared["per_process"]
+    launchers = set(launcher_processes(job))
+    rows = [{"rank": proc.rank, "pid": pid_or_none(proc.pid), "hostname": proc.hostname, "ops": int(count[i]),
+             "io_s": float(per_process["io_s"][i] + from_shared["io_s"][i]),
+             "lost_low_s": float(per_process["lost_low_s"][i] + from_shared["lost_low_s"][i]),
+             "lost_high_s": float(per_process["lost_high_s"][i] + from_shared["lost_high_s"][i]),
+             "shared_s": float(from_shared["io_s"][i]),
+             "mpiio_ops": int(mpiio_count[i]), "mpiio_s": None if mpiio_reduced else float(mpiio_s[i]),
+             "aggregator": bool(aggregator[i]), "aggregator_s": float(aggregator_s[i]),
+             "launcher": i in launchers, "end_reason": proc.end_reason}
+            for i, proc in enumerate(job.processes) if count[i] or mpiio_count[i] or from_shared["io_s"][i]]
+    rows.sort(key=lambda r: (-r["lost_high_s"], -r["io_s"]))
+    return rows
+
+
+def per_process_view(job, per_process, per_total, shared):
+    """How I/O time and time lost spread over the ranks of an MPI job (every rank, a rank
+    without I/O counting as 0 s), or over the processes with I/O of another job: mean, median,
+    the slowest and max / mean (the imbalance), the ranks that lost most, and the series of the
+    per-rank plot. I/O in counter rows shared by all ranks (Darshan's rank -1 records) is no
+    rank's: it is left out and said (`shared`). None for a job without I/O."""
+    units = io_units(job, per_process)
+    tio = per_total["is_io"] & (job.totals["process"] < 0)
+    in_shared = {"ops": int(job.totals["ops"][tio].sum()), "seconds": float(job.totals["seconds"][tio].sum()),
+                 "records": shared["records"]} if tio.any() else None
+    if not units["io_s"].any() and in_shared is None:
+        return None
+    attributed = bool(units["io_s"].any())
+    order = np.argsort(-units["lost_high_s"], kind="stable")[:MOST_LOST_NAMED]
+    named = [i for i in order.tolist() if units["lost_high_s"][i] > 0]
+    lost_total = float(units["lost_high_s"].sum())
+    return {
+        "unit": units["unit"],
+        "count": len(units["io_s"]),
+        "io": _spread(units, "io_s") if attributed else None,
+        "lost": _spread(units, "lost_high_s") if attributed else None,
+        "most_lost": [{**_identity(units, i), "lost_low_s": float(units["lost_low_s"][i]),
+                       "lost_high_s": float(units["lost_high_s"][i])} for i in named],
+        "most_lost_share": ratio_or_none(float(units["lost_high_s"][named].sum()), lost_total) if named else None,
+        "shared": in_shared,
+        "plot": binned_units(units, RANK_PLOT_BINS) if attributed else None,
+    }
+
+
+def io_units(job, per_process):
+    """The per-process arrays (process_io) summed per rank 0 … R-1 (R: the highest rank + 1, or
+    the ranks of a Darshan log), or, in a job of one rank, of its processes with I/O by pid.
+    `unit` says which; `rank`, `pid` and `hostname` identify each (those of the rank's process
+    with the most I/O time). A rank's processes are all those the recorder gave its rank: the
+    ones it started inherit it; processes outside MPI (mpiexec, the commands around it) have
+    rank -1 and belong to no rank."""
+    ranks = np.array([p.rank for p in job.processes], np.int64)
+    pids = np.array([p.pid for p in job.processes], np.int64)
+    hosts = np.array([p.hostname for p in job.processes], object)
+    quantities = ("io_s", "lost_low_s", "lost_high_s")
+    ranked = ranks >= 0
+    from_darshan = all(i.kind == "darshan" for i in job.inputs)
+    if len(np.unique(ranks[ranked])) < 2 and not from_darshan:
+        chosen = np.flatnonzero(per_process["ops"] > 0)
+        chosen = chosen[np.argsort(pids[chosen], kind="stable")]
+        return {"unit": "process", "rank": ranks[chosen], "pid": pids[chosen], "hostname": hosts[chosen],
+                **{q: per_process[q][chosen] for q in quantities}}
+    count = max(int(ranks.max(initial=-1)) + 1, job.nprocs if from_darshan else 0)
+    members = np.flatnonzero(ranked)
+    members = members[np.lexsort((-per_process["io_s"][members], ranks[members]))]
+    present, busiest_of_present = np.unique(ranks[members], return_index=True)
+    busiest = members[busiest_of_present]
+    pid, hostname = np.zeros(count, np.int64), np.full(count, "", object)
+    pid[present], hostname[present] = pids[busiest], hosts[busiest]
+    return {"unit": "rank", "rank": np.arange(count), "pid": pid, "hostname": hostname,
+            **{q: np.bincount(ranks[ranked], per_process[q][ranked], count) for q in quantities}}
+
+
+def _identity(units, i):
+    return {"rank": int(units["rank"][i]), "pid": pid_or_none(units["pid"][i]), "hostname": str(units["hostname"][i])}
+
+
+def _spread(units, quantity):
+    """Mean, median and maximum of one per-unit quantity, the unit with the maximum, max / mean."""
+    values = units[quantity]
+    top = int(np.argmax(values))
+    mean = float(values.mean())
+    return {"mean_s": mean, "median_s": float(np.median(values)),
+            "max": {**_identity(units, top), "seconds": float(values[top])},
+            "imbalance": ratio_or_none(float(values[top]), mean)}
+
+
+def binned_units(units, bins):
+    """The per-unit I/O time and time lost (upper end) in at most `bins` bins of consecutive
+    units: each bin's first unit (position), and the mean and maximum over its units."""
+    n = len(units["io_s"])
+    per_bin = -(-n // bins)
+    starts = np.arange(0, n, per_bin)
+    sizes = np.diff(np.append(starts, n))
+    series = {"units": n, "units_per_bin": per_bin, "start": starts.tolist()}
+    for quantity, name in (("io_s", "io_s"), ("lost_high_s", "lost_s")):
+        values = units[quantity]
+        series[f"{name}_mean"] = (np.add.reduceat(values, starts) / sizes).tolist()
+        series[f"{name}_max"] = np.maximum.reduceat(values, starts).tolist()
+    return series
