@@ -85,9 +85,10 @@ def _decades(low, high):
     return [10.0 ** e for e in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)]
 
 
-def scatter_plot(title, groups, lines, description, width=640, height=400):
+def scatter_plot(title, groups, lines, description, x_label="access size", width=640, height=400):
     """Durations (s) against sizes (bytes), both log scales. groups: (label, colour, sizes,
-    seconds) drawn as points; lines: (label, colour, dashed, sizes, seconds)."""
+    seconds) drawn as points (a point drawn once per pixel square, however many fall on it);
+    lines: (label, colour, dashed, sizes, seconds)."""
     sizes = np.concatenate([np.asarray(g[2], float) for g in groups] + [np.zeros(0)])
     seconds = np.concatenate([np.asarray(g[3], float) for g in groups] + [np.zeros(0)])
     sizes, seconds = np.maximum(sizes, 1), np.maximum(seconds, 1e-9)
@@ -98,7 +99,7 @@ def scatter_plot(title, groups, lines, description, width=640, height=400):
     step = max(1, math.ceil(math.log2(x_range[1]) / 8))
     x_ticks = [(2.0 ** e, bytes_label(2 ** e)) for e in range(0, int(math.log2(x_range[1])) + 1, step)]
     y_ticks = [(v, seconds_label(v)) for v in _decades(y_low, y_high)]
-    parts = _frame(axes, title, "access size", "duration", x_ticks, y_ticks)
+    parts = _frame(axes, title, x_label, "duration", x_ticks, y_ticks)
     parts.append(f'<clipPath id="c{id(axes)}"><rect x="{MARGIN_LEFT}" y="{MARGIN_TOP}" width="{axes.plot_width}" '
                  f'height="{axes.plot_height}"/></clipPath><g clip-path="url(#c{id(axes)})">')
     for label, colour, dashed, line_sizes, line_seconds in lines:
@@ -110,7 +111,7 @@ def scatter_plot(title, groups, lines, description, width=640, height=400):
     for label, colour, group_sizes, group_seconds in groups:
         xs = axes.x(np.maximum(np.asarray(group_sizes, float), 1))
         ys = axes.y(np.maximum(np.asarray(group_seconds, float), 1e-9))
-        squares = "".join(f"M{x:.0f} {y:.0f}h3v3h-3z" for x, y in zip(xs - 1.5, ys - 1.5))
+        squares = "".join(dict.fromkeys(f"M{x:.0f} {y:.0f}h3v3h-3z" for x, y in zip(xs - 1.5, ys - 1.5)))
         parts.append(f'<path d="{squares}" fill="{colour}" fill-opacity="0.6"/>')
     parts.append("</g>")
     entries = [(label, colour, "point") for label, colour, _, _ in groups] + \

@@ -150,8 +150,10 @@ def test_training_report_has_the_plots_and_the_table(small_training, tmp_path):
     path = tmp_path / "small.html"
     write_training_report(str(path), model, measurements)
     html = path.read_text()
-    # memcpy, cached, uncached x read, write; appended writes; flushed syncs
-    assert html.count("data:image/png;base64,") == 8
+    # memcpy, cached, uncached x read, write; appended writes; flushed syncs: each an SVG plot
+    # with its points and lines, the flushed one against the bytes written before the fsync
+    assert html.count("<svg ") == 8 and html.count('fill-opacity="0.6"') >= 8
+    assert html.count("off0 bound") == 8 and ">bytes written before the fsync<" in html
     # (3 classes x 2 ops + appended + flushed) x 2 segments x 2 layouts
     assert html.count("<tr><td>") == 32
     assert "test &lt;model&gt;" in html and "test <model>" not in html
