@@ -1,4 +1,4 @@
-"""The training workload generator (plugin/ioassess-workload.c, docs/workload.md).
+"""The training workload generator (plugin/programs/ioassess-workload.c, docs/workload.md).
 
 Every workload runs under the real recorder, the way the trainer runs it, and the trace is the
 ground truth: the offsets, buffer addresses, op kinds and op counts it recorded on the target

@@ -1,7 +1,7 @@
 """`ioassess iomodels`: the site's grid of I/O models (Sisneros et al.), and where a job falls
 on it.
 
-The MPI program ioassess-iomodels (plugin/ioassess-iomodels.c) writes the same total size in
+The MPI program ioassess-iomodels (plugin/programs/ioassess-iomodels.c) writes the same total size in
 every I/O model from serial to one shared file, including files per node shared across m
 nodes, and times each. measure_grid runs it with mpiexec over the whole sweep, keeps the median
 of the repeats of every model and saves the grid as versioned JSON; load_grid and

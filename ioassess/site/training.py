@@ -1,6 +1,6 @@
 """`ioassess train`: measure a file system's cause models (Kunkel 2015, sections 4.2 and 6).
 
-The workload generator (plugin/ioassess-workload.c) runs under the recorder itself, so
+The workload generator (plugin/programs/ioassess-workload.c) runs under the recorder itself, so
 training data are measured exactly as job data are. For every state (discard, cached,
 rewritten, uncached, appended), op, memory layout and access size it is run `repeats` times (in an outer loop, as
 in the paper, so that a disturbance hits one repeat, not all); the op durations of one
