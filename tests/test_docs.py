@@ -1,6 +1,6 @@
-"""The docs name only what exists: every repository path, Python name, C name and IOASSESS_*
-variable written in backticks in README.md and docs/*.md is checked against the checkout and
-the installed package."""
+"""The docs name only what exists: every repository path, Python name, C name, IOASSESS_*
+variable and command-line option written in backticks in README.md and docs/*.md is checked
+against the checkout and the installed package."""
 import importlib
 import re
 
@@ -84,3 +84,38 @@ def test_the_c_names_and_variables_the_docs_name_exist(doc, source_text):
     missing = {name for span in spans(doc) for name in C_NAME.findall(span)
                if not re.search(rf"\b{re.escape(name.removesuffix('_total'))}\b", source_text)}
     assert not missing, f"{doc.name} names C names or variables that no source has: {sorted(missing)}"
+
+
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+# Programs other than ioassess's whose options the docs show, and those options.
+OTHER_TOOLS_FLAGS = {"stress-ng": {"--cpu"}, "spack develop": {"--path"}, "systemctl enable": {"--now"}}
+C_LONG_OPTION = re.compile(r'\{"([a-z][a-z0-9-]*)",\s*(?:no|required|optional)_argument')
+
+
+def _parser_flags(parser):
+    """Every option string of an argparse parser and its subcommands."""
+    import argparse
+    flags = set()
+    for action in parser._actions:
+        flags.update(option for option in action.option_strings if option.startswith("--"))
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                flags |= _parser_flags(sub)
+    return flags
+
+
+@pytest.fixture(scope="module")
+def known_flags():
+    """The options of `ioassess` and its subcommands, and those the C programs (getopt_long's
+    table) and bench scripts (a string "--x") take."""
+    from ioassess.cli import _build_parser as build_parser
+    programs = "\n".join(path.read_text() for pattern in ("plugin/programs/*.c", "bench/*.py", "bench/*.c")
+                         for path in REPO.glob(pattern))
+    return _parser_flags(build_parser()) | set(re.findall(r'"(--[a-z][a-z0-9-]*)', programs)) | \
+        {f"--{name}" for name in C_LONG_OPTION.findall(programs)} | set().union(*OTHER_TOOLS_FLAGS.values())
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda path: path.name)
+def test_the_flags_the_docs_name_exist(doc, known_flags):
+    missing = {flag for span in spans(doc) for flag in FLAG.findall(span)} - known_flags
+    assert not missing, f"{doc.name} names options that no ioassess command or program takes: {sorted(missing)}"
