@@ -23,6 +23,11 @@ NOT_STORAGE_FINDINGS = (
 )
 
 
+def finding(title, text, **numbers):
+    """A finding: its title, what it means and what to do, and the numbers that triggered it."""
+    return {"title": title, "text": text, "numbers": numbers}
+
+
 def recommendations(a):
     """Findings with the numbers that triggered them; each {"title", "text", "numbers"}."""
     found = []
@@ -36,43 +41,42 @@ def recommendations(a):
         entry["seconds"] += row["seconds"]
         entry["lost"] += row["lost_high_s"]
     if share is not None and share < LOST_SHARE_WORTH_A_LOOK:
-        found.append({"title": "I/O time lost is small",
-                      "text": "Compared with cached I/O the job lost little time: tuning its I/O would gain little.",
-                      "numbers": {"lost_s": lost_mid, "lost_share_of_runtime": share}})
+        found.append(finding("I/O time lost is small",
+                             "Compared with cached I/O the job lost little time: tuning its I/O would gain little.",
+                             lost_s=lost_mid, lost_share_of_runtime=share))
     uncached = by_class["uncached"]
     if uncached["lost"] > 0 and lost_mid > 0 and uncached["lost"] >= 0.5 * lost_mid:
-        found.append({"title": "Most lost time is uncached I/O",
-                      "text": "Reads went to the storage device instead of the page cache; writes waited for "
-                              "the device (partial pages of uncached files are read first) or for new page-cache "
-                              "memory. Larger, aligned, sequential requests, reading data once, or a staging "
-                              "copy in fast storage reduce this.",
-                      "numbers": {"uncached_ops": uncached["ops"], "uncached_s": uncached["seconds"],
-                                  "lost_s": uncached["lost"]}})
+        found.append(finding("Most lost time is uncached I/O",
+                             "Reads went to the storage device instead of the page cache; writes waited for "
+                             "the device (partial pages of uncached files are read first) or for new page-cache "
+                             "memory. Larger, aligned, sequential requests, reading data once, or a staging "
+                             "copy in fast storage reduce this.",
+                             uncached_ops=uncached["ops"], uncached_s=uncached["seconds"], lost_s=uncached["lost"]))
     slow = by_class["slow"]
     if slow["ops"]:
-        found.append({"title": "Some ops were slower than uncached I/O",
-                      "text": "These ops took longer than the model's slowest explained duration: contention "
-                              "on the file system or the node, or a cause the model does not know.",
-                      "numbers": {"slow_ops": slow["ops"], "slow_s": slow["seconds"], "lost_s": slow["lost"]}})
+        found.append(finding("Some ops were slower than uncached I/O",
+                             "These ops took longer than the model's slowest explained duration: contention "
+                             "on the file system or the node, or a cause the model does not know.",
+                             slow_ops=slow["ops"], slow_s=slow["seconds"], lost_s=slow["lost"]))
     for cls, title, text in NOT_STORAGE_FINDINGS:
         entry = by_class[cls]
         if entry["lost"] > 0 and entry["lost"] >= LOST_SHARE_WORTH_A_LOOK * lost_mid:
             numbers = {f"{cls}_ops": entry["ops"], f"{cls}_s": entry["seconds"], "lost_s": entry["lost"]}
-            found.append({"title": title, "text": text, "numbers": numbers})
+            found.append(finding(title, text, **numbers))
     found += sync_findings(a["flushes"], head["io_s"])
     small = sum(r["read_ops"] + r["write_ops"] for r in a["sizes"] if 0 <= r["size_high"] <= SMALL_OP_BYTES // 4)
     total = sum(r["read_ops"] + r["write_ops"] for r in a["sizes"])
     if total and small / total >= SMALL_OPS_SHARE:
-        found.append({"title": "Many small requests",
-                      "text": "Most requests moved at most 1 KiB: each pays a system call and, on a parallel "
-                              "file system, a round trip. Buffering them into larger requests usually helps.",
-                      "numbers": {"small_ops": small, "ops": total, "share": small / total}})
+        found.append(finding("Many small requests",
+                             "Most requests moved at most 1 KiB: each pays a system call and, on a parallel "
+                             "file system, a round trip. Buffering them into larger requests usually helps.",
+                             small_ops=small, ops=total, share=small / total))
     if a["tier"] == "counters":
-        found.append({"title": "Estimates from counters only",
-                      "text": "This log has no per-op timings: lost time is an interval estimated from the "
-                              "access-size histogram. Run the job under ioassess (or with Darshan's DXT "
-                              "enabled, DXT_ENABLE_IO_TRACE=1) for a per-op assessment.",
-                      "numbers": {"lost_low_s": head["lost_low_s"], "lost_high_s": head["lost_high_s"]}})
+        found.append(finding("Estimates from counters only",
+                             "This log has no per-op timings: lost time is an interval estimated from the "
+                             "access-size histogram. Run the job under ioassess (or with Darshan's DXT "
+                             "enabled, DXT_ENABLE_IO_TRACE=1) for a per-op assessment.",
+                             lost_low_s=head["lost_low_s"], lost_high_s=head["lost_high_s"]))
     return found
 
 
@@ -87,17 +91,16 @@ def sync_findings(flushed, io_s):
     once_per_file_s = flushed["files"] * per_sync + flushed["typical_s"] - flushed["fixed_s"]
     saving = max(flushed["seconds"] - once_per_file_s, 0.0)
     if flushed["syncs"] > flushed["files"] and saving >= LOST_SHARE_WORTH_A_LOOK * io_s:
-        found.append({"title": "Frequent syncs",
-                      "text": "Each fsync or fdatasync costs this file system a fixed time, however little it "
-                              "has to write back. Syncing each file once, when its data must be safe (at the end "
-                              "or at a checkpoint), saves that time for every other call.",
-                      "numbers": {"syncs": flushed["syncs"], "files": flushed["files"], "sync_s": flushed["seconds"],
-                                  "fixed_per_sync_s": per_sync, "once_per_file_s": once_per_file_s,
-                                  "saving_s": saving}})
+        found.append(finding("Frequent syncs",
+                             "Each fsync or fdatasync costs this file system a fixed time, however little it "
+                             "has to write back. Syncing each file once, when its data must be safe (at the end "
+                             "or at a checkpoint), saves that time for every other call.",
+                             syncs=flushed["syncs"], files=flushed["files"], sync_s=flushed["seconds"],
+                             fixed_per_sync_s=per_sync, once_per_file_s=once_per_file_s, saving_s=saving))
     if flushed["beyond_bound_s"] >= LOST_SHARE_WORTH_A_LOOK * io_s:
-        found.append({"title": "Syncs slower than this file system's flushes",
-                      "text": "These syncs took longer than the model's slowest flush of as many bytes: the "
-                              "device was busy with other write-back (other files, other processes) or slower "
-                              "than when the model was made.",
-                      "numbers": {"slow_syncs": flushed["beyond_bound_syncs"], "beyond_s": flushed["beyond_bound_s"]}})
+        found.append(finding("Syncs slower than this file system's flushes",
+                             "These syncs took longer than the model's slowest flush of as many bytes: the "
+                             "device was busy with other write-back (other files, other processes) or slower "
+                             "than when the model was made.",
+                             slow_syncs=flushed["beyond_bound_syncs"], beyond_s=flushed["beyond_bound_s"]))
     return found
