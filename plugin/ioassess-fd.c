@@ -306,8 +306,10 @@ void ioassess_fd_set_status(int fd, int status_flags)
         uint32_t slot = ioassess_fd_slot[fd];
         if (slot >= IOASSESS_FD_FIRST_OFD) {
             struct ioassess_ofd *o = &ioassess_ofds[slot - IOASSESS_FD_FIRST_OFD];
-            o->flags = (o->flags & ~(IOASSESS_OFD_APPEND | IOASSESS_OFD_DIRECT)) |
-                       status_bits(status_flags);
+            uint32_t flags = __atomic_load_n(&o->flags, __ATOMIC_RELAXED);
+            flags = (flags & ~(IOASSESS_OFD_APPEND | IOASSESS_OFD_DIRECT)) |
+                    status_bits(status_flags);
+            __atomic_store_n(&o->flags, flags, __ATOMIC_RELAXED);
         }
     });
 }
@@ -331,7 +333,7 @@ int64_t ioassess_fd_resync(int fd, struct ioassess_ofd *o, ssize_t result)
     int saved_errno = errno;
     long position = syscall(SYS_lseek, fd, 0L, SEEK_CUR);
     errno = saved_errno;
-    o->flags &= ~IOASSESS_OFD_RESYNC;
+    __atomic_and_fetch(&o->flags, ~IOASSESS_OFD_RESYNC, __ATOMIC_RELAXED);
     o->offset = position >= 0 ? position : -1;
     return position >= 0 ? position - (result > 0 ? result : 0) : -1;
 }
@@ -342,8 +344,9 @@ int64_t ioassess_fd_resync(int fd, struct ioassess_ofd *o, ssize_t result)
 void ioassess_fd_fork_parent(void)
 {
     for (uint32_t i = 0; i < ofd_unused; i++)
-        if (ioassess_ofds[i].refs > 0 && (ioassess_ofds[i].flags & IOASSESS_OFD_SEEKABLE))
-            ioassess_ofds[i].flags |= IOASSESS_OFD_RESYNC;
+        if (ioassess_ofds[i].refs > 0 &&
+            (__atomic_load_n(&ioassess_ofds[i].flags, __ATOMIC_RELAXED) & IOASSESS_OFD_SEEKABLE))
+            __atomic_or_fetch(&ioassess_ofds[i].flags, IOASSESS_OFD_RESYNC, __ATOMIC_RELAXED);
 }
 
 /* In a fork child: the child must write its own file names, and the offsets it shares with

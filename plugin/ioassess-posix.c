@@ -42,7 +42,7 @@
 /* Offset of a read at the descriptor's position, and the position after it. */
 static inline int64_t advance_read(int fd, struct ioassess_ofd *o, ssize_t result)
 {
-    if (unlikely(o->flags & IOASSESS_OFD_RESYNC))
+    if (unlikely(__atomic_load_n(&o->flags, __ATOMIC_RELAXED) & IOASSESS_OFD_RESYNC))
         return ioassess_fd_resync(fd, o, result);
     int64_t offset = o->offset;
     if (offset >= 0 && result > 0)
@@ -53,23 +53,27 @@ static inline int64_t advance_read(int fd, struct ioassess_ofd *o, ssize_t resul
 /* Same for a write; with O_APPEND the kernel writes at the end, which we do not know. */
 static inline int64_t advance_write(int fd, struct ioassess_ofd *o, ssize_t result)
 {
-    if (o->flags & IOASSESS_OFD_APPEND) {
+    if (__atomic_load_n(&o->flags, __ATOMIC_RELAXED) & IOASSESS_OFD_APPEND) {
         o->offset = -1;
         return -1;
     }
     return advance_read(fd, o, result);
 }
 
-/* The op record's flags the descriptor decides: O_APPEND (writes), O_DIRECT. */
+/* The op record's flags the descriptor decides: O_APPEND (writes), O_DIRECT. The
+ * description's flags are read with relaxed atomic loads (a plain mov on x86): a fork in
+ * another thread marks them for a resync, under the lock but while calls are in flight. */
 static inline uint16_t op_flags(const struct ioassess_ofd *o, int is_write)
 {
-    return ((is_write && (o->flags & IOASSESS_OFD_APPEND)) ? IOASSESS_OP_APPEND : 0) |
-           ((o->flags & IOASSESS_OFD_DIRECT) ? IOASSESS_OP_DIRECT : 0);
+    uint32_t flags = __atomic_load_n(&o->flags, __ATOMIC_RELAXED);
+    return ((is_write && (flags & IOASSESS_OFD_APPEND)) ? IOASSESS_OP_APPEND : 0) |
+           ((flags & IOASSESS_OFD_DIRECT) ? IOASSESS_OP_DIRECT : 0);
 }
 
 static inline int64_t positional(const struct ioassess_ofd *o, off_t offset)
 {
-    return (o->flags & IOASSESS_OFD_SEEKABLE) ? (int64_t)offset : -1;
+    uint32_t flags = __atomic_load_n(&o->flags, __ATOMIC_RELAXED);
+    return (flags & IOASSESS_OFD_SEEKABLE) ? (int64_t)offset : -1;
 }
 
 /* Bytes and first buffer of an iovec array, read only when the call succeeded: a failed call
@@ -97,7 +101,8 @@ static inline int64_t outcome(ssize_t result, int err)
  * when it is not known until after (O_APPEND writes, a position to read from the kernel). */
 static inline int64_t offset_before(const struct ioassess_ofd *o, int is_write)
 {
-    if ((o->flags & IOASSESS_OFD_RESYNC) || (is_write && (o->flags & IOASSESS_OFD_APPEND)))
+    uint32_t flags = __atomic_load_n(&o->flags, __ATOMIC_RELAXED);
+    if ((flags & IOASSESS_OFD_RESYNC) || (is_write && (flags & IOASSESS_OFD_APPEND)))
         return -1;
     return o->offset;
 }

@@ -15,6 +15,12 @@
  *   - every signal is blocked around the clone (the helper inherits the mask), so no
  *     application handler runs in the helper, and errno and the mask are restored after.
  * The helper shares the caller's thread-local storage: its work makes raw system calls only.
+ * It is started with glibc's __clone (the same function as clone) so that a tool that
+ * interposes clone as if it were fork never runs its fork bookkeeping in the helper: it would
+ * do so on the caller's own state, shared. ThreadSanitizer does: its child-side "forked a
+ * multi-threaded process" step left the calling thread ignoring every lock for good, and it
+ * then reported the accesses made under ioassess_lock as races. Through __clone the helper's
+ * work is, to such a tool, the caller's own, which it is: the caller is suspended meanwhile.
  * Its stack is static, so calls must not overlap: they are made at start-up (before the
  * recorder is active, or in a fork child, single-threaded) or under ioassess_lock.
  */
@@ -28,6 +34,9 @@
 #include "ioassess-internal.h"
 
 #define KERNEL_SIGSET_BYTES (_NSIG / 8)
+
+/* glibc exports it beside clone (GLIBC_2.2.5) without declaring it. */
+extern int __clone(int (*fn)(void *), void *stack, int flags, void *arg, ...);
 
 static char helper_stack[32 * 1024] __attribute__((aligned(64)));
 
@@ -51,7 +60,7 @@ long ioassess_private_fds(long (*work)(void *), void *arg)
     sigset_t all, saved;
     sigfillset(&all);
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &saved, KERNEL_SIGSET_BYTES);
-    int pid = clone(run_work, helper_stack + sizeof helper_stack, CLONE_VM | CLONE_VFORK, &call);
+    int pid = __clone(run_work, helper_stack + sizeof helper_stack, CLONE_VM | CLONE_VFORK, &call);
     if (pid > 0) {
         siginfo_t info;
         while (syscall(SYS_waitid, P_PID, pid, &info, WEXITED | __WCLONE, NULL) != 0 &&

@@ -265,11 +265,12 @@ def completed_pwrites(counter):
         return 0
 
 
-def killme_killed(data, counter, env, ops):
+def killme_killed(data, counter, env, ops, preexec_fn=None):
     """Run killme on data (writing its count to counter) with env, SIGKILL it once it has
-    completed at least `ops` pwrites (stopped first, so the count is exact); returns the count."""
+    completed at least `ops` pwrites (stopped first, so the count is exact); returns the count.
+    preexec_fn: called in the child before killme starts."""
     proc = subprocess.Popen([prog("killme"), str(data), str(counter)], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.DEVNULL, preexec_fn=preexec_fn)
     try:
         completed = stop_after(proc, counter, ops)
     finally:
