@@ -10,7 +10,7 @@ DEBIAN_TOOLS = sqlite3:sqlite3 git:git gzip:gzip tar:tar sha256sum:coreutils dd:
 	autoconf:autoconf automake:automake libtoolize:libtool /usr/include/zlib.h:zlib1g-dev \
 	fio:fio
 
-.PHONY: all build install deps demo check test bench validate clean
+.PHONY: all build install deps pydeps demo check test bench validate clean
 
 all: build
 
@@ -25,6 +25,10 @@ deps:
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
+	@$(MAKE) --no-print-directory pydeps
+
+# The Python packages the tests and checks use beyond the package's own (pip, no root needed).
+pydeps:
 	@$(PYTHON) -c 'import pytest' 2>/dev/null || $(PIP) install --quiet 'pytest>=7'
 	@$(PYTHON) -c 'import websocket' 2>/dev/null || $(PIP) install --quiet websocket-client
 	@$(PYTHON) -c 'import powerlaw' 2>/dev/null || $(PIP) install --quiet powerlaw
@@ -47,7 +51,7 @@ demo: deps install
 # The everyday loop, under 2 minutes, with no root, network, MPI or browser: the linter, the C code
 # with warnings as errors, and the tests that need none of those (markers in pyproject.toml).
 CHECK_TESTS = not (root or mpi or browser or darshan_runtime or slow)
-check: build
+check: pydeps build
 	$(PYTHON) -m ruff check .
 	$(MAKE) -C tests/progs
 	$(PYTHON) -m pytest -q -p no:cacheprovider -m "$(CHECK_TESTS)" tests
