@@ -55,7 +55,11 @@ enum ioassess_layer {
 };
 
 /* Operation kinds recorded in ioassess_op_record.op. POSIX: the *64 and __*_chk entry points
- * map to the same kind as their plain form. MPI-IO: the large-count MPI_File_*_c entry points
+ * map to the same kind as their plain form; the metadata kinds (OPEN .. FALLOCATE) are one
+ * kind per call family, their records have offset -1, requested 0 and the call's return (a
+ * descriptor, 0, bytes; readdir: 1 for an entry, 0 at the end) or -errno as result, and the
+ * file id of their path (docs/trace-format.md, "Metadata ops": relative paths, dirfd, 0 when
+ * the directory of an *at() call is not known). MPI-IO: the large-count MPI_File_*_c entry points
  * map to the same kind as their plain form; non-blocking kinds (iread, iwrite, ...) time the
  * call that starts the transfer, and the split collectives' *_begin calls are recorded (their
  * *_end calls are not). */
@@ -72,7 +76,23 @@ enum ioassess_op {
     IOASSESS_OP_PWRITEV2 = 10,
     IOASSESS_OP_FSYNC = 11,
     IOASSESS_OP_FDATASYNC = 12,
-    IOASSESS_OP_COUNT = 13,                   /* one past the last POSIX kind */
+    IOASSESS_OP_OPEN = 13,                    /* metadata (direction meta): open, openat, creat,
+                                                 __open_2, __openat_2 and their *64 forms */
+    IOASSESS_OP_CLOSE = 14,                   /* close of a recorded file or directory */
+    IOASSESS_OP_STAT = 15,                    /* stat, lstat, fstat, fstatat, statx, __xstat,
+                                                 __lxstat, __fxstat, __fxstatat (and *64) */
+    IOASSESS_OP_ACCESS = 16,                  /* access, faccessat, euidaccess, eaccess */
+    IOASSESS_OP_UNLINK = 17,                  /* unlink, unlinkat without AT_REMOVEDIR */
+    IOASSESS_OP_MKDIR = 18,                   /* mkdir, mkdirat */
+    IOASSESS_OP_RMDIR = 19,                   /* rmdir, unlinkat with AT_REMOVEDIR */
+    IOASSESS_OP_RENAME = 20,                  /* rename, renameat, renameat2 (the old path) */
+    IOASSESS_OP_MKSTEMP = 21,                 /* mkstemp, mkostemp, mkstemps, mkostemps (*64) */
+    IOASSESS_OP_OPENDIR = 22,                 /* opendir, fdopendir */
+    IOASSESS_OP_READDIR = 23,                 /* readdir, readdir_r (*64), getdents64 */
+    IOASSESS_OP_CLOSEDIR = 24,                /* closedir */
+    IOASSESS_OP_TRUNCATE = 25,                /* truncate, ftruncate (*64) */
+    IOASSESS_OP_FALLOCATE = 26,               /* fallocate, posix_fallocate (*64) */
+    IOASSESS_OP_COUNT = 27,                   /* one past the last POSIX kind */
     IOASSESS_OP_MPI_FILE_READ = 64,           /* individual file pointer */
     IOASSESS_OP_MPI_FILE_WRITE = 65,
     IOASSESS_OP_MPI_FILE_READ_AT = 66,        /* explicit offset */
@@ -180,7 +200,7 @@ struct ioassess_header {
     char cmdline[2048];            /* arguments separated by single spaces, truncated */
 };
 
-/* One read/write/sync call of either layer. */
+/* One read/write/sync/metadata call of either layer. */
 struct ioassess_op_record {
     uint8_t type;                  /* IOASSESS_SLOT_OP */
     uint8_t op;                    /* enum ioassess_op */
@@ -270,7 +290,7 @@ struct ioassess_summary_entry {
     uint64_t file_id;              /* as in op records; 0 = other files (table full) */
     uint64_t count;                /* ops */
     uint64_t bytes_requested;      /* sum of requested bytes */
-    uint64_t bytes_returned;       /* sum of positive results */
+    uint64_t bytes_returned;       /* sum of positive results (0 for metadata kinds) */
     uint64_t errors;               /* ops that returned -errno */
     uint64_t duration_ticks;       /* sum of durations */
     uint64_t pad2;                 /* zero */

@@ -15,7 +15,7 @@ on storage. Memory layout is unknown without buffer addresses and taken as rnd
 
 import numpy as np
 
-from ioassess.inputs.job import LAYERS, Flag, op_column
+from ioassess.inputs.job import LAYERS, META, Flag, op_column
 from ioassess.models.causes import (APPENDED, CLASSES, LAYOUT_UNKNOWN, bound_seconds, cached_typical_seconds, classify,
                                     memory_layout_codes)
 
@@ -43,7 +43,7 @@ def classify_ops(job, model):
     (s), whether it counts as I/O time (POSIX/STDIO layer), and the indices of the ops the model
     covers."""
     ops = job.ops
-    is_io = np.isin(ops["layer"], IO_LAYERS)
+    is_io = np.isin(ops["layer"], IO_LAYERS) & (ops["direction"] != META)   # metadata ops are not I/O time
     modelled = is_io & (ops["direction"] < 2) & (ops["result"] >= 0)
     if np.any(ops["buffer"] != 0):
         layouts = memory_layout_codes(ops["buffer"], ops["tid"], ops["process"])
@@ -119,7 +119,7 @@ def estimate_totals(job, model):
     if_cached_low, if_cached_high = np.minimum(cached_low, seconds), np.minimum(cached_high, seconds)
     return {"if_cached_low_s": if_cached_low, "if_cached_high_s": if_cached_high,
             "lost_low_s": seconds - if_cached_high, "lost_high_s": seconds - if_cached_low,
-            "is_io": np.isin(totals["layer"], IO_LAYERS)}
+            "is_io": np.isin(totals["layer"], IO_LAYERS) & (totals["direction"] != META)}
 
 
 def _bin_edges(size_low, size_high, row_bytes, row_ops):

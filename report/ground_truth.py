@@ -23,7 +23,7 @@ uncached: every sample the same of the two).
 """
 import numpy as np
 
-from ioassess.inputs.job import READ, WRITE, op_column
+from ioassess.inputs.job import DIRECTIONS, READ, WRITE, op_column
 
 # The kernel's verdict of an op (codes of KERNEL_STATES; NOT_SAMPLED: no sample).
 NOT_SAMPLED = -1
@@ -60,7 +60,8 @@ def inferred_verdicts(ops, verdict):
     """Per op the verdict of the sampled ops of its (process, file, direction) where all of them
     (at least MIN_SAMPLES) agree, NOT_SAMPLED elsewhere; sampled ops keep their own."""
     direction = ops["direction"].astype(np.int64)
-    group = (ops["process"].astype(np.int64) * (int(ops["file"].max(initial=0)) + 1) + ops["file"]) * 3 + direction
+    files = int(ops["file"].max(initial=0)) + 1
+    group = (ops["process"].astype(np.int64) * files + ops["file"]) * len(DIRECTIONS) + direction
     groups, of_op = np.unique(group, return_inverse=True)
     sampled = verdict >= 0
     samples = np.bincount(of_op[sampled], minlength=len(groups))

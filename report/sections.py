@@ -4,7 +4,7 @@ model's lines. Each is a function of the Job and the per-op classes that returns
 
 import numpy as np
 
-from ioassess.inputs.job import DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, MPIIO, POSIX, SYNC, WRITE, Flag, op_column
+from ioassess.inputs.job import DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, META, MPIIO, POSIX, SYNC, WRITE, Flag, op_column
 from ioassess.models.causes import FLUSHED
 from ioassess.models.plain import ratio_or_none
 from ioassess.models.slowdown import slowdown_by_interval
@@ -47,14 +47,14 @@ def class_table(job, per_op, per_total):
     ops, io = job.ops, per_op["is_io"]
     rows = []
     for code, cls in enumerate(ROW_CLASSES[:-1]):
-        for d, direction in enumerate(DIRECTIONS):
+        for d, direction in enumerate(DIRECTIONS[:META]):
             member = io & (per_op["class"] == code) & (ops["direction"] == d)
             if member.any():
                 lost = float(per_op["lost_s"][member].sum())
                 rows.append(_row(cls, direction, int(member.sum()), int(np.maximum(ops["result"][member], 0).sum()),
                                  float(ops["duration_s"][member].sum()), lost, lost))
     totals = job.totals
-    for d, direction in enumerate(DIRECTIONS):
+    for d, direction in enumerate(DIRECTIONS[:META]):
         member = per_total["is_io"] & (totals["direction"] == d)
         if member.any():
             rows.append(_row(ESTIMATED, direction, int(totals["ops"][member].sum()), int(totals["bytes"][member].sum()),
@@ -110,11 +110,12 @@ def layer_table(job):
     """Per direction, the layers side by side: ops, bytes and seconds at each layer (MPI-IO time
     contains the POSIX time under it), and per layer the part of the ops known one by one that
     carries each flag (MPI-IO: collective, nonblocking; POSIX: under MPI-IO, under collective
-    MPI-IO, i.e. aggregator work). A layer without ops in a direction is null."""
+    MPI-IO, i.e. aggregator work). A layer without ops in a direction is null. Metadata ops
+    move no bytes and are not listed."""
     ops, totals = job.ops, job.totals
     flags = op_column(ops, "flags")
     rows = []
-    for d, direction in enumerate(DIRECTIONS):
+    for d, direction in enumerate(DIRECTIONS[:META]):
         row = {"direction": direction}
         for layer_code, layer in enumerate(LAYERS):
             member = (ops["layer"] == layer_code) & (ops["direction"] == d)

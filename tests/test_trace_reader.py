@@ -293,7 +293,7 @@ CORRUPTIONS = {
     "slot type": (lambda p: set_byte(p, tf.HEADER_BYTES + 3 * tf.SLOT_BYTES, 9),
                   "corrupt: slot 3 has unknown type 9"),
     "op kind": (lambda p: set_byte(p, tf.HEADER_BYTES + 2 * tf.SLOT_BYTES + 1, tf.Op.COUNT),
-                "corrupt: slot 2 has unknown op kind 13"),
+                f"corrupt: slot 2 has unknown op kind {int(tf.Op.COUNT)}"),
     "name part": (lambda p: set_byte(p, tf.HEADER_BYTES + tf.SLOT_BYTES, tf.SlotType.EMPTY),
                   "corrupt: FILE slot 0 is not followed by its 1 NAME_PART slots"),
     "summary extent": (lambda p: corrupt_header(p, summary_offset=tf.HEADER_BYTES, summary_entries=9),

@@ -19,8 +19,8 @@ POSIX, MPIIO, STDIO = range(len(LAYERS))   # the codes of the layer column
 # More ranks than any job has: an input that claims more is damaged (and the per-rank view
 # would need arrays of that length).
 MAX_RANKS = 1 << 23
-DIRECTIONS = ("read", "write", "sync")
-READ, WRITE, SYNC = range(len(DIRECTIONS))   # the codes of the direction column
+DIRECTIONS = ("read", "write", "sync", "meta")
+READ, WRITE, SYNC, META = range(len(DIRECTIONS))   # the codes of the direction column
 # A Darshan log's note when it has no I/O; dropped when a trace of the same job has ops.
 NO_IO_NOTE = "The log records no POSIX, MPI-IO or STDIO reads or writes: there is no I/O to assess."
 

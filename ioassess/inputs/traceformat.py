@@ -55,7 +55,21 @@ class Op(enum.IntEnum):
     PWRITEV2 = 10
     FSYNC = 11
     FDATASYNC = 12
-    COUNT = 13  # one past the last POSIX kind, not a kind
+    OPEN = 13  # metadata kinds (direction "meta"), one per call family
+    CLOSE = 14
+    STAT = 15
+    ACCESS = 16
+    UNLINK = 17
+    MKDIR = 18
+    RMDIR = 19
+    RENAME = 20
+    MKSTEMP = 21
+    OPENDIR = 22
+    READDIR = 23
+    CLOSEDIR = 24
+    TRUNCATE = 25
+    FALLOCATE = 26
+    COUNT = 27  # one past the last POSIX kind, not a kind
     MPI_FILE_READ = 64
     MPI_FILE_WRITE = 65
     MPI_FILE_READ_AT = 66
@@ -119,13 +133,16 @@ class OpFlag(enum.IntFlag):
 OP_KINDS = tuple(op for op in Op if op not in (Op.COUNT, Op.MPIIO_COUNT))
 # op code -> name ("read", "pwritev2", "mpi_file_write_all", ...)
 OP_NAMES = {int(op): op.name.lower() for op in OP_KINDS}
-DIRECTIONS = ("read", "write", "sync")
+DIRECTIONS = ("read", "write", "sync", "meta")
 _READ_OPS = (Op.READ, Op.PREAD, Op.READV, Op.PREADV, Op.PREADV2,
              *(op for op in Op if op.name.startswith(("MPI_FILE_READ", "MPI_FILE_IREAD"))))
 _SYNC_OPS = (Op.FSYNC, Op.FDATASYNC, Op.MPI_FILE_SYNC)
-# op code -> "read" | "write" | "sync"
+# The metadata kinds: their result is a descriptor, 0 or -errno (readdir: 1 for an entry, 0 at
+# the end; getdents64: bytes of entries), never bytes of data moved.
+META_OPS = tuple(op for op in OP_KINDS if Op.OPEN <= op < Op.COUNT)
+# op code -> "read" | "write" | "sync" | "meta"
 OP_DIRECTION = {
-    int(op): "read" if op in _READ_OPS else "sync" if op in _SYNC_OPS else "write"
+    int(op): "read" if op in _READ_OPS else "sync" if op in _SYNC_OPS else "meta" if op in META_OPS else "write"
     for op in OP_KINDS
 }
 # op code -> "posix" | "mpiio"
