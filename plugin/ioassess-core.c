@@ -243,6 +243,7 @@ static void after_fork_in_child(void)
     pthread_mutex_init(&ioassess_lock, NULL);
     ioassess_writer_after_fork();
     ioassess_fd_fork_child();
+    ioassess_meta_fork_child();
     if (ioassess_writer_start() != 0)
         ioassess_state = IOASSESS_STATE_DISABLED;
     ioassess_leave(&ioassess_self);

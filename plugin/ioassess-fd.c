@@ -363,3 +363,8 @@ void ioassess_fd_fork_child(void)
     emitted_count = 0;
     invalid_fd_named = 0;
 }
+
+int ioassess_excluded(const char *path)
+{
+    return excluded(path);
+}

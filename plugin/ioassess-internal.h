@@ -6,6 +6,7 @@
  *   ioassess-private.c the helper process that does the recorder's work with descriptors
  *   ioassess-fd.c      descriptor table: which file and offset each descriptor refers to
  *   ioassess-posix.c   the interposed POSIX calls
+ *   ioassess-meta.c    the interposed metadata calls (stat, unlink, readdir, ...), file ids of paths
  *   ioassess-pagecache.c which ops are sampled, and their page-cache state (cachestat)
  *   ioassess-layer.c   the entry points of layer libraries (ioassess-layer.h)
  *
@@ -191,6 +192,19 @@ int64_t ioassess_fd_resync(int fd, struct ioassess_ofd *o, ssize_t result);
 void ioassess_fd_fork_parent(void);
 void ioassess_fd_fork_child(void);
 uint64_t ioassess_hash_name(const char *name);
+int ioassess_excluded(const char *path);     /* under an excluded prefix, or a Darshan log */
+
+/* ioassess-meta.c */
+void ioassess_meta_resolve(void);
+void ioassess_meta_fork_child(void);
+void ioassess_meta_opened(int dirfd, const char *path, int flags, int fd, int err,
+                          uint64_t start, uint64_t end);
+uint64_t ioassess_meta_closing(int fd);
+void ioassess_meta_closed(uint8_t op, int fd, uint64_t file_id, int result, int err,
+                          uint64_t start, uint64_t end);
+void ioassess_meta_fd_closed(int fd);
+void ioassess_meta_fd_duplicated(int old_fd, int new_fd);
+void ioassess_meta_fd_closed_range(unsigned first, unsigned last);
 
 #define IOASSESS_FD_LIMIT 65536
 #define IOASSESS_FD_UNKNOWN 0u               /* not seen yet: look it up on first use */

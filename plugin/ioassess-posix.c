@@ -1,7 +1,8 @@
 /*
  * The interposed POSIX calls. Data calls (read, write and their positional, vector and
  * fortified forms, fsync, fdatasync) are timed and recorded; descriptor calls (open, dup,
- * close, lseek, fcntl) keep the descriptor table true. Each exported symbol resolves the next
+ * close, lseek, fcntl) keep the descriptor table true, and open and close are also timed and
+ * recorded as metadata ops (ioassess-meta.c has the other metadata calls). Each exported symbol resolves the next
  * definition with dlsym(RTLD_NEXT) (so a stacked library such as libdarshan.so works in
  * either order) and returns exactly what that definition returned, with its errno.
  */
@@ -407,7 +408,19 @@ static inline int opened(int fd, int flags)
     return fd;
 }
 
-#define OPEN_WITH_MODE(name, ...)                                              \
+/* An open is timed and recorded as a metadata op (ioassess-meta.c) once the descriptor table
+ * has learnt its descriptor, so that its record names the file its reads and writes name. */
+#define OPEN_TIMED(dirfd, path, flags, call)                                   \
+    do {                                                                       \
+        if (!ioassess_active() || ioassess_self.busy)                          \
+            return opened(call, flags);                                        \
+        TIMED(call);                                                           \
+        opened((int)result_, flags);                                           \
+        ioassess_meta_opened(dirfd, path, flags, (int)result_, err_, start_, end_); \
+        return (int)result_;                                                   \
+    } while (0)
+
+#define OPEN_WITH_MODE(name, dirfd, ...)                                       \
     do {                                                                       \
         mode_t mode_ = 0;                                                      \
         if (takes_mode(flags)) {                                               \
@@ -417,65 +430,63 @@ static inline int opened(int fd, int flags)
             va_end(args_);                                                     \
         }                                                                      \
         RESOLVE(name);                                                         \
-        if (ioassess_state == IOASSESS_STATE_UNINITIALISED)                    \
-            ioassess_init();                                                   \
-        return opened(CALL_REAL(name, __VA_ARGS__, mode_), flags);             \
+        OPEN_TIMED(dirfd, path, flags, CALL_REAL(name, __VA_ARGS__, mode_));   \
     } while (0)
 
 IOASSESS_EXPORT int open(const char *path, int flags, ...)
 {
-    OPEN_WITH_MODE(open, path, flags);
+    OPEN_WITH_MODE(open, AT_FDCWD, path, flags);
 }
 
 IOASSESS_EXPORT int open64(const char *path, int flags, ...)
 {
-    OPEN_WITH_MODE(open64, path, flags);
+    OPEN_WITH_MODE(open64, AT_FDCWD, path, flags);
 }
 
 IOASSESS_EXPORT int openat(int dirfd, const char *path, int flags, ...)
 {
-    OPEN_WITH_MODE(openat, dirfd, path, flags);
+    OPEN_WITH_MODE(openat, dirfd, dirfd, path, flags);
 }
 
 IOASSESS_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 {
-    OPEN_WITH_MODE(openat64, dirfd, path, flags);
+    OPEN_WITH_MODE(openat64, dirfd, dirfd, path, flags);
 }
 
 IOASSESS_EXPORT int __open_2(const char *path, int flags)
 {
     RESOLVE(__open_2);
-    return opened(CALL_REAL(__open_2, path, flags), flags);
+    OPEN_TIMED(AT_FDCWD, path, flags, CALL_REAL(__open_2, path, flags));
 }
 
 IOASSESS_EXPORT int __open64_2(const char *path, int flags)
 {
     RESOLVE(__open64_2);
-    return opened(CALL_REAL(__open64_2, path, flags), flags);
+    OPEN_TIMED(AT_FDCWD, path, flags, CALL_REAL(__open64_2, path, flags));
 }
 
 IOASSESS_EXPORT int __openat_2(int dirfd, const char *path, int flags)
 {
     RESOLVE(__openat_2);
-    return opened(CALL_REAL(__openat_2, dirfd, path, flags), flags);
+    OPEN_TIMED(dirfd, path, flags, CALL_REAL(__openat_2, dirfd, path, flags));
 }
 
 IOASSESS_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 {
     RESOLVE(__openat64_2);
-    return opened(CALL_REAL(__openat64_2, dirfd, path, flags), flags);
+    OPEN_TIMED(dirfd, path, flags, CALL_REAL(__openat64_2, dirfd, path, flags));
 }
 
 IOASSESS_EXPORT int creat(const char *path, mode_t mode)
 {
     RESOLVE(creat);
-    return opened(CALL_REAL(creat, path, mode), O_CREAT | O_WRONLY | O_TRUNC);
+    OPEN_TIMED(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, CALL_REAL(creat, path, mode));
 }
 
 IOASSESS_EXPORT int creat64(const char *path, mode_t mode)
 {
     RESOLVE(creat64);
-    return opened(CALL_REAL(creat64, path, mode), O_CREAT | O_WRONLY | O_TRUNC);
+    OPEN_TIMED(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, CALL_REAL(creat64, path, mode));
 }
 
 /* The table is changed after the call: a descriptor number freed by close may be reused by
@@ -483,18 +494,30 @@ IOASSESS_EXPORT int creat64(const char *path, mode_t mode)
 IOASSESS_EXPORT int close(int fd)
 {
     RESOLVE(close);
-    int result = CALL_REAL(close, fd);
-    if (result == 0)
+    uint64_t file_id_ = ioassess_meta_closing(fd);
+    if (!file_id_) {                               /* a descriptor not recorded: not timed */
+        int result = CALL_REAL(close, fd);
+        if (result == 0) {
+            ioassess_fd_closed(fd);
+            ioassess_meta_fd_closed(fd);
+        }
+        return result;
+    }
+    TIMED(CALL_REAL(close, fd));
+    if (result_ == 0)
         ioassess_fd_closed(fd);
-    return result;
+    ioassess_meta_closed(IOASSESS_OP_CLOSE, fd, file_id_, (int)result_, err_, start_, end_);
+    return (int)result_;
 }
 
 IOASSESS_EXPORT int close_range(unsigned first, unsigned last, int flags)
 {
     RESOLVE(close_range);
     int result = CALL_REAL(close_range, first, last, flags);
-    if (result == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
+    if (result == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
         ioassess_fd_closed_range(first, last);
+        ioassess_meta_fd_closed_range(first, last);
+    }
     return result;
 }
 
@@ -503,8 +526,10 @@ IOASSESS_EXPORT void closefrom(int lowest)
     RESOLVE(closefrom);
     if (real_closefrom)
         real_closefrom(lowest);
-    if (lowest >= 0)
+    if (lowest >= 0) {
         ioassess_fd_closed_range((unsigned)lowest, ~0u);
+        ioassess_meta_fd_closed_range((unsigned)lowest, ~0u);
+    }
 }
 
 /* fclose closes its descriptor inside libc, out of our sight. The descriptor is read from the
@@ -521,8 +546,10 @@ IOASSESS_EXPORT int fclose(FILE *stream)
 
 static inline int duplicated(int old_fd, int new_fd)
 {
-    if (new_fd >= 0 && new_fd != old_fd)
+    if (new_fd >= 0 && new_fd != old_fd) {
         ioassess_fd_duplicated(old_fd, new_fd);
+        ioassess_meta_fd_duplicated(old_fd, new_fd);
+    }
     return new_fd;
 }
 
@@ -666,4 +693,5 @@ void ioassess_posix_resolve(void)
     DESCRIPTOR_CALLS(RESOLVE_REAL)
     MOVING_CALLS(RESOLVE_REAL)
 #undef RESOLVE_REAL
+    ioassess_meta_resolve();
 }

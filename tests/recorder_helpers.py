@@ -5,6 +5,7 @@ The programs in tests/progs/ are built by `make -C tests/progs` (part of `make t
 builds them if they are missing, so a single test file can also be run on its own. The
 library itself comes from conftest.py's `recorder_lib` fixture.
 """
+import dataclasses
 import glob
 import hashlib
 import os
@@ -21,6 +22,7 @@ import pytest
 
 from ioassess import read_trace_dir, totals
 from ioassess.site.training import workload_program_path
+from ioassess.inputs.trace import META_KIND
 from ioassess.inputs.traceformat import OP_NAMES
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -160,11 +162,31 @@ def trace_files(trace_dir):
     return sorted(pathlib.Path(trace_dir).glob("*.iot"))
 
 
-def load(trace_dir):
-    """The TraceSet of a trace directory; the test fails if any trace file could not be read."""
+def load(trace_dir, meta=False):
+    """The TraceSet of a trace directory; the test fails if any trace file could not be read.
+    Metadata ops (open, stat, close, ...: direction meta) are left out unless meta: the tests of
+    reads, writes and syncs count those alone (tests/test_recorder_meta.py has the others)."""
     ts = read_trace_dir(str(trace_dir))
     assert not ts.errors, "unreadable traces: " + "; ".join(str(e) for e in ts.errors)
-    return ts
+    if meta:
+        return ts
+    return without_meta(ts)
+
+
+def without_meta(ts):
+    """The TraceSet as it was before metadata ops were recorded: without their op records and
+    summary entries, the files only they name, and with the processes' counts of kept and
+    summarised ops of the others (the record cap counts both)."""
+    kept = ~META_KIND[ts.ops["op"]]
+    kept_summary = ~META_KIND[ts.summary["op"]]
+    ops = {name: column[kept] for name, column in ts.ops.items()}
+    summary = {name: column[kept_summary] for name, column in ts.summary.items()}
+    named = set(ops["file_id"].tolist()) | set(summary["file_id"].tolist())
+    processes = [dataclasses.replace(p, ops_kept=int((ops["process"] == i).sum()),
+                                     ops_not_kept=int(summary["count"][summary["process"] == i].sum()))
+                 for i, p in enumerate(ts.processes)]
+    return dataclasses.replace(ts, ops=ops, summary=summary, processes=processes,
+                               files={fid: info for fid, info in ts.files.items() if fid in named})
 
 
 def file_id(ts, path):

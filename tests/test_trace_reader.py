@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from ioassess.inputs import traceformat as tf
+from recorder_helpers import OP_CODES, without_meta
 from ioassess.inputs.trace import (OP_COLUMNS, SUMMARY_COLUMNS, TraceFileError, fit_clock, read_trace_dir,
                                    read_trace_file, totals)
 
@@ -341,7 +342,8 @@ def test_every_truncation_of_a_trace_gives_a_trace_file_error_or_reads(tmp_path)
 # --- traces of real programs under the real recorder ---------------------------------------
 
 # Does every kind of op on two files and prints, per op, what it did and when (its own ground
-# truth): [path, op name, bytes requested, result (bytes or -errno), ns before, ns after].
+# truth): [path, op name, bytes requested, result (bytes, a descriptor, 0, or -errno), ns
+# before, ns after]. Metadata ops return no bytes.
 GROUND_TRUTH_PROGRAM = r'''
 import json, os, sys, time
 work = sys.argv[1]
@@ -357,7 +359,9 @@ def do(path, op, requested, call):
         result = 0 if result is None else len(result)
     log.append([path, op, requested, result, before, after])
 a, b = os.path.join(work, "a.dat"), os.path.join(work, "b.dat")
-fd = os.open(a, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+do(a, "stat", 0, lambda: os.stat(a) and 0)
+do(a, "open", 0, lambda: os.open(a, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600))
+fd = log[-1][3]
 for i in range(20):
     do(a, "write", 1000 + i, lambda: os.write(fd, bytes(1000 + i)))
 do(a, "pwrite", 10, lambda: os.pwrite(fd, b"x" * 10, 5))
@@ -373,11 +377,17 @@ do(a, "pread", 100, lambda: os.pread(fd, 100, 50))
 do(a, "readv", 64, lambda: os.readv(fd, [buf]))
 do(a, "preadv2", 64, lambda: os.preadv(fd, [buf], 10))
 do(a, "preadv2", 64, lambda: os.preadv(fd, [buf], 10, os.RWF_HIPRI))
-os.close(fd)
-fd = os.open(b, os.O_WRONLY | os.O_CREAT, 0o600)
+do(a, "stat", 0, lambda: os.stat(fd) and 0)
+do(a, "truncate", 0, lambda: os.truncate(fd, 100))
+do(a, "close", 0, lambda: os.close(fd))
+do(b, "stat", 0, lambda: os.stat(b) and 0)
+do(b, "open", 0, lambda: os.open(b, os.O_WRONLY | os.O_CREAT, 0o600))
+fd = log[-1][3]
 do(b, "read", 10, lambda: os.read(fd, 10))
 do(b, "write", 0, lambda: os.write(fd, b""))
-os.close(fd)
+do(b, "close", 0, lambda: os.close(fd))
+do(b, "unlink", 0, lambda: os.unlink(b))
+do(b, "unlink", 0, lambda: os.unlink(b))
 json.dump(log, sys.stdout)
 '''
 # How far a recorded start time may be from the program's own clock readings around the call.
@@ -400,7 +410,7 @@ def expected_totals(log):
         row = table.setdefault((path, op), {"count": 0, "bytes_requested": 0, "bytes_returned": 0, "errors": 0})
         row["count"] += 1
         row["bytes_requested"] += requested
-        row["bytes_returned"] += max(result, 0)
+        row["bytes_returned"] += max(result, 0) if tf.OP_DIRECTION[OP_CODES[op]] != "meta" else 0
         row["errors"] += result < 0
     return table
 
@@ -456,7 +466,7 @@ def test_a_killed_process_keeps_its_ops(run_recorded, tmp_path):
     traces = read_trace_dir(tmp_path / "traces")
     (process,) = [p for p in traces.processes if p.exe == os.path.realpath(sys.executable)]
     assert (process.end_reason, process.end_ns, process.exit_status) == ("running/killed", None, None)
-    writes = totals(traces, by=("file_id", "op"))
+    writes = totals(without_meta(traces), by=("file_id", "op"))
     (row,) = [i for i, fid in enumerate(writes["file_id"].tolist()) if traces.files[fid].name == str(tmp_path / "out")]
     assert (writes["count"][row], writes["bytes_returned"][row]) == (10, 1000)
 
@@ -475,4 +485,4 @@ def test_real_shell_pipeline_has_one_process_per_image(run_recorded, tmp_path):
     on_data = totals(traces, by=("file_id", "direction"))
     rows = {str(d): int(b) for fid, d, b in zip(on_data["file_id"].tolist(), on_data["direction"],
                                                 on_data["bytes_returned"]) if traces.files[fid].name == str(data)}
-    assert rows == {"write": 50 * 4096, "read": 50 * 4096}
+    assert rows == {"write": 50 * 4096, "read": 50 * 4096, "meta": 0}   # meta: opens and closes, no bytes
