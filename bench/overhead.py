@@ -31,7 +31,8 @@ libioassess.so), alternating, pinned to one CPU. Beside them the clock's floor
 (bench/clock-floor.c: a preloaded pread that only reads the TSC before and after the call),
 alone and behind Darshan with DXT: what two clock reads cost on this host, so that ioassess's
 bookkeeping (ioassess minus the floor) is seen apart from its clock; and the floor with reads kept
-in order with the call (rdtscp, lfence+rdtsc), what ordered timestamps would cost.
+in order with the call (rdtscp, lfence+rdtsc for both reads; "ordered", rdtsc+lfence before and
+rdtscp after, as the recorder reads since 2026-11-25; "fenced", lfence on every side).
 """
 import argparse
 import json
@@ -149,7 +150,9 @@ def compare_darshan(probe_file, reps, cap, cpu, work_dir, darshan_lib):
                "darshan_dxt": ([darshan_lib], dxt_env), "darshan_dxt_ioassess": ([darshan_lib, recorder], dxt_env),
                "clock_floor": ([CLOCK_FLOOR], {}), "darshan_dxt_clock_floor": ([darshan_lib, CLOCK_FLOOR], dxt_env),
                "clock_floor_rdtscp": ([CLOCK_FLOOR], {"CLOCK_FLOOR_READ": "rdtscp"}),
-               "clock_floor_lfence": ([CLOCK_FLOOR], {"CLOCK_FLOOR_READ": "lfence"})}
+               "clock_floor_lfence": ([CLOCK_FLOOR], {"CLOCK_FLOOR_READ": "lfence"}),
+               "clock_floor_ordered": ([CLOCK_FLOOR], {"CLOCK_FLOOR_READ": "ordered"}),
+               "clock_floor_fenced": ([CLOCK_FLOOR], {"CLOCK_FLOOR_READ": "fenced"})}
 
     def run_once(config, trace_dir):
         preload, env = config
@@ -171,6 +174,8 @@ def compare_darshan(probe_file, reps, cap, cpu, work_dir, darshan_lib):
             "stacking_adds_ns_paired": paired(runs, "darshan_dxt_ioassess", "darshan_dxt"),
             "clock_floor_stacked_adds_ns": added["darshan_dxt_clock_floor"] - added["darshan_dxt"],
             "bookkeeping_ns": paired(runs, "ioassess", "clock_floor"),
+            "clock_floor_ordered_minus_rdtsc_ns": paired(runs, "clock_floor_ordered", "clock_floor"),
+            "clock_floor_fenced_minus_rdtsc_ns": paired(runs, "clock_floor_fenced", "clock_floor"),
             "bookkeeping_stacked_ns": paired(runs, "darshan_dxt_ioassess", "darshan_dxt_clock_floor"),
             "runs": runs}
 
@@ -313,7 +318,11 @@ def print_darshan(args, measured):
           f"behind Darshan+DXT {measured['clock_floor_stacked_adds_ns']:.1f} ns; ioassess's bookkeeping beyond it "
           f"(round by round): alone {measured['bookkeeping_ns']:.1f} ns, behind Darshan+DXT "
           f"{measured['bookkeeping_stacked_ns']:.1f} ns; the floor with ordered reads: rdtscp "
-          f"{added['clock_floor_rdtscp']:.1f} ns, lfence+rdtsc {added['clock_floor_lfence']:.1f} ns")
+          f"{added['clock_floor_rdtscp']:.1f} ns, lfence+rdtsc {added['clock_floor_lfence']:.1f} ns, "
+          f"ordered (rdtsc+lfence / rdtscp, the recorder's) {added['clock_floor_ordered']:.1f} ns, "
+          f"fenced {added['clock_floor_fenced']:.1f} ns; round by round ordered - rdtsc "
+          f"{measured['clock_floor_ordered_minus_rdtsc_ns']:.1f} ns, fenced - rdtsc "
+          f"{measured['clock_floor_fenced_minus_rdtsc_ns']:.1f} ns")
 
 
 def print_mpiio(args, measured):

@@ -200,21 +200,74 @@ extern uint32_t ioassess_fd_slot[IOASSESS_FD_LIMIT];
 extern struct ioassess_ofd ioassess_ofds[];
 
 /* The recorder's clock. rdtsc is the cheapest timer here (~10 ns against ~23 ns for
- * clock_gettime); the reader converts ticks with the CLOCK pairs the writer leaves. */
-static inline uint64_t ioassess_ticks_of(int use_tsc)
+ * clock_gettime); the reader converts ticks with the CLOCK pairs the writer leaves.
+ *
+ * A timed call lies between ioassess_ticks_start and ioassess_ticks_end. rdtsc alone is not
+ * ordered with the instructions around it: the CPU may read the counter after the call's first
+ * instructions have begun, or before its last ones (and the loads of its result) are done, and
+ * an op's duration would then miss part of the call. The cheapest reads that keep the whole
+ * call inside the interval (Intel SDM, RDTSC and RDTSCP; measured in docs/performance.md,
+ * 2026-11-25):
+ *   start: rdtsc; lfence   the lfence waits for the read, and no later instruction (the
+ *                          call) begins before it completes;
+ *   end:   rdtscp          reads only once every earlier instruction has executed and every
+ *                          earlier load is globally visible (the call is done).
+ * Not fenced on the other sides, on purpose: an lfence before the start would keep the
+ * recorder's own lookups out of the interval and one after the end would keep the record's
+ * stores from starting early; neither changes whether the call is inside, and each costs a
+ * few ns. Without the TSC, clock_gettime (vDSO) orders its own counter read before it (the
+ * kernel's rdtsc_ordered) but not the instructions after it: an lfence after the start read
+ * and one before the end read do what rdtsc; lfence and rdtscp do. Other architectures rely
+ * on their vDSO's own barriers. The inline assembly's memory clobber keeps the compiler from
+ * moving memory accesses (and the call) across a read. */
+static inline void ioassess_lfence(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-    if (likely(use_tsc))
-        return __rdtsc();
+    __asm__ volatile("lfence" : : : "memory");
 #endif
+}
+
+static inline uint64_t ioassess_ticks_start(int use_tsc)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (likely(use_tsc)) {
+        uint32_t low, high;
+        __asm__ volatile("rdtsc\n\tlfence" : "=a"(low), "=d"(high) : : "memory");
+        return (uint64_t)high << 32 | low;
+    }
+#endif
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    ioassess_lfence();
+    return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+static inline uint64_t ioassess_ticks_end(int use_tsc)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (likely(use_tsc)) {
+        uint32_t low, high;
+        __asm__ volatile("rdtscp" : "=a"(low), "=d"(high) : : "rcx", "memory");
+        return (uint64_t)high << 32 | low;
+    }
+#endif
+    ioassess_lfence();
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 }
 
+/* An unordered read, for what times no call: the writer's (ticks, CLOCK_MONOTONIC) pairs and
+ * the seed of the sampling gaps. */
 static inline uint64_t ioassess_ticks(void)
 {
-    return ioassess_ticks_of(ioassess_config.use_tsc);
+#if defined(__x86_64__) || defined(__i386__)
+    if (likely(ioassess_config.use_tsc))
+        return __rdtsc();
+#endif
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 }
 
 static inline uint64_t ioassess_monotonic_ns(void)

@@ -123,9 +123,9 @@ static inline int64_t offset_before(const struct ioassess_ofd *o, int is_write)
  * call's own errno. */
 #define TIMED(call)                                                            \
     int tsc_ = ioassess_config.use_tsc;                                        \
-    uint64_t start_ = ioassess_ticks_of(tsc_);                                 \
+    uint64_t start_ = ioassess_ticks_start(tsc_);                              \
     ssize_t result_ = (call);                                                  \
-    uint64_t end_ = ioassess_ticks_of(tsc_);                                   \
+    uint64_t end_ = ioassess_ticks_end(tsc_);                                  \
     int err_ = result_ < 0 ? errno : 0
 
 #define SEQUENTIAL(op, fd, buf, count, is_write, call)                         \
