@@ -176,7 +176,8 @@ static uint32_t register_fd(int fd, int open_flags)
     o->pagecache_first = 0;
     if (S_ISREG(st.st_mode)) {
         o->flags |= IOASSESS_OFD_REGULAR;
-        if (ioassess_pagecache_state == IOASSESS_PAGECACHE_SAMPLING)
+        if (__atomic_load_n(&ioassess_pagecache_state, __ATOMIC_RELAXED) ==
+            IOASSESS_PAGECACHE_SAMPLING)
             o->pagecache_first = IOASSESS_PAGECACHE_FIRST_OPS;
     }
     if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
@@ -247,7 +248,7 @@ uint64_t ioassess_fd_name_path(const char *path)
  * (a signal handler interrupted it), only forgets fd so that it is looked up again later. */
 #define TABLE_CHANGE(fd, change)                                                  \
     do {                                                                          \
-        if (ioassess_state != IOASSESS_STATE_ACTIVE || (unsigned)(fd) >= IOASSESS_FD_LIMIT) \
+        if (ioassess_state_now() != IOASSESS_STATE_ACTIVE || (unsigned)(fd) >= IOASSESS_FD_LIMIT) \
             break;                                                                \
         struct ioassess_thread *t_ = &ioassess_self;                              \
         if (t_->busy) {                                                           \
@@ -314,7 +315,7 @@ void ioassess_fd_set_status(int fd, int status_flags)
 
 void ioassess_fd_advanced(int fd, int64_t bytes)
 {
-    if (ioassess_state != IOASSESS_STATE_ACTIVE || (unsigned)fd >= IOASSESS_FD_LIMIT)
+    if (ioassess_state_now() != IOASSESS_STATE_ACTIVE || (unsigned)fd >= IOASSESS_FD_LIMIT)
         return;
     uint32_t slot = __atomic_load_n(&ioassess_fd_slot[fd], __ATOMIC_ACQUIRE);
     if (slot < IOASSESS_FD_FIRST_OFD)

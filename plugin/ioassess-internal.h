@@ -290,14 +290,20 @@ static inline void ioassess_leave(struct ioassess_thread *t)
 }
 
 /* Whether the recorder records; the first call in a process starts it. */
+static inline int ioassess_state_now(void)
+{
+    return __atomic_load_n(&ioassess_state, __ATOMIC_ACQUIRE);   /* a plain load on x86 */
+}
+
 static inline int ioassess_active(void)
 {
-    if (likely(ioassess_state == IOASSESS_STATE_ACTIVE))
+    int state = ioassess_state_now();
+    if (likely(state == IOASSESS_STATE_ACTIVE))
         return 1;
-    if (ioassess_state != IOASSESS_STATE_UNINITIALISED)
+    if (state != IOASSESS_STATE_UNINITIALISED)
         return 0;
     ioassess_init();
-    return ioassess_state == IOASSESS_STATE_ACTIVE;
+    return ioassess_state_now() == IOASSESS_STATE_ACTIVE;
 }
 
 /* The descriptor's file description if fd is recorded, else NULL. Called before the

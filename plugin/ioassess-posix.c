@@ -412,7 +412,7 @@ static inline int opened(int fd, int flags)
             va_end(args_);                                                     \
         }                                                                      \
         RESOLVE(name);                                                         \
-        if (ioassess_state == IOASSESS_STATE_UNINITIALISED)                    \
+        if (ioassess_state_now() == IOASSESS_STATE_UNINITIALISED)              \
             ioassess_init();                                                   \
         return opened(CALL_REAL(name, __VA_ARGS__, mode_), flags);             \
     } while (0)
@@ -628,7 +628,7 @@ IOASSESS_EXPORT ssize_t splice(int in_fd, loff_t *in_offset, int out_fd, loff_t 
 
 static inline off_t sought(int fd, off_t result)
 {
-    if (result >= 0 && ioassess_state == IOASSESS_STATE_ACTIVE &&
+    if (result >= 0 && ioassess_state_now() == IOASSESS_STATE_ACTIVE &&
         (unsigned)fd < IOASSESS_FD_LIMIT) {
         uint32_t slot = __atomic_load_n(&ioassess_fd_slot[fd], __ATOMIC_ACQUIRE);
         if (slot >= IOASSESS_FD_FIRST_OFD &&

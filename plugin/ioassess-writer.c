@@ -386,8 +386,10 @@ int ioassess_writer_start(void)
                                      : 1.0;
     if (!ioassess_config.use_tsc)
         ticks_per_ns = 1.0;
-    clock_interval_ns = 1000000;         /* first pair after 1 ms, then at doubling gaps */
-    ioassess_next_clock_ticks = now_ticks + (uint64_t)(clock_interval_ns * ticks_per_ns);
+    uint64_t interval = 1000000;         /* first pair after 1 ms, then at doubling gaps */
+    __atomic_store_n(&clock_interval_ns, interval, __ATOMIC_RELAXED);
+    __atomic_store_n(&ioassess_next_clock_ticks, now_ticks + (uint64_t)(interval * ticks_per_ns),
+                     __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -432,14 +434,14 @@ void ioassess_writer_clock_due(uint64_t now_ticks)
     uint64_t due = __atomic_load_n(&ioassess_next_clock_ticks, __ATOMIC_RELAXED);
     if (now_ticks < due)
         return;
-    uint64_t interval = clock_interval_ns * 2;
+    uint64_t interval = __atomic_load_n(&clock_interval_ns, __ATOMIC_RELAXED) * 2;
     if (interval > MAX_CLOCK_INTERVAL_NS)
         interval = MAX_CLOCK_INTERVAL_NS;
     uint64_t next_due = now_ticks + (uint64_t)(interval * ticks_per_ns);
     if (!__atomic_compare_exchange_n(&ioassess_next_clock_ticks, &due, next_due, 0,
                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         return;                          /* another thread took this one */
-    clock_interval_ns = interval;
+    __atomic_store_n(&clock_interval_ns, interval, __ATOMIC_RELAXED);
     int saved_errno = errno;
     pthread_mutex_lock(&ioassess_lock);
     struct ioassess_op_record *slot = shared_slots(1);
