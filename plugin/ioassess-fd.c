@@ -30,7 +30,7 @@ static int fd_high_water = -1;           /* highest descriptor with a non-unknow
 static uint64_t emitted[EMITTED_SLOTS];
 static uint32_t emitted_count;
 static int invalid_fd_named;
-static struct ioassess_ofd invalid_fd_ofd = {0, -1, 1, 0, NO_OFD, 0};
+static struct ioassess_ofd invalid_fd_ofd = {.offset = -1, .refs = 1, .next_free = NO_OFD};
 
 /* 64-bit FNV-1a; 0 is kept for "no file". */
 uint64_t ioassess_hash_name(const char *name)
@@ -100,7 +100,7 @@ static uint32_t ofd_alloc(void)
 
 static void release_slot(int fd)
 {
-    uint32_t slot = ioassess_fd_slot[fd];
+    uint32_t slot = __atomic_load_n(&ioassess_fd_slot[fd], __ATOMIC_RELAXED);
     __atomic_store_n(&ioassess_fd_slot[fd], IOASSESS_FD_UNKNOWN, __ATOMIC_RELEASE);
     if (slot < IOASSESS_FD_FIRST_OFD)
         return;
@@ -169,25 +169,36 @@ static uint32_t register_fd(int fd, int open_flags)
     if (discovered)
         open_flags = (int)syscall(SYS_fcntl, fd, F_GETFL);
     struct ioassess_ofd *o = &ioassess_ofds[index];
-    o->file_id = file_id;
-    o->refs = 1;
-    o->flags = open_flags >= 0 ? status_bits(open_flags) : 0;
-    o->offset = -1;
-    o->pagecache_first = 0;
+    uint32_t flags = open_flags >= 0 ? status_bits(open_flags) : 0;
+    uint32_t pagecache_first = 0;
+    int64_t offset = -1;
     if (S_ISREG(st.st_mode)) {
-        o->flags |= IOASSESS_OFD_REGULAR;
+        flags |= IOASSESS_OFD_REGULAR;
         if (__atomic_load_n(&ioassess_pagecache_state, __ATOMIC_RELAXED) ==
             IOASSESS_PAGECACHE_SAMPLING)
-            o->pagecache_first = IOASSESS_PAGECACHE_FIRST_OPS;
+            pagecache_first = IOASSESS_PAGECACHE_FIRST_OPS;
     }
     if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
-        o->flags |= IOASSESS_OFD_SEEKABLE;
-        o->offset = 0;                   /* a fresh open starts at 0, even with O_APPEND */
-        if (discovered) {
-            long position = syscall(SYS_lseek, fd, 0L, SEEK_CUR);
-            o->offset = position >= 0 ? position : -1;
-        }
+        flags |= IOASSESS_OFD_SEEKABLE;
+        offset = 0;                      /* a fresh open starts at 0, even with O_APPEND */
+        if (discovered)
+            offset = syscall(SYS_lseek, fd, 0L, SEEK_CUR);
     }
+    /* The entry may be a released one that a call of another thread still uses (its
+     * descriptor closed under it): its count of calls in flight stays theirs. */
+    __atomic_store_n(&o->file_id, file_id, __ATOMIC_RELAXED);
+    __atomic_store_n(&o->flags, flags, __ATOMIC_RELAXED);
+    __atomic_store_n(&o->pagecache_first, pagecache_first, __ATOMIC_RELAXED);
+    __atomic_store_n(&o->offset, offset, __ATOMIC_RELAXED);
+    o->refs = 1;
+    /* A call begun on the entry's previous file and still in flight (its descriptor closed
+     * under it by another thread) must not store its position here: it sees a call begin. */
+    ioassess_calls_begin(&o->calls_begun);
+    __atomic_fetch_add(&o->calls_ended_shared, 1, __ATOMIC_ACQ_REL);
+    int in_flight = __atomic_load_n(&o->calls_begun, __ATOMIC_ACQUIRE) !=
+                    __atomic_load_n(&o->calls_ended_alone, __ATOMIC_ACQUIRE) +
+                        __atomic_load_n(&o->calls_ended_shared, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&o->position_lost, in_flight || offset < 0, __ATOMIC_RELEASE);
     set_slot(fd, index + IOASSESS_FD_FIRST_OFD);
     return index + IOASSESS_FD_FIRST_OFD;
 }
@@ -198,7 +209,7 @@ struct ioassess_ofd *ioassess_fd_discover(int fd)
     int saved_errno = errno;
     ioassess_enter(t);
     pthread_mutex_lock(&ioassess_lock);
-    uint32_t slot = ioassess_fd_slot[fd];
+    uint32_t slot = __atomic_load_n(&ioassess_fd_slot[fd], __ATOMIC_RELAXED);
     if (slot == IOASSESS_FD_UNKNOWN)
         slot = register_fd(fd, -1);
     struct ioassess_ofd *o = NULL;
@@ -206,8 +217,9 @@ struct ioassess_ofd *ioassess_fd_discover(int fd)
         o = &ioassess_ofds[slot - IOASSESS_FD_FIRST_OFD];
     } else if (slot == IOASSESS_FD_UNKNOWN) {   /* not open: record the failed call */
         if (!invalid_fd_named) {
-            invalid_fd_ofd.file_id = ioassess_hash_name(INVALID_FD_NAME);
-            ioassess_writer_file(invalid_fd_ofd.file_id, NULL, 0, INVALID_FD_NAME);
+            uint64_t file_id = ioassess_hash_name(INVALID_FD_NAME);
+            __atomic_store_n(&invalid_fd_ofd.file_id, file_id, __ATOMIC_RELAXED);
+            ioassess_writer_file(file_id, NULL, 0, INVALID_FD_NAME);
         }
         invalid_fd_named = 1;
         o = &invalid_fd_ofd;
@@ -248,7 +260,8 @@ uint64_t ioassess_fd_name_path(const char *path)
  * (a signal handler interrupted it), only forgets fd so that it is looked up again later. */
 #define TABLE_CHANGE(fd, change)                                                  \
     do {                                                                          \
-        if (ioassess_state_now() != IOASSESS_STATE_ACTIVE || (unsigned)(fd) >= IOASSESS_FD_LIMIT) \
+        if (ioassess_state_now() != IOASSESS_STATE_ACTIVE || \
+            (unsigned)(fd) >= IOASSESS_FD_LIMIT)                                  \
             break;                                                                \
         struct ioassess_thread *t_ = &ioassess_self;                              \
         if (t_->busy) {                                                           \
@@ -291,8 +304,9 @@ void ioassess_fd_duplicated(int old_fd, int new_fd)
 {
     TABLE_CHANGE(new_fd, {
         release_slot(new_fd);
-        uint32_t slot = (unsigned)old_fd < IOASSESS_FD_LIMIT ? ioassess_fd_slot[old_fd]
-                                                             : IOASSESS_FD_UNKNOWN;
+        uint32_t slot = (unsigned)old_fd < IOASSESS_FD_LIMIT
+                            ? __atomic_load_n(&ioassess_fd_slot[old_fd], __ATOMIC_RELAXED)
+                            : IOASSESS_FD_UNKNOWN;
         if (slot >= IOASSESS_FD_FIRST_OFD)
             ioassess_ofds[slot - IOASSESS_FD_FIRST_OFD].refs++;
         if (slot != IOASSESS_FD_UNKNOWN)
@@ -304,37 +318,15 @@ void ioassess_fd_duplicated(int old_fd, int new_fd)
 void ioassess_fd_set_status(int fd, int status_flags)
 {
     TABLE_CHANGE(fd, {
-        uint32_t slot = ioassess_fd_slot[fd];
+        uint32_t slot = __atomic_load_n(&ioassess_fd_slot[fd], __ATOMIC_RELAXED);
         if (slot >= IOASSESS_FD_FIRST_OFD) {
             struct ioassess_ofd *o = &ioassess_ofds[slot - IOASSESS_FD_FIRST_OFD];
-            o->flags = (o->flags & ~(IOASSESS_OFD_APPEND | IOASSESS_OFD_DIRECT)) |
-                       status_bits(status_flags);
+            uint32_t flags = __atomic_load_n(&o->flags, __ATOMIC_RELAXED);
+            flags = (flags & ~(IOASSESS_OFD_APPEND | IOASSESS_OFD_DIRECT)) |
+                    status_bits(status_flags);
+            __atomic_store_n(&o->flags, flags, __ATOMIC_RELAXED);
         }
     });
-}
-
-void ioassess_fd_advanced(int fd, int64_t bytes)
-{
-    if (ioassess_state_now() != IOASSESS_STATE_ACTIVE || (unsigned)fd >= IOASSESS_FD_LIMIT)
-        return;
-    uint32_t slot = __atomic_load_n(&ioassess_fd_slot[fd], __ATOMIC_ACQUIRE);
-    if (slot < IOASSESS_FD_FIRST_OFD)
-        return;
-    struct ioassess_ofd *o = &ioassess_ofds[slot - IOASSESS_FD_FIRST_OFD];
-    if (o->offset >= 0)
-        o->offset += bytes;
-}
-
-/* The offset of an op that just moved the position by `result`, from the kernel's position
- * (once after a fork; positions are tracked again from there). */
-int64_t ioassess_fd_resync(int fd, struct ioassess_ofd *o, ssize_t result)
-{
-    int saved_errno = errno;
-    long position = syscall(SYS_lseek, fd, 0L, SEEK_CUR);
-    errno = saved_errno;
-    o->flags &= ~IOASSESS_OFD_RESYNC;
-    o->offset = position >= 0 ? position : -1;
-    return position >= 0 ? position - (result > 0 ? result : 0) : -1;
 }
 
 /* In the parent after fork (lock held): the child shares every open description and may
@@ -343,8 +335,8 @@ int64_t ioassess_fd_resync(int fd, struct ioassess_ofd *o, ssize_t result)
 void ioassess_fd_fork_parent(void)
 {
     for (uint32_t i = 0; i < ofd_unused; i++)
-        if (ioassess_ofds[i].refs > 0 && (ioassess_ofds[i].flags & IOASSESS_OFD_SEEKABLE))
-            ioassess_ofds[i].flags |= IOASSESS_OFD_RESYNC;
+        if (ioassess_ofds[i].refs > 0)
+            ioassess_position_unfollowed(&ioassess_ofds[i]);
 }
 
 /* In a fork child: the child must write its own file names, and the offsets it shares with
@@ -352,7 +344,13 @@ void ioassess_fd_fork_parent(void)
 void ioassess_fd_fork_child(void)
 {
     for (int fd = 0; fd <= fd_high_water; fd++)
-        ioassess_fd_slot[fd] = IOASSESS_FD_UNKNOWN;
+        __atomic_store_n(&ioassess_fd_slot[fd], IOASSESS_FD_UNKNOWN, __ATOMIC_RELAXED);
+    for (uint32_t i = 0; i < ofd_unused; i++) {  /* calls in flight in the parent's threads */
+        struct ioassess_ofd *o = &ioassess_ofds[i];
+        __atomic_store_n(&o->calls_begun, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&o->calls_ended_alone, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&o->calls_ended_shared, 0, __ATOMIC_RELAXED);
+    }
     fd_high_water = -1;
     ofd_unused = 0;
     ofd_free = NO_OFD;

@@ -22,6 +22,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <sys/single_threaded.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -106,21 +107,29 @@ struct ioassess_thread {
     struct ioassess_thread *next_thread;
 };
 
-/* One open file description as this process sees it (shared by dup'ed descriptors). */
+/* One open file description as this process sees it (shared by dup'ed descriptors). Which
+ * thread writes each field and how: docs/architecture.md, "Threads". */
 struct ioassess_ofd {
     uint64_t file_id;                       /* hash of the path, as in op records */
-    int64_t offset;                         /* current position, -1 when unknown */
+    int64_t offset;                         /* current position (seekable files), valid while
+                                               position_lost is 0 and no call is in flight */
     uint32_t refs;                          /* descriptors pointing here (under lock) */
     uint32_t flags;                         /* IOASSESS_OFD_* */
     uint32_t next_free;                     /* free-list link (under lock) */
     uint32_t pagecache_first;               /* its next ops to sample whatever the
                                                countdown: the first ops of each open file */
+    /* Calls at the position (read, write, readv, writev, lseek, ...; ioassess-posix.c,
+     * "offsets"): none is in flight when calls_begun == calls_ended_alone +
+     * calls_ended_shared. */
+    uint64_t calls_begun;                   /* every call adds 1 as it begins */
+    uint64_t calls_ended_alone;             /* calls that began with none in flight, counted
+                                               as they end (by them: one at a time) */
+    uint64_t calls_ended_shared;            /* the others, counted as they end */
+    uint32_t position_lost;                 /* 1: offset is not the kernel's position */
 } __attribute__((aligned(64)));             /* threads using different files never share a line */
 
 #define IOASSESS_OFD_SEEKABLE (1u << 0)     /* regular file or block device */
 #define IOASSESS_OFD_APPEND (1u << 1)       /* O_APPEND: writes go to the end */
-#define IOASSESS_OFD_RESYNC (1u << 2)       /* a fork child may have moved the position:
-                                               ask the kernel once at the next use */
 #define IOASSESS_OFD_REGULAR (1u << 3)      /* a regular file: its ops may be sampled */
 #define IOASSESS_OFD_DIRECT (1u << 4)       /* O_DIRECT: ops bypass the page cache */
 
@@ -186,8 +195,6 @@ void ioassess_fd_closed(int fd);
 void ioassess_fd_closed_range(unsigned first, unsigned last);
 void ioassess_fd_duplicated(int old_fd, int new_fd);
 void ioassess_fd_set_status(int fd, int status_flags);
-void ioassess_fd_advanced(int fd, int64_t bytes);
-int64_t ioassess_fd_resync(int fd, struct ioassess_ofd *o, ssize_t result);
 void ioassess_fd_fork_parent(void);
 void ioassess_fd_fork_child(void);
 uint64_t ioassess_hash_name(const char *name);
@@ -290,6 +297,43 @@ static inline void ioassess_leave(struct ioassess_thread *t)
 }
 
 /* Whether the recorder records; the first call in a process starts it. */
+/* The count of calls begun at a description's position. While the process has one thread
+ * (glibc's __libc_single_threaded, cleared by the first pthread_create) it is added to by one
+ * x86 instruction without the lock prefix: still indivisible for a signal handler that
+ * interrupts this thread (it runs between two instructions), and a few cycles instead of the
+ * 20-odd of a locked one. Once other threads exist (or elsewhere than x86-64) the add is
+ * atomic, and a full barrier: the loads before it are done before it, the loads after it
+ * after. A thread started by a signal handler in the middle of a call at the position, or by
+ * clone() outside pthread_create, is beyond this: the count may then lose one, which makes
+ * later calls at that position look overlapped (offsets unknown), never alone. */
+static inline uint64_t ioassess_calls_begin(uint64_t *begun)
+{
+    uint64_t before = 1;
+#if defined(__x86_64__)
+    if (likely(__libc_single_threaded)) {
+        __asm__ volatile("xaddq %0, %1" : "+r"(before), "+m"(*begun) : : "memory");
+        return before;
+    }
+#endif
+    return __atomic_fetch_add(begun, before, __ATOMIC_SEQ_CST);
+}
+
+/* The position is no longer known: the next call that runs alone reads it from the kernel. */
+static inline void ioassess_position_lost(struct ioassess_ofd *o)
+{
+    __atomic_store_n(&o->position_lost, 1, __ATOMIC_RELAXED);
+}
+
+/* A move of the position the recorder does not follow (a fork child's) counted as a call that
+ * overlapped any in flight: it marks the position lost, and an alone call in flight sees that
+ * a call began (and does not take the position for known). */
+static inline void ioassess_position_unfollowed(struct ioassess_ofd *o)
+{
+    ioassess_calls_begin(&o->calls_begun);
+    ioassess_position_lost(o);
+    __atomic_fetch_add(&o->calls_ended_shared, 1, __ATOMIC_RELEASE);
+}
+
 static inline int ioassess_state_now(void)
 {
     return __atomic_load_n(&ioassess_state, __ATOMIC_ACQUIRE);   /* a plain load on x86 */
@@ -316,7 +360,8 @@ static inline struct ioassess_ofd *ioassess_tracked(int fd)
         return NULL;
     uint32_t slot = __atomic_load_n(&ioassess_fd_slot[fd], __ATOMIC_ACQUIRE);
     if (unlikely(ioassess_self.busy)) {
-        if (slot >= IOASSESS_FD_FIRST_OFD)
+        if (slot >= IOASSESS_FD_FIRST_OFD)  /* a call at the position is still counted in
+                                               flight (ioassess-posix.c, "offsets") */
             ioassess_writer_count_lost();
         return NULL;
     }

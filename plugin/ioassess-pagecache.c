@@ -81,7 +81,9 @@ int ioassess_pagecache_pick(struct ioassess_ofd *o, struct ioassess_thread *t)
         t->pagecache_countdown = next_gap(t);
     return __atomic_load_n(&ioassess_pagecache_state, __ATOMIC_RELAXED) ==
                IOASSESS_PAGECACHE_SAMPLING &&
-           !t->capped && (o->flags & (IOASSESS_OFD_REGULAR | IOASSESS_OFD_DIRECT)) == IOASSESS_OFD_REGULAR;
+           !t->capped &&
+           (__atomic_load_n(&o->flags, __ATOMIC_RELAXED) &
+            (IOASSESS_OFD_REGULAR | IOASSESS_OFD_DIRECT)) == IOASSESS_OFD_REGULAR;
 }
 
 /* The kernel has no cachestat, a seccomp filter forbids it, or the file system refuses it:

@@ -1,0 +1,64 @@
+"""Offsets of calls at a descriptor's shared position (read, readv, write, writev), made by
+several threads through ONE descriptor at the same time: every recorded offset is the one the
+call really got (the program learns it from the data) or -1, never another; alone, every
+offset is exact (docs/trace-format.md, "Offsets").
+"""
+import re
+
+import pytest
+
+from recorder_helpers import describe, load, op_rows, prog, run, select
+
+BLOCK = 4096
+
+
+def calls_by_tid(stdout):
+    """{tid: [(true offset, result), ...] in the thread's call order} from sharedpos's output."""
+    calls = {}
+    for tid, offset, result in re.findall(rb"CALL tid=(\d+) off=(-?\d+) res=(-?\d+)", stdout):
+        calls.setdefault(int(tid), []).append((int(offset), int(result)))
+    return calls
+
+
+def recorded_by_tid(ts, path, kind):
+    """{tid: [(recorded offset, result), ...] in start order} of the kind's records on path."""
+    rows = sorted(op_rows(ts, select(ts, path, kind)), key=lambda r: r["start_ns"])
+    recorded = {}
+    for r in rows:
+        recorded.setdefault(r["tid"], []).append((r["offset"], r["result"]))
+    return recorded
+
+
+def shared_position_run(tmp_path, recorder_lib, mode, threads, blocks):
+    data = tmp_path / "shared.dat"
+    rec = run([prog("sharedpos"), mode, threads, blocks, data], preload=[recorder_lib],
+              trace_dir=tmp_path / "traces")
+    assert rec.returncode == 0 and rec.stderr == b"", describe(rec)
+    truth = calls_by_tid(rec.stdout)
+    assert len(truth) == threads
+    recorded = recorded_by_tid(load(tmp_path / "traces"), data, mode)
+    assert sorted(recorded) == sorted(truth), "one thread's calls recorded under another thread id"
+    wrong, unknown, calls = [], 0, 0
+    for tid, want in truth.items():
+        got = recorded[tid]
+        assert [res for _, res in got] == [res for _, res in want], f"thread {tid}: other calls recorded"
+        for i, ((offset, _), (true_offset, _)) in enumerate(zip(got, want)):
+            calls += 1
+            unknown += offset == -1
+            if offset not in (true_offset, -1):
+                wrong.append(f"thread {tid} call {i}: recorded offset {offset}, true offset {true_offset}")
+    assert not wrong, f"{len(wrong)} of {calls} offsets wrong:\n" + "\n".join(wrong[:20])
+    return calls, unknown
+
+
+@pytest.mark.parametrize("mode", ["read", "readv", "write", "writev"])
+def test_threads_sharing_a_position_record_true_or_unknown_offsets(tmp_path, recorder_lib, mode):
+    calls, _ = shared_position_run(tmp_path, recorder_lib, mode, threads=4, blocks=2048)
+    assert calls == 2048 + (4 if mode.startswith("read") else 0)   # + each reader's call at the end
+
+
+@pytest.mark.parametrize("mode", ["read", "readv", "write", "writev"])
+def test_one_thread_records_every_offset_exactly(tmp_path, recorder_lib, mode):
+    calls, unknown = shared_position_run(tmp_path, recorder_lib, mode, threads=1, blocks=512)
+    assert calls == 512 + (1 if mode.startswith("read") else 0)
+    assert unknown == 0, f"{unknown} of {calls} offsets recorded as unknown by a single thread"
