@@ -180,8 +180,9 @@ static inline int64_t positional(uint32_t flags, off_t offset)
     return (flags & IOASSESS_OFD_SEEKABLE) ? (int64_t)offset : -1;
 }
 
-/* The description's flags and file, read once per call: F_SETFL (flags) and a new open that
- * reuses the entry (file_id) write them under the lock while calls read them. */
+/* The description's flags and file: F_SETFL (flags) and a new open that reuses the entry
+ * (file_id) write them under the lock while calls read them. Read again after the call
+ * rather than kept across it (a value kept across the call is spilled to the stack). */
 static inline uint32_t ofd_flags(const struct ioassess_ofd *o)
 {
     return __atomic_load_n(&o->flags, __ATOMIC_RELAXED);
@@ -261,9 +262,9 @@ static inline int64_t outcome(ssize_t result, int err)
         struct ioassess_ofd *o_ = ioassess_tracked(fd);                        \
         if (!o_)                                                               \
             return (call);                                                     \
-        uint32_t flags_ = ofd_flags(o_);                                       \
-        SAMPLED(fd, o_, positional(flags_, offset), (uint64_t)(count), is_write); \
+        SAMPLED(fd, o_, positional(ofd_flags(o_), offset), (uint64_t)(count), is_write); \
         TIMED(call);                                                           \
+        uint32_t flags_ = ofd_flags(o_);                                       \
         ioassess_record(op, op_flags(flags_, is_write), ofd_file(o_),          \
                         positional(flags_, offset), (uint64_t)(count),         \
                         outcome(result_, err_), start_, end_, buf);            \
