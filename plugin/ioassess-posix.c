@@ -216,6 +216,41 @@ static inline int64_t outcome(ssize_t result, int err)
 
 /* ---- timing bodies shared by every entry point of one kind ---- */
 
+/* The path of a read(), from entry to record (every data call follows it; pread skips the
+ * position steps 4 and 7):
+ *  1. read() (below) is the application's read: the loader finds this library's symbol first.
+ *     RESOLVE_DATA checks that the next definition (libc's, or a stacked library's) was found;
+ *     ioassess_posix_resolve looked them all up at load. SEQUENTIAL expands the rest.
+ *  2. ioassess_tracked (ioassess-internal.h): ioassess_active (one acquire load of the state;
+ *     the process's first call starts the recorder, ioassess_init), then the descriptor's slot
+ *     in ioassess_fd_slot (acquire load).
+ *  3. The reentrancy check, in ioassess_tracked: if this thread's busy flag is set, a signal
+ *     handler has interrupted the recorder's own bookkeeping; the call passes straight through
+ *     (counted by ioassess_writer_count_lost; at the position still counted in flight,
+ *     PASS_THROUGH_AT_POSITION). A slot IOASSESS_FD_IGNORED (a pipe, an excluded path) returns
+ *     the plain call too; IOASSESS_FD_UNKNOWN (a descriptor not seen being opened) is looked up
+ *     once, under the lock (ioassess_fd_discover, register_fd in ioassess-fd.c).
+ *  4. The offset: ofd_flags reads the description's flags once; position_begin counts the
+ *     call in the description (ioassess_calls_begin) and, if no other call is in flight there,
+ *     takes the offset it starts at ("offsets", above).
+ *  5. Sampling (SAMPLED): ioassess_pagecache_due, one load and one thread-local decrement;
+ *     about one op in 512 (and the first 4 of each file) goes on to ioassess_pagecache_pick and
+ *     ioassess_pagecache_take, which asks cachestat(2) before the call, outside its time.
+ *  6. The timestamps and the real call (TIMED): ioassess_ticks_start (rdtsc; lfence), the next
+ *     definition, ioassess_ticks_end (rdtscp), so that the call lies between them. errno is
+ *     read only when the call failed, and never written: every step after it that may change
+ *     errno saves and restores it, so the application sees the call's own.
+ *  7. The offset settled: position_end (the offset if the call ran alone, else -1; an lseek
+ *     when the position had been lost) and position_settle (the position after the call).
+ *  8. The record slot: ioassess_record (ioassess-internal.h) sets the busy flag
+ *     (ioassess_enter), takes the next slot of the thread's extent (a full extent: a new one
+ *     from ioassess_writer_refill, or past the record cap ioassess_writer_summary_add),
+ *     prefetches a later slot (ioassess_prefetch_for_write), stores the record and, last, its
+ *     type byte (release: a reader sees whole records only), writes a clock pair if one is due
+ *     (ioassess_writer_clock_due) and clears the busy flag (ioassess_leave).
+ *  9. A sampled op's PAGECACHE slot follows its record in the extent (RECORD_SAMPLE,
+ *     ioassess_pagecache_record); then read() returns what the next definition returned. */
+
 /* The page-cache state of the op's range, when the op is sampled (ioassess-pagecache.c):
  * taken before the call, written after its op record. The common path asks only whether the
  * op is due; an op at an unknown offset lets its turn pass. */
