@@ -9,7 +9,9 @@ median(with sampling off). The mean over all batches (which
 includes the recorder's occasional extent allocation) is reported too. --compare LIBRARY adds
 a third configuration to the same alternation (say, the recorder before a change), so that two
 recorders are measured side by side. --call read times 1-byte read()s at each thread's own
-descriptor's position instead of preads (the recorder's path for calls at the position).
+descriptor's position instead of preads (the recorder's path for calls at the position);
+--main-thread runs the single-thread part in the program's main thread, a process with one
+thread (otherwise it runs in a second thread, as a multi-threaded program's I/O does).
 Memory: peak resident memory (VmHWM) with the recorder minus without, against the record cap
 in bytes plus 1 MiB.
 MPI-IO (when mpicc and libioassess-mpiio.so are there): 1-byte MPI_File_read_at and MPI_File_read
@@ -98,8 +100,8 @@ def compare(probe_file, calls, threads, reps, cap, cpu, work_dir, other_library=
 
     def run_once(config, trace_dir):
         preload, env = config
-        per_thread, peak_kib = run_probe([LOOP, probe_file, str(calls), "1000", str(threads), call], threads, preload,
-                                         trace_dir, cap, cpu, env)
+        per_thread, peak_kib = run_probe([LOOP, probe_file, str(calls), "1000", str(threads), call], max(threads, 1),
+                                         preload, trace_dir, cap, cpu, env)
         return {"median_ns": statistics.median(m for m, _ in per_thread),
                 "mean_ns": statistics.median(a for _, a in per_thread), "peak_rss_kib": peak_kib}
 
@@ -241,6 +243,8 @@ def main():
     parser.add_argument("--compare", metavar="LIBRARY", help="another libioassess.so measured side by side")
     parser.add_argument("--call", choices=("pread", "read"), default="pread",
                         help="the POSIX parts' call: pread, or read at each thread's own descriptor's position")
+    parser.add_argument("--main-thread", action="store_true",
+                        help="the single-thread part in the main thread: a process with one thread")
     args = parser.parse_args()
 
     results = {}
@@ -252,8 +256,8 @@ def main():
         with open(probe_file, "rb") as f:
             f.read()
         if not (args.only_mpiio or args.only_darshan):
-            single = compare(probe_file, args.calls, 1, args.reps, cap, cpu=1, work_dir=work_dir,
-                             other_library=args.compare, call=args.call)
+            single = compare(probe_file, args.calls, 0 if args.main_thread else 1, args.reps, cap, cpu=1,
+                             work_dir=work_dir, other_library=args.compare, call=args.call)
             threaded = compare(probe_file, args.calls // 16, 16, args.reps, cap, cpu=None, work_dir=work_dir,
                                other_library=args.compare, call=args.call)
             results.update(single_thread=single, threads_16=threaded,

@@ -6,6 +6,7 @@
  * Last line: the process's peak resident memory (VmHWM) in KiB.
  * CALL read: 1-byte read()s instead, at each thread's own descriptor's position (the file must
  * hold CALLS + BATCH bytes): the recorder's path for calls at the position.
+ * THREADS 0: one thread, the main one, so that the process stays single-threaded.
  * usage: pread-loop FILE CALLS BATCH THREADS [pread|read]
  */
 #define _GNU_SOURCE
@@ -67,12 +68,16 @@ int main(int argc, char **argv)
     path = argv[1];
     calls = atol(argv[2]);
     batch = atol(argv[3]);
-    int threads = atoi(argv[4]);
+    int threads = atoi(argv[4]), in_main = threads == 0;
+    if (in_main)
+        threads = 1;
     pthread_t ids[threads];
     struct result results[threads];
-    for (int t = 0; t < threads; t++)
+    if (in_main)
+        run(&results[0]);
+    for (int t = 0; t < threads && !in_main; t++)
         pthread_create(&ids[t], NULL, run, &results[t]);
-    for (int t = 0; t < threads; t++)
+    for (int t = 0; t < threads && !in_main; t++)
         pthread_join(ids[t], NULL);
     for (int t = 0; t < threads; t++)
         printf("%.2f %.2f\n", results[t].median, results[t].mean);
