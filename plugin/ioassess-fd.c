@@ -184,20 +184,22 @@ static uint32_t register_fd(int fd, int open_flags)
         if (discovered)
             offset = syscall(SYS_lseek, fd, 0L, SEEK_CUR);
     }
-    /* The entry may be a released one that a call of another thread still uses (its
-     * descriptor closed under it): its count of calls in flight stays theirs. */
     __atomic_store_n(&o->file_id, file_id, __ATOMIC_RELAXED);
     __atomic_store_n(&o->flags, flags, __ATOMIC_RELAXED);
     __atomic_store_n(&o->pagecache_first, pagecache_first, __ATOMIC_RELAXED);
-    __atomic_store_n(&o->offset, offset, __ATOMIC_RELAXED);
     o->refs = 1;
-    /* A call begun on the entry's previous file and still in flight (its descriptor closed
-     * under it by another thread) must not store its position here: it sees a call begin. */
+    /* The entry may be a released one that a call of another thread still uses (its
+     * descriptor closed under it): its counts stay its own, and its position must not become
+     * the new file's. So this counts as a call that began (the old call, ending, sees it and
+     * does not take its position for known), and the position is stored only if no call is
+     * in flight: one that ended stored its own before counting itself ended. */
     ioassess_calls_begin(&o->calls_begun);
     __atomic_fetch_add(&o->calls_ended_shared, 1, __ATOMIC_ACQ_REL);
     int in_flight = __atomic_load_n(&o->calls_begun, __ATOMIC_ACQUIRE) !=
                     __atomic_load_n(&o->calls_ended_alone, __ATOMIC_ACQUIRE) +
                         __atomic_load_n(&o->calls_ended_shared, __ATOMIC_ACQUIRE);
+    if (!in_flight)
+        __atomic_store_n(&o->offset, offset, __ATOMIC_RELAXED);
     __atomic_store_n(&o->position_lost, in_flight || offset < 0, __ATOMIC_RELEASE);
     set_slot(fd, index + IOASSESS_FD_FIRST_OFD);
     return index + IOASSESS_FD_FIRST_OFD;
