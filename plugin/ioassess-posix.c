@@ -162,10 +162,15 @@ static inline struct ioassess_ofd *passing_at_position(int fd)
         return r_;                                                             \
     } while (0)
 
-/* Whether a write of this description goes to the end of the file (O_APPEND). */
+/* The is_write of pwritev2 given RWF_APPEND: the data goes to the end of the file whatever
+ * the offset (and, given -1, the position moves there). */
+#define WRITE_AT_END 2
+
+/* Whether a write goes to the end of the file, where the recorder does not know: O_APPEND
+ * (also for pwrite and pwritev: on Linux they append whatever their offset), RWF_APPEND. */
 static inline int appends(uint32_t flags, int is_write)
 {
-    return is_write && (flags & IOASSESS_OFD_APPEND);
+    return is_write == WRITE_AT_END || (is_write && (flags & IOASSESS_OFD_APPEND));
 }
 
 /* The op record's flags the descriptor decides: O_APPEND (writes), O_DIRECT. */
@@ -175,9 +180,11 @@ static inline uint16_t op_flags(uint32_t flags, int is_write)
            ((flags & IOASSESS_OFD_DIRECT) ? IOASSESS_OP_DIRECT : 0);
 }
 
-static inline int64_t positional(uint32_t flags, off_t offset)
+/* The offset of a call given one: -1 for a device without positions, and for a write that
+ * goes to the end of the file instead. */
+static inline int64_t positional(uint32_t flags, off_t offset, int is_write)
 {
-    return (flags & IOASSESS_OFD_SEEKABLE) ? (int64_t)offset : -1;
+    return (flags & IOASSESS_OFD_SEEKABLE) && !appends(flags, is_write) ? (int64_t)offset : -1;
 }
 
 /* The description's flags and file: F_SETFL (flags) and a new open that reuses the entry
@@ -297,11 +304,12 @@ static inline int64_t outcome(ssize_t result, int err)
         struct ioassess_ofd *o_ = ioassess_tracked(fd);                        \
         if (!o_)                                                               \
             return (call);                                                     \
-        SAMPLED(fd, o_, positional(ofd_flags(o_), offset), (uint64_t)(count), is_write); \
+        SAMPLED(fd, o_, positional(ofd_flags(o_), offset, is_write), (uint64_t)(count), \
+                is_write);                                                     \
         TIMED(call);                                                           \
         uint32_t flags_ = ofd_flags(o_);                                       \
         ioassess_record(op, op_flags(flags_, is_write), ofd_file(o_),          \
-                        positional(flags_, offset), (uint64_t)(count),         \
+                        positional(flags_, offset, is_write), (uint64_t)(count), \
                         outcome(result_, err_), start_, end_, buf);            \
         RECORD_SAMPLE();                                                       \
         return result_;                                                        \
@@ -321,10 +329,10 @@ static inline int64_t outcome(ssize_t result, int err)
         struct at_position at_ = {0, 0, 0, 0, 0, -1};                          \
         if ((offset) < 0)                                                      \
             at_ = position_begin(o_, flags_);                                  \
-        SAMPLED(fd, o_, (offset) >= 0 ? positional(flags_, offset)             \
+        SAMPLED(fd, o_, (offset) >= 0 ? positional(flags_, offset, is_write)   \
                         : appends(flags_, is_write) ? -1 : at_.before, 1, is_write); \
         TIMED(call);                                                           \
-        int64_t offset_ = (offset) >= 0 ? positional(flags_, offset)           \
+        int64_t offset_ = (offset) >= 0 ? positional(flags_, offset, is_write) \
                           : position_end(fd, o_, at_, result_, appends(flags_, is_write)); \
         ioassess_record(op, op_flags(flags_, is_write), ofd_file(o_), offset_, \
                         iov_bytes(iov, iovcnt, result_), outcome(result_, err_), \
@@ -494,7 +502,7 @@ IOASSESS_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int iovcnt, of
                                  int flags)
 {
     RESOLVE_DATA(pwritev2);
-    VECTOR(IOASSESS_OP_PWRITEV2, fd, iov, iovcnt, offset, 1,
+    VECTOR(IOASSESS_OP_PWRITEV2, fd, iov, iovcnt, offset, (flags & RWF_APPEND) ? WRITE_AT_END : 1,
            real_pwritev2(fd, iov, iovcnt, offset, flags));
 }
 
@@ -502,7 +510,7 @@ IOASSESS_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int iovcnt,
                                     int flags)
 {
     RESOLVE_DATA(pwritev64v2);
-    VECTOR(IOASSESS_OP_PWRITEV2, fd, iov, iovcnt, offset, 1,
+    VECTOR(IOASSESS_OP_PWRITEV2, fd, iov, iovcnt, offset, (flags & RWF_APPEND) ? WRITE_AT_END : 1,
            real_pwritev64v2(fd, iov, iovcnt, offset, flags));
 }
 

@@ -4,6 +4,7 @@ call really got (the program learns it from the data) or -1, never another; alon
 offset is exact (docs/trace-format.md, "Offsets").
 """
 import re
+import sys
 
 import pytest
 
@@ -62,3 +63,41 @@ def test_one_thread_records_every_offset_exactly(tmp_path, recorder_lib, mode):
     calls, unknown = shared_position_run(tmp_path, recorder_lib, mode, threads=1, blocks=512)
     assert calls == 512 + (1 if mode.startswith("read") else 0)
     assert unknown == 0, f"{unknown} of {calls} offsets recorded as unknown by a single thread"
+
+
+APPENDING_WRITES = r"""
+import os, sys
+path = sys.argv[1]
+with open(path, "wb") as f:
+    f.write(b"a" * 100)
+def show(kind, fd, call):
+    before = os.path.getsize(path)
+    n = call()
+    print(f"WRITE kind={kind} off={before} res={n}", flush=True)
+fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+show("pwrite", fd, lambda: os.pwrite(fd, b"b" * 10, 0))            # Linux appends whatever the offset
+os.close(fd)
+fd = os.open(path, os.O_WRONLY)
+show("pwritev2", fd, lambda: os.pwritev(fd, [b"c" * 10], 0, os.RWF_APPEND))
+show("pwritev2", fd, lambda: os.pwritev(fd, [b"d" * 10], -1, os.RWF_APPEND))  # at the end, position moved there
+show("write", fd, lambda: os.write(fd, b"e" * 10))                  # at the position: the end
+os.close(fd)
+"""
+
+
+def test_writes_that_go_to_the_end_of_the_file_record_true_or_unknown_offsets(tmp_path, recorder_lib):
+    """pwrite on an O_APPEND descriptor (Linux appends whatever its offset) and pwritev2 with
+    RWF_APPEND (at an offset or at the position) write at the end of the file: the offset they
+    were given is not where they wrote, so they record -1; the write at the position after them
+    records its true offset or -1."""
+    data = tmp_path / "appended.dat"
+    rec = run([sys.executable, "-c", APPENDING_WRITES, data], preload=[recorder_lib], trace_dir=tmp_path / "traces")
+    assert rec.returncode == 0 and rec.stderr == b"", describe(rec)
+    want = [(kind.decode(), int(offset), int(result)) for kind, offset, result in
+            re.findall(rb"WRITE kind=(\w+) off=(\d+) res=(\d+)", rec.stdout)]
+    assert [offset for _, offset, _ in want] == [100, 110, 120, 130]
+    ts = load(tmp_path / "traces")
+    rows = sorted(op_rows(ts, select(ts, data)), key=lambda r: r["start_ns"])[1:]   # [0]: the file made
+    assert [(r["kind"], r["result"]) for r in rows] == [(kind, result) for kind, _, result in want]
+    assert [r["offset"] for r in rows[:3]] == [-1, -1, -1]
+    assert rows[3]["offset"] in (130, -1)
