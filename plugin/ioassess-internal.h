@@ -303,9 +303,10 @@ static inline void ioassess_leave(struct ioassess_thread *t)
  * interrupts this thread (it runs between two instructions), and a few cycles instead of the
  * 20-odd of a locked one. Once other threads exist (or elsewhere than x86-64) the add is
  * atomic, and a full barrier: the loads before it are done before it, the loads after it
- * after. A thread started by a signal handler in the middle of a call at the position, or by
- * clone() outside pthread_create, is beyond this: the count may then lose one, which makes
- * later calls at that position look overlapped (offsets unknown), never alone. */
+ * after. Threads that glibc does not know of are beyond this: made with clone() outside
+ * pthread_create (the flag stays set), or started by a signal handler in the middle of a
+ * call at the position. Their calls at a position shared with another thread may lose a
+ * count, and two overlapping calls may then both take themselves for alone (wrong offsets). */
 static inline uint64_t ioassess_calls_begin(uint64_t *begun)
 {
     uint64_t before = 1;
