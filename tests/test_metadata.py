@@ -184,10 +184,14 @@ def test_many_small_files():
     assert "Many small files" not in findings(few)
 
 
-def test_a_job_without_metadata_has_no_section():
+def test_a_job_without_metadata_has_no_section(tmp_path):
     job = hand_job([], ["/scratch/data"], writes=[(0, 0, 4096, 0.001, 1.0)])
     assessment = assess(job, MODEL)
     assert assessment["metadata"] is None
+    from ioassess.report.render import write_report
+    write_report(tmp_path / "r.html", assessment)
+    page = (tmp_path / "r.html").read_text()
+    assert 'id="metadata"' in page and "The inputs record no metadata calls" in page
     assert DIRECTIONS[META] == "meta" and LAYERS[POSIX] == "posix"
 
 
