@@ -15,7 +15,7 @@ on storage. Memory layout is unknown without buffer addresses and taken as rnd
 
 import numpy as np
 
-from ioassess.inputs.job import LAYERS, Flag, op_column
+from ioassess.inputs.job import LAYERS, META, Flag, op_column
 from ioassess.models.causes import (APPENDED, CLASSES, LAYOUT_UNKNOWN, bound_seconds, cached_typical_seconds, classify,
                                     memory_layout_codes)
 
@@ -40,10 +40,11 @@ def classify_ops(job, model):
     the model's own (model_class), the kernel's verdict of its sample (kernel) and the verdict
     it is judged by (judged: its own or its file's, report/ground_truth.py), cached typical
     duration (NaN where not modelled; the appended line's for writes into new pages), time lost
-    (s), whether it counts as I/O time (POSIX/STDIO layer), and the indices of the ops the model
+    (s), whether it counts as I/O time (a POSIX/STDIO read, write or sync: metadata calls are
+    report/metadata.py's), and the indices of the ops the model
     covers."""
     ops = job.ops
-    is_io = np.isin(ops["layer"], IO_LAYERS)
+    is_io = np.isin(ops["layer"], IO_LAYERS) & (ops["direction"] != META)
     modelled = is_io & (ops["direction"] < 2) & (ops["result"] >= 0)
     if np.any(ops["buffer"] != 0):
         layouts = memory_layout_codes(ops["buffer"], ops["tid"], ops["process"])
@@ -119,7 +120,7 @@ def estimate_totals(job, model):
     if_cached_low, if_cached_high = np.minimum(cached_low, seconds), np.minimum(cached_high, seconds)
     return {"if_cached_low_s": if_cached_low, "if_cached_high_s": if_cached_high,
             "lost_low_s": seconds - if_cached_high, "lost_high_s": seconds - if_cached_low,
-            "is_io": np.isin(totals["layer"], IO_LAYERS)}
+            "is_io": np.isin(totals["layer"], IO_LAYERS) & (totals["direction"] != META)}
 
 
 def _bin_edges(size_low, size_high, row_bytes, row_ops):

@@ -4,7 +4,7 @@ model's lines. Each is a function of the Job and the per-op classes that returns
 
 import numpy as np
 
-from ioassess.inputs.job import DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, MPIIO, POSIX, SYNC, WRITE, Flag, op_column
+from ioassess.inputs.job import DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, META, MPIIO, POSIX, SYNC, WRITE, Flag, op_column
 from ioassess.models.causes import FLUSHED
 from ioassess.models.plain import ratio_or_none
 from ioassess.models.slowdown import slowdown_by_interval
@@ -110,11 +110,12 @@ def layer_table(job):
     """Per direction, the layers side by side: ops, bytes and seconds at each layer (MPI-IO time
     contains the POSIX time under it), and per layer the part of the ops known one by one that
     carries each flag (MPI-IO: collective, nonblocking; POSIX: under MPI-IO, under collective
-    MPI-IO, i.e. aggregator work). A layer without ops in a direction is null."""
+    MPI-IO, i.e. aggregator work). A layer without ops in a direction is null. Metadata calls
+    are the metadata section's (report/metadata.py)."""
     ops, totals = job.ops, job.totals
     flags = op_column(ops, "flags")
     rows = []
-    for d, direction in enumerate(DIRECTIONS):
+    for d, direction in enumerate(DIRECTIONS[:META]):
         row = {"direction": direction}
         for layer_code, layer in enumerate(LAYERS):
             member = (ops["layer"] == layer_code) & (ops["direction"] == d)

@@ -18,9 +18,9 @@ import shutil
 import numpy as np
 
 from . import traceformat as tf
-from .job import (ALL_OP_COLUMNS, DARSHAN_RECORD_COLUMNS, LAYERS, NO_IO_NOTE, PAGECACHE_COLUMNS, SIZE_BIN_COLUMNS,
-                  TOTAL_COLUMNS, Flag, Job, JobFile, JobInput, JobProcess, concatenate_columns, empty_columns, mount_of,
-                  with_optional_columns)
+from .job import (ALL_OP_COLUMNS, DARSHAN_RECORD_COLUMNS, LAYERS, META, META_KIND_COLUMNS, NO_IO_NOTE,
+                  PAGECACHE_COLUMNS, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Flag, Job, JobFile, JobInput, JobProcess,
+                  concatenate_columns, empty_columns, mount_of, with_optional_columns)
 from .trace import DIRECTION_OF_OP, TraceFileError, read_trace_dir, sum_by, summarise_errors
 
 # statfs f_type -> file system name, for the ones an HPC job meets.
@@ -282,7 +282,7 @@ def _join_ranks(logs):
                 raise LoadError(f"{log.inputs[0].path}: the mmap log of a rank that {seen[rank]} has too")
             seen[rank] = log.inputs[0].path
     start = min(log.start_epoch_s for log in logs)
-    files, processes, ops, totals, size_bins, records = [], [], [], [], [], []
+    files, processes, ops, totals, size_bins, records, meta_kinds = [], [], [], [], [], [], []
     for log in logs:
         file_positions = _index_into(files, log.files, key=lambda f: f.name)
         process_positions = np.arange(len(processes), len(processes) + len(log.processes), dtype=np.int32)
@@ -294,6 +294,7 @@ def _join_ranks(logs):
         ops.append(with_optional_columns(_rebased(reindexed(log.ops), shift)))
         totals.append(reindexed(log.totals))
         size_bins.append(reindexed(log.size_bins))
+        meta_kinds.append(reindexed(log.meta_kinds))
         records.append(dict(log.darshan_records, file=file_positions[log.darshan_records["file"]]))
     first = next((log for log in logs if any(p.rank == 0 for p in log.processes)), logs[0])
     ends = [log.end_epoch_s for log in logs]
@@ -307,7 +308,8 @@ def _join_ranks(logs):
                mounts=next((log.mounts for log in logs if log.mounts), []),
                inputs=[i for log in logs for i in log.inputs],
                notes=list(dict.fromkeys(note for log in logs for note in log.notes)),
-               darshan_records=concatenate_columns(DARSHAN_RECORD_COLUMNS, records))
+               darshan_records=concatenate_columns(DARSHAN_RECORD_COLUMNS, records),
+               meta_kinds=concatenate_columns(META_KIND_COLUMNS, meta_kinds))
 
 
 def _merge_two(a, b):
@@ -333,12 +335,14 @@ def _merge_two(a, b):
     file_positions = _index_into(files, darshan.files, key=lambda f: f.name)
     traced_layers = list(set(np.unique(traced.ops["layer"]).tolist()) | {LAYERS.index("posix")})
     untraced = [(table, ~np.isin(table["layer"], traced_layers))
-                for table in (_rebased(darshan.ops, darshan.start_epoch_s - start), darshan.totals, darshan.size_bins)]
+                for table in (_rebased(darshan.ops, darshan.start_epoch_s - start), darshan.totals, darshan.size_bins,
+                              darshan.meta_kinds)]
     # Darshan's processes join the job's only when some of its I/O is kept.
     process_positions = (_darshan_process_positions(processes, darshan, traced)
                          if any(rows.any() for _, rows in untraced) else np.zeros(0, np.int32))
-    kept_ops, kept_totals, kept_size_bins = (_reindexed(table, rows, file_positions, process_positions)
-                                             for table, rows in untraced)
+    kept_ops, kept_totals, kept_size_bins, kept_meta_kinds = (_reindexed(table, rows, file_positions,
+                                                                         process_positions)
+                                                              for table, rows in untraced)
     totals = concatenate_columns(TOTAL_COLUMNS, [traced.totals, kept_totals])
     size_bins = concatenate_columns(SIZE_BIN_COLUMNS, [traced.size_bins, kept_size_bins])
     records = dict(darshan.darshan_records, file=file_positions[darshan.darshan_records["file"]])
@@ -347,7 +351,7 @@ def _merge_two(a, b):
     order = np.lexsort((ops["start_s"], ops["process"]))
     ops = {name: column[order] for name, column in ops.items()}
     darshan_inputs = darshan.inputs
-    if len(ops["size"]) or len(totals["ops"]):
+    if np.any(ops["direction"] != META) or np.any(totals["direction"] != META):
         darshan_inputs = [dataclasses.replace(i, notes=tuple(n for n in i.notes if n != NO_IO_NOTE))
                           for i in darshan_inputs]
     return Job(
@@ -356,7 +360,8 @@ def _merge_two(a, b):
         start_epoch_s=start, end_epoch_s=max(traced.end_epoch_s, darshan.end_epoch_s),
         nprocs=max(darshan.nprocs, traced.nprocs), processes=processes, files=files, ops=ops,
         totals=totals, size_bins=size_bins, mounts=darshan.mounts or traced.mounts,
-        inputs=traced.inputs + darshan_inputs, notes=traced.notes + darshan.notes, darshan_records=records)
+        inputs=traced.inputs + darshan_inputs, notes=traced.notes + darshan.notes, darshan_records=records,
+        meta_kinds=concatenate_columns(META_KIND_COLUMNS, [traced.meta_kinds, kept_meta_kinds]))
 
 
 def _rebased(ops, shift_s):
