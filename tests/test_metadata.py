@@ -215,3 +215,15 @@ def test_the_page_shows_the_section(tmp_path):
     section = page[page.index('id="metadata"'):page.index('id="recommendations"')]
     assert "From Darshan's counters" in section and "Counters give no single call's time." in section
     assert "records shared by all ranks" in section
+
+
+def test_seconds_summed_over_overlapping_calls_are_said_to_be(tmp_path):
+    """dxt.darshan's rank 0 has 3.12 h of POSIX_F_META_TIME in a job of 24.5 min: its calls
+    overlapped (threads), and the page says so rather than leave an impossible number bare."""
+    from ioassess.report.render import write_report
+    assessment = assess(read_darshan_log(next(p for p in shipped_darshan_logs()
+                                              if os.path.basename(p) == "dxt.darshan")), MODEL)
+    assert assessment["metadata"]["per_rank"]["spread"]["max"]["seconds"] > assessment["job"]["runtime_s"]
+    write_report(tmp_path / "d.html", assessment)
+    page = (tmp_path / "d.html").read_text()
+    assert "These seconds are summed over calls: a rank with 3.12 h of them in a job of 24.5 min" in page
