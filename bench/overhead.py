@@ -8,7 +8,10 @@ median(with) - median(without) over the runs, and sampling's own cost median(wit
 median(with sampling off). The mean over all batches (which
 includes the recorder's occasional extent allocation) is reported too. --compare LIBRARY adds
 a third configuration to the same alternation (say, the recorder before a change), so that two
-recorders are measured side by side.
+recorders are measured side by side. --call read times 1-byte read()s at each thread's own
+descriptor's position instead of preads (the recorder's path for calls at the position);
+--main-thread runs the single-thread part in the program's main thread, a process with one
+thread (otherwise it runs in a second thread, as a multi-threaded program's I/O does).
 Memory: peak resident memory (VmHWM) with the recorder minus without, against the record cap
 in bytes plus 1 MiB.
 MPI-IO (when mpicc and libioassess-mpiio.so are there): 1-byte MPI_File_read_at and MPI_File_read
@@ -31,7 +34,8 @@ libioassess.so), alternating, pinned to one CPU. Beside them the clock's floor
 (bench/clock-floor.c: a preloaded pread that only reads the TSC before and after the call),
 alone and behind Darshan with DXT: what two clock reads cost on this host, so that ioassess's
 bookkeeping (ioassess minus the floor) is seen apart from its clock; and the floor with reads kept
-in order with the call (rdtscp, lfence+rdtsc), what ordered timestamps would cost.
+in order with the call (rdtscp, lfence+rdtsc for both reads; "ordered", rdtsc+lfence before and
+rdtscp after, as the recorder reads since 2026-11-25; "fenced", lfence on every side).
 """
 import argparse
 import json
@@ -89,15 +93,15 @@ def paired(runs, name, other, key="median_ns"):
 PAGECACHE_OFF = {"IOASSESS_PAGECACHE": "0"}
 
 
-def compare(probe_file, calls, threads, reps, cap, cpu, work_dir, other_library=None):
+def compare(probe_file, calls, threads, reps, cap, cpu, work_dir, other_library=None, call="pread"):
     """Alternating runs without and with the recorder, with the recorder without page-cache
     sampling (and with other_library, if given); per-run medians across threads."""
     import ioassess
 
     def run_once(config, trace_dir):
         preload, env = config
-        per_thread, peak_kib = run_probe([LOOP, probe_file, str(calls), "1000", str(threads)], threads, preload,
-                                         trace_dir, cap, cpu, env)
+        per_thread, peak_kib = run_probe([LOOP, probe_file, str(calls), "1000", str(threads), call], max(threads, 1),
+                                         preload, trace_dir, cap, cpu, env)
         return {"median_ns": statistics.median(m for m, _ in per_thread),
                 "mean_ns": statistics.median(a for _, a in per_thread), "peak_rss_kib": peak_kib}
 
@@ -109,9 +113,11 @@ def compare(probe_file, calls, threads, reps, cap, cpu, work_dir, other_library=
     if other_library:
         other = {"library": other_library,
                  "added_ns_median": middle(runs["other"], "median_ns") - middle(runs["without"], "median_ns"),
-                 "added_ns_mean": middle(runs["other"], "mean_ns") - middle(runs["without"], "mean_ns")}
+                 "added_ns_mean": middle(runs["other"], "mean_ns") - middle(runs["without"], "mean_ns"),
+                 "with_minus_other_ns_paired": paired(runs, "with", "other")}
     return {
         **({"other": other} if other_library else {}),
+        "call": call,
         "threads": threads,
         "calls_per_thread": calls,
         "reps": reps,
@@ -149,7 +155,9 @@ def compare_darshan(probe_file, reps, cap, cpu, work_dir, darshan_lib):
                "darshan_dxt": ([darshan_lib], dxt_env), "darshan_dxt_ioassess": ([darshan_lib, recorder], dxt_env),
                "clock_floor": ([CLOCK_FLOOR], {}), "darshan_dxt_clock_floor": ([darshan_lib, CLOCK_FLOOR], dxt_env),
                "clock_floor_rdtscp": ([CLOCK_FLOOR], {"CLOCK_FLOOR_READ": "rdtscp"}),
-               "clock_floor_lfence": ([CLOCK_FLOOR], {"CLOCK_FLOOR_READ": "lfence"})}
+               "clock_floor_lfence": ([CLOCK_FLOOR], {"CLOCK_FLOOR_READ": "lfence"}),
+               "clock_floor_ordered": ([CLOCK_FLOOR], {"CLOCK_FLOOR_READ": "ordered"}),
+               "clock_floor_fenced": ([CLOCK_FLOOR], {"CLOCK_FLOOR_READ": "fenced"})}
 
     def run_once(config, trace_dir):
         preload, env = config
@@ -171,6 +179,8 @@ def compare_darshan(probe_file, reps, cap, cpu, work_dir, darshan_lib):
             "stacking_adds_ns_paired": paired(runs, "darshan_dxt_ioassess", "darshan_dxt"),
             "clock_floor_stacked_adds_ns": added["darshan_dxt_clock_floor"] - added["darshan_dxt"],
             "bookkeeping_ns": paired(runs, "ioassess", "clock_floor"),
+            "clock_floor_ordered_minus_rdtsc_ns": paired(runs, "clock_floor_ordered", "clock_floor"),
+            "clock_floor_fenced_minus_rdtsc_ns": paired(runs, "clock_floor_fenced", "clock_floor"),
             "bookkeeping_stacked_ns": paired(runs, "darshan_dxt_ioassess", "darshan_dxt_clock_floor"),
             "runs": runs}
 
@@ -231,6 +241,10 @@ def main():
     parser.add_argument("--only-mpiio", action="store_true", help="measure the MPI-IO recorder only")
     parser.add_argument("--only-darshan", action="store_true", help="measure beside Darshan only")
     parser.add_argument("--compare", metavar="LIBRARY", help="another libioassess.so measured side by side")
+    parser.add_argument("--call", choices=("pread", "read"), default="pread",
+                        help="the POSIX parts' call: pread, or read at each thread's own descriptor's position")
+    parser.add_argument("--main-thread", action="store_true",
+                        help="the single-thread part in the main thread: a process with one thread")
     args = parser.parse_args()
 
     results = {}
@@ -242,10 +256,10 @@ def main():
         with open(probe_file, "rb") as f:
             f.read()
         if not (args.only_mpiio or args.only_darshan):
-            single = compare(probe_file, args.calls, 1, args.reps, cap, cpu=1, work_dir=work_dir,
-                             other_library=args.compare)
+            single = compare(probe_file, args.calls, 0 if args.main_thread else 1, args.reps, cap, cpu=1,
+                             work_dir=work_dir, other_library=args.compare, call=args.call)
             threaded = compare(probe_file, args.calls // 16, 16, args.reps, cap, cpu=None, work_dir=work_dir,
-                               other_library=args.compare)
+                               other_library=args.compare, call=args.call)
             results.update(single_thread=single, threads_16=threaded,
                            ratio_16_to_1=threaded["added_ns_median"] / single["added_ns_median"])
             print_posix(args, cap, single, threaded, results["ratio_16_to_1"])
@@ -274,7 +288,7 @@ def print_posix(args, cap, single, threaded, ratio_16):
     cap_kib = cap * 64 // 1024
     added_rss = single["peak_rss_kib_with"] - single["peak_rss_kib_without"]
     added_rss_16 = threaded["peak_rss_kib_with"] - threaded["peak_rss_kib_without"]
-    print(f"1-byte pread on a cached file, median of 1000-call batches, {args.reps} alternating runs")
+    print(f"1-byte {args.call} on a cached file, median of 1000-call batches, {args.reps} alternating runs")
     print(f"  1 thread,  {args.calls} calls: without {single['median_ns_without']:.1f} ns, "
           f"with {single['median_ns_with']:.1f} ns, added {single['added_ns_median']:.1f} ns "
           f"(target <= 50); mean over all batches added {single['added_ns_mean']:.1f} ns")
@@ -293,7 +307,9 @@ def print_posix(args, cap, single, threaded, ratio_16):
     if "other" in single:
         print(f"  {single['other']['library']}, side by side: added {single['other']['added_ns_median']:.1f} ns "
               f"(1 thread), {threaded['other']['added_ns_median']:.1f} ns (16 threads); mean over all batches "
-              f"added {single['other']['added_ns_mean']:.1f} ns, {threaded['other']['added_ns_mean']:.1f} ns")
+              f"added {single['other']['added_ns_mean']:.1f} ns, {threaded['other']['added_ns_mean']:.1f} ns; "
+              f"this recorder minus it, round by round: {single['other']['with_minus_other_ns_paired']:.1f} ns "
+              f"(1 thread), {threaded['other']['with_minus_other_ns_paired']:.1f} ns (16 threads)")
 
 
 def print_darshan(args, measured):
@@ -313,7 +329,11 @@ def print_darshan(args, measured):
           f"behind Darshan+DXT {measured['clock_floor_stacked_adds_ns']:.1f} ns; ioassess's bookkeeping beyond it "
           f"(round by round): alone {measured['bookkeeping_ns']:.1f} ns, behind Darshan+DXT "
           f"{measured['bookkeeping_stacked_ns']:.1f} ns; the floor with ordered reads: rdtscp "
-          f"{added['clock_floor_rdtscp']:.1f} ns, lfence+rdtsc {added['clock_floor_lfence']:.1f} ns")
+          f"{added['clock_floor_rdtscp']:.1f} ns, lfence+rdtsc {added['clock_floor_lfence']:.1f} ns, "
+          f"ordered (rdtsc+lfence / rdtscp, the recorder's) {added['clock_floor_ordered']:.1f} ns, "
+          f"fenced {added['clock_floor_fenced']:.1f} ns; round by round ordered - rdtsc "
+          f"{measured['clock_floor_ordered_minus_rdtsc_ns']:.1f} ns, fenced - rdtsc "
+          f"{measured['clock_floor_fenced_minus_rdtsc_ns']:.1f} ns")
 
 
 def print_mpiio(args, measured):

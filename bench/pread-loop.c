@@ -4,7 +4,10 @@
  * per call and the mean cost per call over all batches, in nanoseconds. Run it with and without the recorder; the difference is the
  * recorder's added cost per call.
  * Last line: the process's peak resident memory (VmHWM) in KiB.
- * usage: pread-loop FILE CALLS BATCH THREADS
+ * CALL read: 1-byte read()s instead, at each thread's own descriptor's position (the file must
+ * hold CALLS + BATCH bytes): the recorder's path for calls at the position.
+ * THREADS 0: one thread, the main one, so that the process stays single-threaded.
+ * usage: pread-loop FILE CALLS BATCH THREADS [pread|read]
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -18,6 +21,12 @@
 
 static const char *path;
 static long calls, batch;
+static int at_position;                 /* read() instead of pread() */
+
+static ssize_t one_byte(int fd, char *byte, long i)
+{
+    return at_position ? read(fd, byte, 1) : pread(fd, byte, 1, (i * 64) % 4096);
+}
 
 struct result {
     double median, mean;
@@ -35,11 +44,11 @@ static void *run(void *arg)
     double *per_call = malloc(sizeof *per_call * batches);
     char byte;
     for (long i = 0; i < batch; i++)    /* warm the page cache and the code path */
-        pread(fd, &byte, 1, i % 4096);
+        one_byte(fd, &byte, i);
     for (long b = 0; b < batches; b++) {
         double start = now_ns();
         for (long i = 0; i < batch; i++)
-            if (pread(fd, &byte, 1, (i * 64) % 4096) != 1)
+            if (one_byte(fd, &byte, i) != 1)
                 exit(3);
         per_call[b] = (now_ns() - start) / batch;
     }
@@ -51,19 +60,24 @@ static void *run(void *arg)
 
 int main(int argc, char **argv)
 {
-    if (argc != 5) {
-        fprintf(stderr, "usage: %s FILE CALLS BATCH THREADS\n", argv[0]);
+    if (argc != 5 && !(argc == 6 && (strcmp(argv[5], "read") == 0 || strcmp(argv[5], "pread") == 0))) {
+        fprintf(stderr, "usage: %s FILE CALLS BATCH THREADS [pread|read]\n", argv[0]);
         return 2;
     }
+    at_position = argc == 6 && strcmp(argv[5], "read") == 0;
     path = argv[1];
     calls = atol(argv[2]);
     batch = atol(argv[3]);
-    int threads = atoi(argv[4]);
+    int threads = atoi(argv[4]), in_main = threads == 0;
+    if (in_main)
+        threads = 1;
     pthread_t ids[threads];
     struct result results[threads];
-    for (int t = 0; t < threads; t++)
+    if (in_main)
+        run(&results[0]);
+    for (int t = 0; t < threads && !in_main; t++)
         pthread_create(&ids[t], NULL, run, &results[t]);
-    for (int t = 0; t < threads; t++)
+    for (int t = 0; t < threads && !in_main; t++)
         pthread_join(ids[t], NULL);
     for (int t = 0; t < threads; t++)
         printf("%.2f %.2f\n", results[t].median, results[t].mean);

@@ -210,11 +210,13 @@ static int configure(void)
     return 0;
 }
 
-static int fork_locked;
+/* Whether this thread's fork took the lock: per thread, since a fork from a signal handler
+ * inside the recorder (busy) takes nothing while another thread's fork may hold the lock. */
+static __thread int fork_locked;
 
 static void before_fork(void)
 {
-    if (ioassess_state != IOASSESS_STATE_ACTIVE || ioassess_self.busy)
+    if (ioassess_state_now() != IOASSESS_STATE_ACTIVE || ioassess_self.busy)
         return;                          /* busy: fork from a handler inside the recorder */
     ioassess_enter(&ioassess_self);
     pthread_mutex_lock(&ioassess_lock);
@@ -233,10 +235,10 @@ static void after_fork_in_parent(void)
 
 static void after_fork_in_child(void)
 {
-    if (ioassess_state != IOASSESS_STATE_ACTIVE)
+    if (ioassess_state_now() != IOASSESS_STATE_ACTIVE)
         return;
     if (!fork_locked) {                  /* state may be half-updated: stay out of the way */
-        ioassess_state = IOASSESS_STATE_DISABLED;
+        __atomic_store_n(&ioassess_state, IOASSESS_STATE_DISABLED, __ATOMIC_RELEASE);
         return;
     }
     fork_locked = 0;
@@ -245,7 +247,7 @@ static void after_fork_in_child(void)
     ioassess_fd_fork_child();
     ioassess_meta_fork_child();
     if (ioassess_writer_start() != 0)
-        ioassess_state = IOASSESS_STATE_DISABLED;
+        __atomic_store_n(&ioassess_state, IOASSESS_STATE_DISABLED, __ATOMIC_RELEASE);
     ioassess_leave(&ioassess_self);
 }
 
@@ -271,7 +273,7 @@ __attribute__((constructor)) static void at_load(void)
 
 __attribute__((destructor)) static void at_unload(void)
 {
-    if (ioassess_state == IOASSESS_STATE_ACTIVE)
+    if (ioassess_state_now() == IOASSESS_STATE_ACTIVE)
         ioassess_writer_end(IOASSESS_END_EXIT);
 }
 
@@ -296,7 +298,7 @@ static pid_t (*real_fork)(void);
 
 static void exec_starting(void)
 {
-    if (ioassess_state == IOASSESS_STATE_ACTIVE)
+    if (ioassess_state_now() == IOASSESS_STATE_ACTIVE)
         ioassess_writer_end(IOASSESS_END_EXEC);
 }
 
@@ -304,7 +306,7 @@ static void exec_starting(void)
 static int exec_failed(int result)
 {
     int saved_errno = errno;
-    if (ioassess_state == IOASSESS_STATE_ACTIVE)
+    if (ioassess_state_now() == IOASSESS_STATE_ACTIVE)
         ioassess_writer_cancel_end();
     errno = saved_errno;
     return result;
@@ -312,7 +314,7 @@ static int exec_failed(int result)
 
 static void ending(int status, int finished)
 {
-    if (ioassess_state != IOASSESS_STATE_ACTIVE)
+    if (ioassess_state_now() != IOASSESS_STATE_ACTIVE)
         return;
     ioassess_writer_exit_status(status);
     if (finished)

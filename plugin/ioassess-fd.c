@@ -30,7 +30,7 @@ static int fd_high_water = -1;           /* highest descriptor with a non-unknow
 static uint64_t emitted[EMITTED_SLOTS];
 static uint32_t emitted_count;
 static int invalid_fd_named;
-static struct ioassess_ofd invalid_fd_ofd = {0, -1, 1, 0, NO_OFD, 0};
+static struct ioassess_ofd invalid_fd_ofd = {.offset = -1, .refs = 1, .next_free = NO_OFD};
 
 /* 64-bit FNV-1a; 0 is kept for "no file". */
 uint64_t ioassess_hash_name(const char *name)
@@ -100,7 +100,7 @@ static uint32_t ofd_alloc(void)
 
 static void release_slot(int fd)
 {
-    uint32_t slot = ioassess_fd_slot[fd];
+    uint32_t slot = __atomic_load_n(&ioassess_fd_slot[fd], __ATOMIC_RELAXED);
     __atomic_store_n(&ioassess_fd_slot[fd], IOASSESS_FD_UNKNOWN, __ATOMIC_RELEASE);
     if (slot < IOASSESS_FD_FIRST_OFD)
         return;
@@ -169,24 +169,38 @@ static uint32_t register_fd(int fd, int open_flags)
     if (discovered)
         open_flags = (int)syscall(SYS_fcntl, fd, F_GETFL);
     struct ioassess_ofd *o = &ioassess_ofds[index];
-    o->file_id = file_id;
-    o->refs = 1;
-    o->flags = open_flags >= 0 ? status_bits(open_flags) : 0;
-    o->offset = -1;
-    o->pagecache_first = 0;
+    uint32_t flags = open_flags >= 0 ? status_bits(open_flags) : 0;
+    uint32_t pagecache_first = 0;
+    int64_t offset = -1;
     if (S_ISREG(st.st_mode)) {
-        o->flags |= IOASSESS_OFD_REGULAR;
-        if (ioassess_pagecache_state == IOASSESS_PAGECACHE_SAMPLING)
-            o->pagecache_first = IOASSESS_PAGECACHE_FIRST_OPS;
+        flags |= IOASSESS_OFD_REGULAR;
+        if (__atomic_load_n(&ioassess_pagecache_state, __ATOMIC_RELAXED) ==
+            IOASSESS_PAGECACHE_SAMPLING)
+            pagecache_first = IOASSESS_PAGECACHE_FIRST_OPS;
     }
     if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
-        o->flags |= IOASSESS_OFD_SEEKABLE;
-        o->offset = 0;                   /* a fresh open starts at 0, even with O_APPEND */
-        if (discovered) {
-            long position = syscall(SYS_lseek, fd, 0L, SEEK_CUR);
-            o->offset = position >= 0 ? position : -1;
-        }
+        flags |= IOASSESS_OFD_SEEKABLE;
+        offset = 0;                      /* a fresh open starts at 0, even with O_APPEND */
+        if (discovered)
+            offset = syscall(SYS_lseek, fd, 0L, SEEK_CUR);
     }
+    __atomic_store_n(&o->file_id, file_id, __ATOMIC_RELAXED);
+    __atomic_store_n(&o->flags, flags, __ATOMIC_RELAXED);
+    __atomic_store_n(&o->pagecache_first, pagecache_first, __ATOMIC_RELAXED);
+    o->refs = 1;
+    /* The entry may be a released one that a call of another thread still uses (its
+     * descriptor closed under it): its counts stay its own, and its position must not become
+     * the new file's. So this counts as a call that began (the old call, ending, sees it and
+     * does not take its position for known), and the position is stored only if no call is
+     * in flight: one that ended stored its own before counting itself ended. */
+    ioassess_calls_begin(&o->calls_begun);
+    __atomic_fetch_add(&o->calls_ended_shared, 1, __ATOMIC_ACQ_REL);
+    int in_flight = __atomic_load_n(&o->calls_begun, __ATOMIC_ACQUIRE) !=
+                    __atomic_load_n(&o->calls_ended_alone, __ATOMIC_ACQUIRE) +
+                        __atomic_load_n(&o->calls_ended_shared, __ATOMIC_ACQUIRE);
+    if (!in_flight)
+        __atomic_store_n(&o->offset, offset, __ATOMIC_RELAXED);
+    __atomic_store_n(&o->position_lost, in_flight || offset < 0, __ATOMIC_RELEASE);
     set_slot(fd, index + IOASSESS_FD_FIRST_OFD);
     return index + IOASSESS_FD_FIRST_OFD;
 }
@@ -197,7 +211,7 @@ struct ioassess_ofd *ioassess_fd_discover(int fd)
     int saved_errno = errno;
     ioassess_enter(t);
     pthread_mutex_lock(&ioassess_lock);
-    uint32_t slot = ioassess_fd_slot[fd];
+    uint32_t slot = __atomic_load_n(&ioassess_fd_slot[fd], __ATOMIC_RELAXED);
     if (slot == IOASSESS_FD_UNKNOWN)
         slot = register_fd(fd, -1);
     struct ioassess_ofd *o = NULL;
@@ -205,8 +219,9 @@ struct ioassess_ofd *ioassess_fd_discover(int fd)
         o = &ioassess_ofds[slot - IOASSESS_FD_FIRST_OFD];
     } else if (slot == IOASSESS_FD_UNKNOWN) {   /* not open: record the failed call */
         if (!invalid_fd_named) {
-            invalid_fd_ofd.file_id = ioassess_hash_name(INVALID_FD_NAME);
-            ioassess_writer_file(invalid_fd_ofd.file_id, NULL, 0, INVALID_FD_NAME);
+            uint64_t file_id = ioassess_hash_name(INVALID_FD_NAME);
+            __atomic_store_n(&invalid_fd_ofd.file_id, file_id, __ATOMIC_RELAXED);
+            ioassess_writer_file(file_id, NULL, 0, INVALID_FD_NAME);
         }
         invalid_fd_named = 1;
         o = &invalid_fd_ofd;
@@ -247,7 +262,8 @@ uint64_t ioassess_fd_name_path(const char *path)
  * (a signal handler interrupted it), only forgets fd so that it is looked up again later. */
 #define TABLE_CHANGE(fd, change)                                                  \
     do {                                                                          \
-        if (ioassess_state != IOASSESS_STATE_ACTIVE || (unsigned)(fd) >= IOASSESS_FD_LIMIT) \
+        if (ioassess_state_now() != IOASSESS_STATE_ACTIVE || \
+            (unsigned)(fd) >= IOASSESS_FD_LIMIT)                                  \
             break;                                                                \
         struct ioassess_thread *t_ = &ioassess_self;                              \
         if (t_->busy) {                                                           \
@@ -290,8 +306,9 @@ void ioassess_fd_duplicated(int old_fd, int new_fd)
 {
     TABLE_CHANGE(new_fd, {
         release_slot(new_fd);
-        uint32_t slot = (unsigned)old_fd < IOASSESS_FD_LIMIT ? ioassess_fd_slot[old_fd]
-                                                             : IOASSESS_FD_UNKNOWN;
+        uint32_t slot = (unsigned)old_fd < IOASSESS_FD_LIMIT
+                            ? __atomic_load_n(&ioassess_fd_slot[old_fd], __ATOMIC_RELAXED)
+                            : IOASSESS_FD_UNKNOWN;
         if (slot >= IOASSESS_FD_FIRST_OFD)
             ioassess_ofds[slot - IOASSESS_FD_FIRST_OFD].refs++;
         if (slot != IOASSESS_FD_UNKNOWN)
@@ -303,7 +320,7 @@ void ioassess_fd_duplicated(int old_fd, int new_fd)
 void ioassess_fd_set_status(int fd, int status_flags)
 {
     TABLE_CHANGE(fd, {
-        uint32_t slot = ioassess_fd_slot[fd];
+        uint32_t slot = __atomic_load_n(&ioassess_fd_slot[fd], __ATOMIC_RELAXED);
         if (slot >= IOASSESS_FD_FIRST_OFD) {
             struct ioassess_ofd *o = &ioassess_ofds[slot - IOASSESS_FD_FIRST_OFD];
             uint32_t flags = __atomic_load_n(&o->flags, __ATOMIC_RELAXED);
@@ -314,39 +331,14 @@ void ioassess_fd_set_status(int fd, int status_flags)
     });
 }
 
-void ioassess_fd_advanced(int fd, int64_t bytes)
-{
-    if (ioassess_state != IOASSESS_STATE_ACTIVE || (unsigned)fd >= IOASSESS_FD_LIMIT)
-        return;
-    uint32_t slot = __atomic_load_n(&ioassess_fd_slot[fd], __ATOMIC_ACQUIRE);
-    if (slot < IOASSESS_FD_FIRST_OFD)
-        return;
-    struct ioassess_ofd *o = &ioassess_ofds[slot - IOASSESS_FD_FIRST_OFD];
-    if (o->offset >= 0)
-        o->offset += bytes;
-}
-
-/* The offset of an op that just moved the position by `result`, from the kernel's position
- * (once after a fork; positions are tracked again from there). */
-int64_t ioassess_fd_resync(int fd, struct ioassess_ofd *o, ssize_t result)
-{
-    int saved_errno = errno;
-    long position = syscall(SYS_lseek, fd, 0L, SEEK_CUR);
-    errno = saved_errno;
-    __atomic_and_fetch(&o->flags, ~IOASSESS_OFD_RESYNC, __ATOMIC_RELAXED);
-    o->offset = position >= 0 ? position : -1;
-    return position >= 0 ? position - (result > 0 ? result : 0) : -1;
-}
-
 /* In the parent after fork (lock held): the child shares every open description and may
  * move its position, so each is read from the kernel at its next use. A position moved by
  * both processes at the same time remains beyond our knowledge. */
 void ioassess_fd_fork_parent(void)
 {
     for (uint32_t i = 0; i < ofd_unused; i++)
-        if (ioassess_ofds[i].refs > 0 &&
-            (__atomic_load_n(&ioassess_ofds[i].flags, __ATOMIC_RELAXED) & IOASSESS_OFD_SEEKABLE))
-            __atomic_or_fetch(&ioassess_ofds[i].flags, IOASSESS_OFD_RESYNC, __ATOMIC_RELAXED);
+        if (ioassess_ofds[i].refs > 0)
+            ioassess_position_unfollowed(&ioassess_ofds[i]);
 }
 
 /* In a fork child: the child must write its own file names, and the offsets it shares with
@@ -354,7 +346,13 @@ void ioassess_fd_fork_parent(void)
 void ioassess_fd_fork_child(void)
 {
     for (int fd = 0; fd <= fd_high_water; fd++)
-        ioassess_fd_slot[fd] = IOASSESS_FD_UNKNOWN;
+        __atomic_store_n(&ioassess_fd_slot[fd], IOASSESS_FD_UNKNOWN, __ATOMIC_RELAXED);
+    for (uint32_t i = 0; i < ofd_unused; i++) {  /* calls in flight in the parent's threads */
+        struct ioassess_ofd *o = &ioassess_ofds[i];
+        __atomic_store_n(&o->calls_begun, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&o->calls_ended_alone, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&o->calls_ended_shared, 0, __ATOMIC_RELAXED);
+    }
     fd_high_water = -1;
     ofd_unused = 0;
     ofd_free = NO_OFD;

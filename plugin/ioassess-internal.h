@@ -23,6 +23,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <sys/single_threaded.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -107,21 +108,29 @@ struct ioassess_thread {
     struct ioassess_thread *next_thread;
 };
 
-/* One open file description as this process sees it (shared by dup'ed descriptors). */
+/* One open file description as this process sees it (shared by dup'ed descriptors). Which
+ * thread writes each field and how: docs/architecture.md, "Threads". */
 struct ioassess_ofd {
     uint64_t file_id;                       /* hash of the path, as in op records */
-    int64_t offset;                         /* current position, -1 when unknown */
+    int64_t offset;                         /* current position (seekable files), valid while
+                                               position_lost is 0 and no call is in flight */
     uint32_t refs;                          /* descriptors pointing here (under lock) */
     uint32_t flags;                         /* IOASSESS_OFD_* */
     uint32_t next_free;                     /* free-list link (under lock) */
     uint32_t pagecache_first;               /* its next ops to sample whatever the
                                                countdown: the first ops of each open file */
+    /* Calls at the position (read, write, readv, writev, lseek, ...; ioassess-posix.c,
+     * "offsets"): none is in flight when calls_begun == calls_ended_alone +
+     * calls_ended_shared. */
+    uint64_t calls_begun;                   /* every call adds 1 as it begins */
+    uint64_t calls_ended_alone;             /* calls that began with none in flight, counted
+                                               as they end (by them: one at a time) */
+    uint64_t calls_ended_shared;            /* the others, counted as they end */
+    uint32_t position_lost;                 /* 1: offset is not the kernel's position */
 } __attribute__((aligned(64)));             /* threads using different files never share a line */
 
 #define IOASSESS_OFD_SEEKABLE (1u << 0)     /* regular file or block device */
 #define IOASSESS_OFD_APPEND (1u << 1)       /* O_APPEND: writes go to the end */
-#define IOASSESS_OFD_RESYNC (1u << 2)       /* a fork child may have moved the position:
-                                               ask the kernel once at the next use */
 #define IOASSESS_OFD_REGULAR (1u << 3)      /* a regular file: its ops may be sampled */
 #define IOASSESS_OFD_DIRECT (1u << 4)       /* O_DIRECT: ops bypass the page cache */
 
@@ -187,8 +196,6 @@ void ioassess_fd_closed(int fd);
 void ioassess_fd_closed_range(unsigned first, unsigned last);
 void ioassess_fd_duplicated(int old_fd, int new_fd);
 void ioassess_fd_set_status(int fd, int status_flags);
-void ioassess_fd_advanced(int fd, int64_t bytes);
-int64_t ioassess_fd_resync(int fd, struct ioassess_ofd *o, ssize_t result);
 void ioassess_fd_fork_parent(void);
 void ioassess_fd_fork_child(void);
 uint64_t ioassess_hash_name(const char *name);
@@ -214,21 +221,74 @@ extern uint32_t ioassess_fd_slot[IOASSESS_FD_LIMIT];
 extern struct ioassess_ofd ioassess_ofds[];
 
 /* The recorder's clock. rdtsc is the cheapest timer here (~10 ns against ~23 ns for
- * clock_gettime); the reader converts ticks with the CLOCK pairs the writer leaves. */
-static inline uint64_t ioassess_ticks_of(int use_tsc)
+ * clock_gettime); the reader converts ticks with the CLOCK pairs the writer leaves.
+ *
+ * A timed call lies between ioassess_ticks_start and ioassess_ticks_end. rdtsc alone is not
+ * ordered with the instructions around it: the CPU may read the counter after the call's first
+ * instructions have begun, or before its last ones (and the loads of its result) are done, and
+ * an op's duration would then miss part of the call. The cheapest reads that keep the whole
+ * call inside the interval (Intel SDM, RDTSC and RDTSCP; measured in docs/performance.md,
+ * 2026-11-25):
+ *   start: rdtsc; lfence   the lfence waits for the read, and no later instruction (the
+ *                          call) begins before it completes;
+ *   end:   rdtscp          reads only once every earlier instruction has executed and every
+ *                          earlier load is globally visible (the call is done).
+ * Not fenced on the other sides, on purpose: an lfence before the start would keep the
+ * recorder's own lookups out of the interval and one after the end would keep the record's
+ * stores from starting early; neither changes whether the call is inside, and each costs a
+ * few ns. Without the TSC, clock_gettime (vDSO) orders its own counter read before it (the
+ * kernel's rdtsc_ordered) but not the instructions after it: an lfence after the start read
+ * and one before the end read do what rdtsc; lfence and rdtscp do. Other architectures rely
+ * on their vDSO's own barriers. The inline assembly's memory clobber keeps the compiler from
+ * moving memory accesses (and the call) across a read. */
+static inline void ioassess_lfence(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-    if (likely(use_tsc))
-        return __rdtsc();
+    __asm__ volatile("lfence" : : : "memory");
 #endif
+}
+
+static inline uint64_t ioassess_ticks_start(int use_tsc)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (likely(use_tsc)) {
+        uint32_t low, high;
+        __asm__ volatile("rdtsc\n\tlfence" : "=a"(low), "=d"(high) : : "memory");
+        return (uint64_t)high << 32 | low;
+    }
+#endif
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    ioassess_lfence();
+    return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+static inline uint64_t ioassess_ticks_end(int use_tsc)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (likely(use_tsc)) {
+        uint32_t low, high;
+        __asm__ volatile("rdtscp" : "=a"(low), "=d"(high) : : "rcx", "memory");
+        return (uint64_t)high << 32 | low;
+    }
+#endif
+    ioassess_lfence();
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 }
 
+/* An unordered read, for what times no call: the writer's (ticks, CLOCK_MONOTONIC) pairs and
+ * the seed of the sampling gaps. */
 static inline uint64_t ioassess_ticks(void)
 {
-    return ioassess_ticks_of(ioassess_config.use_tsc);
+#if defined(__x86_64__) || defined(__i386__)
+    if (likely(ioassess_config.use_tsc))
+        return __rdtsc();
+#endif
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 }
 
 static inline uint64_t ioassess_monotonic_ns(void)
@@ -251,14 +311,58 @@ static inline void ioassess_leave(struct ioassess_thread *t)
 }
 
 /* Whether the recorder records; the first call in a process starts it. */
+/* The count of calls begun at a description's position. While the process has one thread
+ * (glibc's __libc_single_threaded, cleared by the first pthread_create) it is added to by one
+ * x86 instruction without the lock prefix: still indivisible for a signal handler that
+ * interrupts this thread (it runs between two instructions), and a few cycles instead of the
+ * 20-odd of a locked one. Once other threads exist (or elsewhere than x86-64) the add is
+ * atomic, and a full barrier: the loads before it are done before it, the loads after it
+ * after. Threads that glibc does not know of are beyond this: made with clone() outside
+ * pthread_create (the flag stays set), or started by a signal handler in the middle of a
+ * call at the position. Their calls at a position shared with another thread may lose a
+ * count, and two overlapping calls may then both take themselves for alone (wrong offsets). */
+static inline uint64_t ioassess_calls_begin(uint64_t *begun)
+{
+    uint64_t before = 1;
+#if defined(__x86_64__)
+    if (likely(__libc_single_threaded)) {
+        __asm__ volatile("xaddq %0, %1" : "+r"(before), "+m"(*begun) : : "memory");
+        return before;
+    }
+#endif
+    return __atomic_fetch_add(begun, before, __ATOMIC_SEQ_CST);
+}
+
+/* The position is no longer known: the next call that runs alone reads it from the kernel. */
+static inline void ioassess_position_lost(struct ioassess_ofd *o)
+{
+    __atomic_store_n(&o->position_lost, 1, __ATOMIC_RELAXED);
+}
+
+/* A move of the position the recorder does not follow (a fork child's) counted as a call that
+ * overlapped any in flight: it marks the position lost, and an alone call in flight sees that
+ * a call began (and does not take the position for known). */
+static inline void ioassess_position_unfollowed(struct ioassess_ofd *o)
+{
+    ioassess_calls_begin(&o->calls_begun);
+    ioassess_position_lost(o);
+    __atomic_fetch_add(&o->calls_ended_shared, 1, __ATOMIC_RELEASE);
+}
+
+static inline int ioassess_state_now(void)
+{
+    return __atomic_load_n(&ioassess_state, __ATOMIC_ACQUIRE);   /* a plain load on x86 */
+}
+
 static inline int ioassess_active(void)
 {
-    if (likely(ioassess_state == IOASSESS_STATE_ACTIVE))
+    int state = ioassess_state_now();
+    if (likely(state == IOASSESS_STATE_ACTIVE))
         return 1;
-    if (ioassess_state != IOASSESS_STATE_UNINITIALISED)
+    if (state != IOASSESS_STATE_UNINITIALISED)
         return 0;
     ioassess_init();
-    return ioassess_state == IOASSESS_STATE_ACTIVE;
+    return ioassess_state_now() == IOASSESS_STATE_ACTIVE;
 }
 
 /* The descriptor's file description if fd is recorded, else NULL. Called before the
@@ -271,7 +375,8 @@ static inline struct ioassess_ofd *ioassess_tracked(int fd)
         return NULL;
     uint32_t slot = __atomic_load_n(&ioassess_fd_slot[fd], __ATOMIC_ACQUIRE);
     if (unlikely(ioassess_self.busy)) {
-        if (slot >= IOASSESS_FD_FIRST_OFD)
+        if (slot >= IOASSESS_FD_FIRST_OFD)  /* a call at the position is still counted in
+                                               flight (ioassess-posix.c, "offsets") */
             ioassess_writer_count_lost();
         return NULL;
     }

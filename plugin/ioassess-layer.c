@@ -21,9 +21,16 @@ IOASSESS_EXPORT int ioassess_layer_begin(uint16_t nested_flags)
     return 1;
 }
 
+/* One function times both ends of a layer call, so its read is ordered on both sides: rdtscp
+ * waits for every earlier instruction (the end of the call before it) and the lfence after it
+ * keeps every later one (the call after it) from beginning before the read
+ * (ioassess-internal.h, ioassess_ticks_start). */
 IOASSESS_EXPORT uint64_t ioassess_layer_ticks(void)
 {
-    return ioassess_ticks();
+    int use_tsc = ioassess_config.use_tsc;
+    uint64_t ticks = ioassess_ticks_end(use_tsc);
+    ioassess_lfence();
+    return ticks;
 }
 
 IOASSESS_EXPORT void ioassess_layer_end(uint8_t op, uint16_t flags, uint64_t file_id,

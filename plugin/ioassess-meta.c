@@ -350,9 +350,9 @@ static inline uint64_t fd_id(int fd)
 
 #define TIMED(call)                                                            \
     int tsc_ = ioassess_config.use_tsc;                                        \
-    uint64_t start_ = ioassess_ticks_of(tsc_);                                 \
+    uint64_t start_ = ioassess_ticks_start(tsc_);                                 \
     long result_ = (call);                                                     \
-    uint64_t end_ = ioassess_ticks_of(tsc_);                                   \
+    uint64_t end_ = ioassess_ticks_end(tsc_);                                   \
     int err_ = result_ < 0 ? errno : 0
 
 /* A call on a path: (dirfd, path) names it; st is the stat result it fills, or NULL. */
@@ -815,9 +815,9 @@ static inline int stream_fd(DIR *dir)
 
 #define TIMED_DIR(call)                                                        \
     int tsc_ = ioassess_config.use_tsc;                                        \
-    uint64_t start_ = ioassess_ticks_of(tsc_);                                 \
+    uint64_t start_ = ioassess_ticks_start(tsc_);                                 \
     DIR *dir_ = (call);                                                        \
-    uint64_t end_ = ioassess_ticks_of(tsc_);                                   \
+    uint64_t end_ = ioassess_ticks_end(tsc_);                                   \
     int err_ = dir_ ? 0 : errno
 
 IOASSESS_EXPORT DIR *opendir(const char *path)
@@ -870,9 +870,9 @@ IOASSESS_EXPORT DIR *fdopendir(int fd)
         int saved_errno_ = errno;                                              \
         errno = 0;                                                             \
         int tsc_ = ioassess_config.use_tsc;                                    \
-        uint64_t start_ = ioassess_ticks_of(tsc_);                             \
+        uint64_t start_ = ioassess_ticks_start(tsc_);                             \
         entry_type *entry_ = real_##name(dir);                                 \
-        uint64_t end_ = ioassess_ticks_of(tsc_);                               \
+        uint64_t end_ = ioassess_ticks_end(tsc_);                               \
         int err_ = entry_ ? 0 : errno;                                         \
         if (!err_)                                                             \
             errno = saved_errno_;                                              \
@@ -900,9 +900,9 @@ IOASSESS_EXPORT struct dirent64 *readdir64(DIR *dir)
         if (!id_)                                                              \
             return (call);                                                     \
         int tsc_ = ioassess_config.use_tsc;                                    \
-        uint64_t start_ = ioassess_ticks_of(tsc_);                             \
+        uint64_t start_ = ioassess_ticks_start(tsc_);                             \
         int rc_ = (call);                                                      \
-        uint64_t end_ = ioassess_ticks_of(tsc_);                               \
+        uint64_t end_ = ioassess_ticks_end(tsc_);                               \
         record(IOASSESS_OP_READDIR, id_, rc_ ? -(int64_t)rc_ : (OPAQUE(result) && *result) ? 1 : 0, \
                start_, end_);                                                  \
         return rc_;                                                            \
@@ -985,9 +985,9 @@ IOASSESS_EXPORT int fallocate64(int fd, int mode, off_t offset, off_t length)
         if (!id_)                                                              \
             return real_##name(fd, offset, length);                            \
         int tsc_ = ioassess_config.use_tsc;                                    \
-        uint64_t start_ = ioassess_ticks_of(tsc_);                             \
+        uint64_t start_ = ioassess_ticks_start(tsc_);                             \
         int rc_ = real_##name(fd, offset, length);                             \
-        uint64_t end_ = ioassess_ticks_of(tsc_);                               \
+        uint64_t end_ = ioassess_ticks_end(tsc_);                               \
         record(IOASSESS_OP_FALLOCATE, id_, -(int64_t)rc_, start_, end_);       \
         return rc_;                                                            \
     } while (0)

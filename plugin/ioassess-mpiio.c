@@ -111,7 +111,7 @@ static const struct mpi_file *find_file(MPI_File handle)
     const struct mpi_file *f = slot_for(handle);
     if (f->handle == handle) {
         c->handle = handle;
-        c->generation = files_generation;
+        c->generation = __atomic_load_n(&files_generation, __ATOMIC_RELAXED);
         c->file = *f;
     }
     pthread_mutex_unlock(&files_lock);
@@ -126,7 +126,7 @@ static void remember_file(MPI_File handle, uint64_t file_id, int sequential)
         files_open += f->handle != handle;
         *f = (struct mpi_file){handle, file_id, 0, sequential ? 0 : 1, sequential};  /* default
                                                                      view: bytes */
-        files_generation++;
+        __atomic_store_n(&files_generation, files_generation + 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&files_lock);
 }
@@ -145,7 +145,7 @@ static void forget_file(MPI_File handle)
             files[i].handle = MPI_FILE_NULL;
             *slot_for(moved.handle) = moved;
         }
-        files_generation++;
+        __atomic_store_n(&files_generation, files_generation + 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&files_lock);
 }
@@ -158,7 +158,7 @@ static void change_view(MPI_File handle, int64_t disp, int64_t etype_bytes)
     if (f->handle == handle) {
         f->disp = disp;
         f->etype_bytes = f->sequential ? 0 : etype_bytes;
-        files_generation++;
+        __atomic_store_n(&files_generation, files_generation + 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&files_lock);
 }

@@ -38,7 +38,9 @@ void ioassess_pagecache_configure(int turned_off)
     unsigned long page_bytes = getauxval(AT_PAGESZ);
     if (page_bytes >= 4096 && (page_bytes & (page_bytes - 1)) == 0)
         page_shift = (unsigned)__builtin_ctzl(page_bytes);
-    ioassess_pagecache_state = turned_off ? IOASSESS_PAGECACHE_TURNED_OFF : IOASSESS_PAGECACHE_SAMPLING;
+    __atomic_store_n(&ioassess_pagecache_state,
+                     turned_off ? IOASSESS_PAGECACHE_TURNED_OFF : IOASSESS_PAGECACHE_SAMPLING,
+                     __ATOMIC_RELAXED);
 }
 
 uint32_t ioassess_pagecache_header_flags(void)

@@ -40,41 +40,165 @@
 
 /* ---- offsets ---- */
 
-/* Offset of a read at the descriptor's position, and the position after it. */
-static inline int64_t advance_read(int fd, struct ioassess_ofd *o, ssize_t result)
-{
-    if (unlikely(__atomic_load_n(&o->flags, __ATOMIC_RELAXED) & IOASSESS_OFD_RESYNC))
-        return ioassess_fd_resync(fd, o, result);
-    int64_t offset = o->offset;
-    if (offset >= 0 && result > 0)
-        o->offset = offset + result;
-    return offset;
-}
+/* A call at the descriptor's position (read, write, readv, writev, preadv2 and pwritev2 given
+ * -1, lseek, sendfile and the like) learns its offset from the description's offset, which the
+ * recorder keeps in user space. Threads that share the description may call at the same time:
+ * the kernel then serializes the calls in an order no one sees. So the calls are counted as
+ * they begin and end (struct ioassess_ofd, docs/trace-format.md, "Offsets"):
+ *   - a call that begins when every call begun before it has ended ("alone"), the position
+ *     known, starts at offset; if still no other call has begun when it ends, it stores the
+ *     position after it and records its offset: exact;
+ *   - a call that begins while another is in flight marks the position lost and records -1,
+ *     and so does the one in flight when it ends (it sees that a call began);
+ *   - the next call that runs alone reads the position from the kernel after it
+ *     (lseek(fd, 0, SEEK_CUR), its own bytes subtracted): exact again. So do calls after a
+ *     fork (the child shares the position), after an O_APPEND write, after sendfile,
+ *     copy_file_range or splice moved it, and after a call that passed through unrecorded.
+ * Why this holds: a call reads the counts of ended calls before it adds itself to calls_begun
+ * (a locked add, a full barrier), so "alone" means every earlier call had ended, each having
+ * stored offset and the lost mark before counting itself ended; and only one alone call is in
+ * flight at a time (any call beginning meanwhile sees it unended), so calls_ended_alone and
+ * offset are written by one call at a time, with plain stores. An alone call costs one
+ * locked add (none while the process has one thread: ioassess_calls_begin) and a few plain
+ * loads and stores. A call at the position that bypasses the wrappers (a raw system call,
+ * glibc's stdio reading its buffer) is beyond this, as before. */
+struct at_position {
+    int seekable;                           /* offsets are tracked at all */
+    int alone;                              /* every call begun before it had ended */
+    int resync;                             /* alone, the position lost: read it from the
+                                               kernel after the call */
+    uint64_t begun;                         /* calls_begun before it */
+    uint64_t ended_alone;                   /* calls_ended_alone when it began */
+    int64_t before;                         /* the offset it starts at if known now, else -1 */
+};
 
-/* Same for a write; with O_APPEND the kernel writes at the end, which we do not know. */
-static inline int64_t advance_write(int fd, struct ioassess_ofd *o, ssize_t result)
+static inline struct at_position position_begin(struct ioassess_ofd *o, uint32_t flags)
 {
-    if (__atomic_load_n(&o->flags, __ATOMIC_RELAXED) & IOASSESS_OFD_APPEND) {
-        o->offset = -1;
-        return -1;
+    struct at_position p = {0, 0, 0, 0, 0, -1};
+    if (!(flags & IOASSESS_OFD_SEEKABLE))
+        return p;                           /* a character device: no position */
+    p.seekable = 1;
+    p.ended_alone = __atomic_load_n(&o->calls_ended_alone, __ATOMIC_ACQUIRE);
+    uint64_t ended_shared = __atomic_load_n(&o->calls_ended_shared, __ATOMIC_ACQUIRE);
+    p.begun = ioassess_calls_begin(&o->calls_begun);
+    if (unlikely(p.begun != p.ended_alone + ended_shared)) {
+        ioassess_position_lost(o);          /* another call is in flight: neither is exact */
+        return p;
     }
-    return advance_read(fd, o, result);
+    p.alone = 1;
+    if (likely(!__atomic_load_n(&o->position_lost, __ATOMIC_RELAXED))) {
+        p.before = __atomic_load_n(&o->offset, __ATOMIC_RELAXED);
+    } else {
+        /* The mark is taken off now: a call beginning while this one runs puts it back. */
+        __atomic_store_n(&o->position_lost, 0, __ATOMIC_RELAXED);
+        p.resync = 1;
+    }
+    return p;
 }
 
-/* The op record's flags the descriptor decides: O_APPEND (writes), O_DIRECT. The
- * description's flags are read with relaxed atomic loads (a plain mov on x86): a fork in
- * another thread marks them for a resync, under the lock but while calls are in flight. */
-static inline uint16_t op_flags(const struct ioassess_ofd *o, int is_write)
+/* The end of a call at the position; after: the position after it, -1 if unknown. Whether the
+ * call ran alone from beginning to end, so that its offset is exact. */
+static inline int position_settle(struct ioassess_ofd *o, struct at_position p, int64_t after)
 {
-    uint32_t flags = __atomic_load_n(&o->flags, __ATOMIC_RELAXED);
-    return ((is_write && (flags & IOASSESS_OFD_APPEND)) ? IOASSESS_OP_APPEND : 0) |
+    if (!p.seekable)
+        return 0;
+    if (unlikely(!p.alone)) {
+        __atomic_fetch_add(&o->calls_ended_shared, 1, __ATOMIC_RELEASE);
+        return 0;
+    }
+    int exact = after >= 0 && __atomic_load_n(&o->calls_begun, __ATOMIC_ACQUIRE) == p.begun + 1;
+    if (likely(exact))
+        __atomic_store_n(&o->offset, after, __ATOMIC_RELAXED);
+    else
+        ioassess_position_lost(o);
+    /* last: the next call to begin alone sees the offset and the mark stored above */
+    __atomic_store_n(&o->calls_ended_alone, p.ended_alone + 1, __ATOMIC_RELEASE);
+    return exact;
+}
+
+/* The offset a read or write at the position started at (-1 if unknown), and the position
+ * settled. unknown_after: an O_APPEND write, which the kernel made at the end of the file. */
+static inline int64_t position_end(int fd, struct ioassess_ofd *o, struct at_position p,
+                                   ssize_t result, int unknown_after)
+{
+    int64_t moved = result > 0 ? result : 0, offset = p.before, after;
+    if (unknown_after || !p.alone) {
+        offset = after = -1;
+    } else if (unlikely(p.resync)) {
+        /* the kernel's position after this call (exact if no other call began meanwhile:
+         * position_settle) */
+        int saved_errno = errno;
+        long position = syscall(SYS_lseek, fd, 0L, SEEK_CUR);
+        errno = saved_errno;
+        after = position;
+        offset = position >= 0 ? position - moved : -1;
+    } else {
+        after = offset >= 0 ? offset + moved : -1;
+    }
+    return position_settle(o, p, after) ? offset : -1;
+}
+
+/* A call at the position made from a signal handler while this thread is inside the
+ * recorder (ioassess_tracked passes it through unrecorded): counted in flight all the same,
+ * so that an alone call of another thread does not take its move for its own. */
+static inline struct ioassess_ofd *passing_at_position(int fd)
+{
+    if (likely(!ioassess_self.busy) || (unsigned)fd >= IOASSESS_FD_LIMIT ||
+        ioassess_state_now() != IOASSESS_STATE_ACTIVE)
+        return NULL;
+    uint32_t slot = __atomic_load_n(&ioassess_fd_slot[fd], __ATOMIC_ACQUIRE);
+    return slot >= IOASSESS_FD_FIRST_OFD ? &ioassess_ofds[slot - IOASSESS_FD_FIRST_OFD] : NULL;
+}
+
+#define PASS_THROUGH_AT_POSITION(fd, call)                                     \
+    do {                                                                       \
+        struct ioassess_ofd *u_ = passing_at_position(fd);                     \
+        if (likely(!u_))                                                       \
+            return (call);                                                     \
+        struct at_position a_ = position_begin(u_, ofd_flags(u_));             \
+        ssize_t r_ = (call);                                                   \
+        int e_ = errno;                                                        \
+        position_settle(u_, a_, -1);                                           \
+        errno = e_;                                                            \
+        return r_;                                                             \
+    } while (0)
+
+/* The is_write of pwritev2 given RWF_APPEND: the data goes to the end of the file whatever
+ * the offset (and, given -1, the position moves there). */
+#define WRITE_AT_END 2
+
+/* Whether a write goes to the end of the file, where the recorder does not know: O_APPEND
+ * (also for pwrite and pwritev: on Linux they append whatever their offset), RWF_APPEND. */
+static inline int appends(uint32_t flags, int is_write)
+{
+    return is_write == WRITE_AT_END || (is_write && (flags & IOASSESS_OFD_APPEND));
+}
+
+/* The op record's flags the descriptor decides: O_APPEND (writes), O_DIRECT. */
+static inline uint16_t op_flags(uint32_t flags, int is_write)
+{
+    return (appends(flags, is_write) ? IOASSESS_OP_APPEND : 0) |
            ((flags & IOASSESS_OFD_DIRECT) ? IOASSESS_OP_DIRECT : 0);
 }
 
-static inline int64_t positional(const struct ioassess_ofd *o, off_t offset)
+/* The offset of a call given one: -1 for a device without positions, and for a write that
+ * goes to the end of the file instead. */
+static inline int64_t positional(uint32_t flags, off_t offset, int is_write)
 {
-    uint32_t flags = __atomic_load_n(&o->flags, __ATOMIC_RELAXED);
-    return (flags & IOASSESS_OFD_SEEKABLE) ? (int64_t)offset : -1;
+    return (flags & IOASSESS_OFD_SEEKABLE) && !appends(flags, is_write) ? (int64_t)offset : -1;
+}
+
+/* The description's flags and file: F_SETFL (flags) and a new open that reuses the entry
+ * (file_id) write them under the lock while calls read them. Read again after the call
+ * rather than kept across it (a value kept across the call is spilled to the stack). */
+static inline uint32_t ofd_flags(const struct ioassess_ofd *o)
+{
+    return __atomic_load_n(&o->flags, __ATOMIC_RELAXED);
+}
+
+static inline uint64_t ofd_file(const struct ioassess_ofd *o)
+{
+    return __atomic_load_n(&o->file_id, __ATOMIC_RELAXED);
 }
 
 /* Bytes and first buffer of an iovec array, read only when the call succeeded: a failed call
@@ -98,17 +222,42 @@ static inline int64_t outcome(ssize_t result, int err)
     return result < 0 ? -(int64_t)err : (int64_t)result;
 }
 
-/* The offset a read or write at the descriptor's position starts at, before the call; -1
- * when it is not known until after (O_APPEND writes, a position to read from the kernel). */
-static inline int64_t offset_before(const struct ioassess_ofd *o, int is_write)
-{
-    uint32_t flags = __atomic_load_n(&o->flags, __ATOMIC_RELAXED);
-    if ((flags & IOASSESS_OFD_RESYNC) || (is_write && (flags & IOASSESS_OFD_APPEND)))
-        return -1;
-    return o->offset;
-}
-
 /* ---- timing bodies shared by every entry point of one kind ---- */
+
+/* The path of a read(), from entry to record (every data call follows it; pread skips the
+ * position steps 4 and 7):
+ *  1. read() (below) is the application's read: the loader finds this library's symbol first.
+ *     RESOLVE_DATA checks that the next definition (libc's, or a stacked library's) was found;
+ *     ioassess_posix_resolve looked them all up at load. SEQUENTIAL expands the rest.
+ *  2. ioassess_tracked (ioassess-internal.h): ioassess_active (one acquire load of the state;
+ *     the process's first call starts the recorder, ioassess_init), then the descriptor's slot
+ *     in ioassess_fd_slot (acquire load).
+ *  3. The reentrancy check, in ioassess_tracked: if this thread's busy flag is set, a signal
+ *     handler has interrupted the recorder's own bookkeeping; the call passes straight through
+ *     (counted by ioassess_writer_count_lost; at the position still counted in flight,
+ *     PASS_THROUGH_AT_POSITION). A slot IOASSESS_FD_IGNORED (a pipe, an excluded path) returns
+ *     the plain call too; IOASSESS_FD_UNKNOWN (a descriptor not seen being opened) is looked up
+ *     once, under the lock (ioassess_fd_discover, register_fd in ioassess-fd.c).
+ *  4. The offset: ofd_flags reads the description's flags once; position_begin counts the
+ *     call in the description (ioassess_calls_begin) and, if no other call is in flight there,
+ *     takes the offset it starts at ("offsets", above).
+ *  5. Sampling (SAMPLED): ioassess_pagecache_due, one load and one thread-local decrement;
+ *     about one op in 512 (and the first 4 of each file) goes on to ioassess_pagecache_pick and
+ *     ioassess_pagecache_take, which asks cachestat(2) before the call, outside its time.
+ *  6. The timestamps and the real call (TIMED): ioassess_ticks_start (rdtsc; lfence), the next
+ *     definition, ioassess_ticks_end (rdtscp), so that the call lies between them. errno is
+ *     read only when the call failed, and never written: every step after it that may change
+ *     errno saves and restores it, so the application sees the call's own.
+ *  7. The offset settled: position_end (the offset if the call ran alone, else -1; an lseek
+ *     when the position had been lost) and position_settle (the position after the call).
+ *  8. The record slot: ioassess_record (ioassess-internal.h) sets the busy flag
+ *     (ioassess_enter), takes the next slot of the thread's extent (a full extent: a new one
+ *     from ioassess_writer_refill, or past the record cap ioassess_writer_summary_add),
+ *     prefetches a later slot (ioassess_prefetch_for_write), stores the record and, last, its
+ *     type byte (release: a reader sees whole records only), writes a clock pair if one is due
+ *     (ioassess_writer_clock_due) and clears the busy flag (ioassess_leave).
+ *  9. A sampled op's PAGECACHE slot follows its record in the extent (RECORD_SAMPLE,
+ *     ioassess_pagecache_record); then read() returns what the next definition returned. */
 
 /* The page-cache state of the op's range, when the op is sampled (ioassess-pagecache.c):
  * taken before the call, written after its op record. The common path asks only whether the
@@ -129,21 +278,23 @@ static inline int64_t offset_before(const struct ioassess_ofd *o, int is_write)
  * call's own errno. */
 #define TIMED(call)                                                            \
     int tsc_ = ioassess_config.use_tsc;                                        \
-    uint64_t start_ = ioassess_ticks_of(tsc_);                                 \
+    uint64_t start_ = ioassess_ticks_start(tsc_);                              \
     ssize_t result_ = (call);                                                  \
-    uint64_t end_ = ioassess_ticks_of(tsc_);                                   \
+    uint64_t end_ = ioassess_ticks_end(tsc_);                                  \
     int err_ = result_ < 0 ? errno : 0
 
 #define SEQUENTIAL(op, fd, buf, count, is_write, call)                         \
     do {                                                                       \
         struct ioassess_ofd *o_ = ioassess_tracked(fd);                        \
         if (!o_)                                                               \
-            return (call);                                                     \
-        SAMPLED(fd, o_, offset_before(o_, is_write), (uint64_t)(count), is_write); \
+            PASS_THROUGH_AT_POSITION(fd, call);                                \
+        uint32_t flags_ = ofd_flags(o_);                                       \
+        struct at_position at_ = position_begin(o_, flags_);                   \
+        SAMPLED(fd, o_, appends(flags_, is_write) ? -1 : at_.before, (uint64_t)(count), \
+                is_write);                                                     \
         TIMED(call);                                                           \
-        int64_t offset_ = (is_write) ? advance_write(fd, o_, result_)         \
-                                     : advance_read(fd, o_, result_);          \
-        ioassess_record(op, op_flags(o_, is_write), o_->file_id, offset_, \
+        int64_t offset_ = position_end(fd, o_, at_, result_, appends(flags_, is_write)); \
+        ioassess_record(op, op_flags(flags_, is_write), ofd_file(o_), offset_, \
                         (uint64_t)(count), outcome(result_, err_), start_, end_, buf); \
         RECORD_SAMPLE();                                                       \
         return result_;                                                        \
@@ -154,10 +305,12 @@ static inline int64_t offset_before(const struct ioassess_ofd *o, int is_write)
         struct ioassess_ofd *o_ = ioassess_tracked(fd);                        \
         if (!o_)                                                               \
             return (call);                                                     \
-        SAMPLED(fd, o_, positional(o_, offset), (uint64_t)(count), is_write);   \
+        SAMPLED(fd, o_, positional(ofd_flags(o_), offset, is_write), (uint64_t)(count), \
+                is_write);                                                     \
         TIMED(call);                                                           \
-        ioassess_record(op, op_flags(o_, is_write), o_->file_id, positional(o_, offset), \
-                        (uint64_t)(count), \
+        uint32_t flags_ = ofd_flags(o_);                                       \
+        ioassess_record(op, op_flags(flags_, is_write), ofd_file(o_),          \
+                        positional(flags_, offset, is_write), (uint64_t)(count), \
                         outcome(result_, err_), start_, end_, buf);            \
         RECORD_SAMPLE();                                                       \
         return result_;                                                        \
@@ -169,15 +322,20 @@ static inline int64_t offset_before(const struct ioassess_ofd *o, int is_write)
 #define VECTOR(op, fd, iov, iovcnt, offset, is_write, call)                    \
     do {                                                                       \
         struct ioassess_ofd *o_ = ioassess_tracked(fd);                        \
+        if (!o_ && (offset) < 0)                                               \
+            PASS_THROUGH_AT_POSITION(fd, call);                                \
         if (!o_)                                                               \
             return (call);                                                     \
-        SAMPLED(fd, o_, (offset) >= 0 ? positional(o_, offset) : offset_before(o_, is_write), \
-                1, is_write);                                                  \
+        uint32_t flags_ = ofd_flags(o_);                                       \
+        struct at_position at_ = {0, 0, 0, 0, 0, -1};                          \
+        if ((offset) < 0)                                                      \
+            at_ = position_begin(o_, flags_);                                  \
+        SAMPLED(fd, o_, (offset) >= 0 ? positional(flags_, offset, is_write)   \
+                        : appends(flags_, is_write) ? -1 : at_.before, 1, is_write); \
         TIMED(call);                                                           \
-        int64_t offset_ = (offset) >= 0 ? positional(o_, offset)               \
-                          : (is_write) ? advance_write(fd, o_, result_)        \
-                                       : advance_read(fd, o_, result_);        \
-        ioassess_record(op, op_flags(o_, is_write), o_->file_id, offset_, \
+        int64_t offset_ = (offset) >= 0 ? positional(flags_, offset, is_write) \
+                          : position_end(fd, o_, at_, result_, appends(flags_, is_write)); \
+        ioassess_record(op, op_flags(flags_, is_write), ofd_file(o_), offset_, \
                         iov_bytes(iov, iovcnt, result_), outcome(result_, err_), \
                         start_, end_, iov_base(iov, iovcnt, result_));         \
         RECORD_SAMPLE();                                                       \
@@ -190,7 +348,7 @@ static inline int64_t offset_before(const struct ioassess_ofd *o, int is_write)
         if (!o_)                                                               \
             return (call);                                                     \
         TIMED(call);                                                           \
-        ioassess_record(op, 0, o_->file_id, -1, 0, outcome(result_, err_), start_, end_, \
+        ioassess_record(op, 0, ofd_file(o_), -1, 0, outcome(result_, err_), start_, end_, \
                         NULL);                                                 \
         return (int)result_;                                                   \
     } while (0)
@@ -345,7 +503,7 @@ IOASSESS_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int iovcnt, of
                                  int flags)
 {
     RESOLVE_DATA(pwritev2);
-    VECTOR(IOASSESS_OP_PWRITEV2, fd, iov, iovcnt, offset, 1,
+    VECTOR(IOASSESS_OP_PWRITEV2, fd, iov, iovcnt, offset, (flags & RWF_APPEND) ? WRITE_AT_END : 1,
            real_pwritev2(fd, iov, iovcnt, offset, flags));
 }
 
@@ -353,7 +511,7 @@ IOASSESS_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int iovcnt,
                                     int flags)
 {
     RESOLVE_DATA(pwritev64v2);
-    VECTOR(IOASSESS_OP_PWRITEV2, fd, iov, iovcnt, offset, 1,
+    VECTOR(IOASSESS_OP_PWRITEV2, fd, iov, iovcnt, offset, (flags & RWF_APPEND) ? WRITE_AT_END : 1,
            real_pwritev64v2(fd, iov, iovcnt, offset, flags));
 }
 
@@ -616,70 +774,99 @@ IOASSESS_EXPORT int fcntl64(int fd, int cmd, ...)
     X(splice, ssize_t, (int, loff_t *, int, loff_t *, size_t, unsigned))
 MOVING_CALLS(DECLARE_REAL)
 
-static inline ssize_t moved(int in_fd, const void *in_offset, int out_fd, const void *out_offset,
-                            ssize_t result)
+/* The description of a recorded seekable descriptor, without looking up one not seen yet. */
+static inline struct ioassess_ofd *known_seekable(int fd)
 {
-    if (result > 0) {
-        if (!in_offset)
-            ioassess_fd_advanced(in_fd, result);
-        if (!out_offset)
-            ioassess_fd_advanced(out_fd, result);
-    }
-    return result;
+    if (ioassess_state_now() != IOASSESS_STATE_ACTIVE || (unsigned)fd >= IOASSESS_FD_LIMIT)
+        return NULL;
+    uint32_t slot = __atomic_load_n(&ioassess_fd_slot[fd], __ATOMIC_ACQUIRE);
+    if (slot < IOASSESS_FD_FIRST_OFD)
+        return NULL;
+    struct ioassess_ofd *o = &ioassess_ofds[slot - IOASSESS_FD_FIRST_OFD];
+    return (ofd_flags(o) & IOASSESS_OFD_SEEKABLE) ? o : NULL;
 }
+
+/* These calls, given no offset, move the descriptor's position: counted at the position
+ * while they run ("offsets", above), their move not followed, so the next call that runs
+ * alone reads the position from the kernel. */
+struct moving {
+    struct ioassess_ofd *o;                 /* NULL: the position is not the recorder's */
+    struct at_position at;
+};
+
+static inline struct moving moving_begin(int fd, const void *offset_argument)
+{
+    struct moving m = {NULL, {0, 0, 0, 0, 0, -1}};
+    if (!offset_argument && (m.o = known_seekable(fd)) != NULL)
+        m.at = position_begin(m.o, IOASSESS_OFD_SEEKABLE);
+    return m;
+}
+
+static inline void moving_end(struct moving m)
+{
+    if (m.o)
+        position_settle(m.o, m.at, -1);
+}
+
+#define MOVING(name, in_fd, in_offset, out_fd, out_offset, ...)                \
+    do {                                                                       \
+        RESOLVE(name);                                                         \
+        struct moving in_ = moving_begin(in_fd, in_offset);                    \
+        struct moving out_ = moving_begin(out_fd, out_offset);                 \
+        ssize_t result_ = CALL_REAL(name, __VA_ARGS__);                        \
+        moving_end(in_);                                                       \
+        moving_end(out_);                                                      \
+        return result_;                                                        \
+    } while (0)
 
 IOASSESS_EXPORT ssize_t copy_file_range(int in_fd, loff_t *in_offset, int out_fd,
                                         loff_t *out_offset, size_t length, unsigned flags)
 {
-    RESOLVE(copy_file_range);
-    return moved(in_fd, in_offset, out_fd, out_offset,
-                 CALL_REAL(copy_file_range, in_fd, in_offset, out_fd, out_offset, length, flags));
+    MOVING(copy_file_range, in_fd, in_offset, out_fd, out_offset, in_fd, in_offset, out_fd,
+           out_offset, length, flags);
 }
 
 IOASSESS_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *in_offset, size_t count)
 {
-    RESOLVE(sendfile);
-    return moved(in_fd, in_offset, out_fd, NULL,
-                 CALL_REAL(sendfile, out_fd, in_fd, in_offset, count));
+    MOVING(sendfile, in_fd, in_offset, out_fd, NULL, out_fd, in_fd, in_offset, count);
 }
 
 IOASSESS_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off_t *in_offset, size_t count)
 {
-    RESOLVE(sendfile64);
-    return moved(in_fd, in_offset, out_fd, NULL,
-                 CALL_REAL(sendfile64, out_fd, in_fd, in_offset, count));
+    MOVING(sendfile64, in_fd, in_offset, out_fd, NULL, out_fd, in_fd, in_offset, count);
 }
 
 IOASSESS_EXPORT ssize_t splice(int in_fd, loff_t *in_offset, int out_fd, loff_t *out_offset,
                                size_t length, unsigned flags)
 {
-    RESOLVE(splice);
-    return moved(in_fd, in_offset, out_fd, out_offset,
-                 CALL_REAL(splice, in_fd, in_offset, out_fd, out_offset, length, flags));
+    MOVING(splice, in_fd, in_offset, out_fd, out_offset, in_fd, in_offset, out_fd, out_offset,
+           length, flags);
 }
 
-static inline off_t sought(int fd, off_t result)
-{
-    if (result >= 0 && ioassess_state == IOASSESS_STATE_ACTIVE &&
-        (unsigned)fd < IOASSESS_FD_LIMIT) {
-        uint32_t slot = __atomic_load_n(&ioassess_fd_slot[fd], __ATOMIC_ACQUIRE);
-        if (slot >= IOASSESS_FD_FIRST_OFD &&
-            (ioassess_ofds[slot - IOASSESS_FD_FIRST_OFD].flags & IOASSESS_OFD_SEEKABLE))
-            ioassess_ofds[slot - IOASSESS_FD_FIRST_OFD].offset = result;
-    }
-    return result;
-}
+/* lseek is a call at the position like read: counted while it runs, so that a read in flight
+ * on another thread at the same time is not taken for exact, and what it returns is the
+ * position if it ran alone. Only descriptors already known are followed (a failed lseek
+ * leaves the position to be read from the kernel at the next call). */
+#define SEEK(name)                                                             \
+    do {                                                                       \
+        RESOLVE(name);                                                         \
+        struct ioassess_ofd *o_ = known_seekable(fd);                          \
+        if (!o_)                                                               \
+            return CALL_REAL(name, fd, offset, whence);                        \
+        struct at_position at_ = position_begin(o_, IOASSESS_OFD_SEEKABLE);    \
+        off_t result_ = CALL_REAL(name, fd, offset, whence);                   \
+        position_settle(o_, at_, result_ >= 0 ? (int64_t)result_ : -1);        \
+        return result_;                                                        \
+    } while (0)
 
 IOASSESS_EXPORT off_t lseek(int fd, off_t offset, int whence)
 {
-    RESOLVE(lseek);
-    return sought(fd, CALL_REAL(lseek, fd, offset, whence));
+    SEEK(lseek);
 }
 
 IOASSESS_EXPORT off_t lseek64(int fd, off_t offset, int whence)
 {
-    RESOLVE(lseek64);
-    return sought(fd, CALL_REAL(lseek64, fd, offset, whence));
+    SEEK(lseek64);
 }
 
 /* Every next definition looked up at load, from the constructor, before the program starts

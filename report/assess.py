@@ -11,11 +11,15 @@ import collections
 import datetime
 import math
 
+import numpy as np
+
+from ioassess.inputs.job import META
 from ioassess.models.plain import finite_or_none, ratio_or_none
 
 from .classify import CAUSES, ROW_CLASSES, classify_ops, estimate_totals
 from .findings import recommendations
 from .io_model import io_model_cell, site_grid_placement, write_throughput
+from .metadata import known_only_from_metadata, metadata_section
 from .processes import launcher_processes, per_process_view, pid_or_none, process_io, process_table, shared_record_ranks
 from .sections import (aggregator_work, class_table, collective_io, file_system_while_running, file_table, flushes,
                        kernel_word, layer_table, model_lines, scatter_sample, size_table, slowdown_timeline,
@@ -64,13 +68,15 @@ def assess(job, model, model_source="", site_grid=None, model_choice=None, probe
         "scatter": scatter_sample(job, per_op),
         "model_lines": model_lines(model),
         "file_system": file_system_while_running(job, per_op, probe_db),
+        "metadata": metadata_section(job, headline["io_s"]),
     }
     assessment["recommendations"] = recommendations(assessment)
     return assessment
 
 
 def tier_of(job):
-    has_ops, has_totals = len(job.ops["size"]) > 0, len(job.totals["ops"]) > 0
+    """How the job's reads, writes and syncs are known (metadata calls: the metadata section's tier)."""
+    has_ops, has_totals = bool(np.any(job.ops["direction"] != META)), bool(np.any(job.totals["direction"] != META))
     return "ops" if has_ops and not has_totals else "counters" if has_totals and not has_ops else \
         "mixed" if has_ops else "none"
 
@@ -78,21 +84,23 @@ def tier_of(job):
 def job_facts(job, cell):
     """The job's facts; processes with I/O are the I/O-model cell's processes doing I/O (every
     rank when a shared-file record moved data), launchers are the processes of no rank in a job
-    whose other processes have ranks (mpiexec and its proxies)."""
+    whose other processes have ranks (mpiexec and its proxies). Files and Darshan ranks known only
+    from metadata calls are the metadata section's, not counted here."""
     launchers = set(launcher_processes(job))
     hosts = collections.Counter(p.hostname for i, p in enumerate(job.processes) if p.hostname and i not in launchers)
     unfinished = [p for p in job.processes if p.source == "trace" and p.end_reason == "running/killed"]
+    metadata_files, metadata_processes = known_only_from_metadata(job)
     return {
         "job_id": job.job_id, "exe": job.exe, "cmdline": job.cmdline, "user": job.user,
         "start": _iso(job.start_epoch_s), "end": _iso(job.end_epoch_s),
         "runtime_s": finite_or_none(job.runtime_s), "nprocs": job.nprocs,
-        "processes_recorded": len(job.processes),
+        "processes_recorded": len(job.processes) - metadata_processes,
         "processes_with_io": cell["processes_doing_io"],
         "launchers": len(launchers),
         "hosts": [{"hostname": host, "processes": count} for host, count in sorted(hosts.items())],
         "unfinished_processes": [{"rank": p.rank, "pid": pid_or_none(p.pid), "hostname": p.hostname}
                                  for p in unfinished],
-        "files": len(job.files),
+        "files": len(job.files) - metadata_files,
         "mounts": [{"mount_point": m, "fs_type": t} for m, t in job.mounts],
         "inputs": [{"path": i.path, "kind": i.kind, "tiers": list(i.tiers), "notes": list(i.notes)}
                    for i in job.inputs],

@@ -40,10 +40,11 @@ def classify_ops(job, model):
     the model's own (model_class), the kernel's verdict of its sample (kernel) and the verdict
     it is judged by (judged: its own or its file's, report/ground_truth.py), cached typical
     duration (NaN where not modelled; the appended line's for writes into new pages), time lost
-    (s), whether it counts as I/O time (POSIX/STDIO layer), and the indices of the ops the model
+    (s), whether it counts as I/O time (a POSIX/STDIO read, write or sync: metadata calls are
+    report/metadata.py's), and the indices of the ops the model
     covers."""
     ops = job.ops
-    is_io = np.isin(ops["layer"], IO_LAYERS) & (ops["direction"] != META)   # metadata ops are not I/O time
+    is_io = np.isin(ops["layer"], IO_LAYERS) & (ops["direction"] != META)
     modelled = is_io & (ops["direction"] < 2) & (ops["result"] >= 0)
     if np.any(ops["buffer"] != 0):
         layouts = memory_layout_codes(ops["buffer"], ops["tid"], ops["process"])

@@ -3,11 +3,15 @@ says why each threshold)."""
 import collections
 
 from .classify import ALLOCATION, STALL
+from .metadata import METADATA_RANK_S, SMALL_FILE_BYTES
 from .sections import SMALL_OP_BYTES
 
 # Recommendation thresholds (docs/assessment.md says why).
 LOST_SHARE_WORTH_A_LOOK = 0.05      # of the runtime
 SMALL_OPS_SHARE = 0.5
+METADATA_MIN_S = 1.0          # metadata time below this is not worth a finding, whatever its share
+MANY_SMALL_FILES = 100        # small files (report/metadata.py) worth a finding
+MISSING_PATH_CALLS = 10       # lookups of missing paths worth a finding
 # Causes the kernel's samples tell apart from storage: (class, title, text).
 NOT_STORAGE_FINDINGS = (
     (STALL, "Stalls, not storage",
@@ -77,6 +81,7 @@ def recommendations(a):
                              "access-size histogram. Run the job under ioassess (or with Darshan's DXT "
                              "enabled, DXT_ENABLE_IO_TRACE=1) for a per-op assessment.",
                              lost_low_s=head["lost_low_s"], lost_high_s=head["lost_high_s"]))
+    found += metadata_findings(a.get("metadata"), head["io_s"])
     return found
 
 
@@ -103,4 +108,61 @@ def sync_findings(flushed, io_s):
                              "device was busy with other write-back (other files, other processes) or slower "
                              "than when the model was made.",
                              slow_syncs=flushed["beyond_bound_syncs"], beyond_s=flushed["beyond_bound_s"]))
+    return found
+
+
+def metadata_findings(meta, io_s):
+    """Findings on metadata calls (docs/assessment.md, "Metadata"), each with the seconds at
+    stake; the rules on repeated lookups and missing paths need calls known one by one."""
+    if meta is None or not meta["seconds"]:
+        return []
+    found = []
+    total_s = io_s + meta["seconds"]
+    worth = LOST_SHARE_WORTH_A_LOOK * total_s
+    per_rank = meta["per_rank"]
+    above = per_rank["above_threshold"] if per_rank else []
+    share = meta["share_of_io"] or 0.0
+    if above or (share >= LOST_SHARE_WORTH_A_LOOK and meta["seconds"] >= METADATA_MIN_S):
+        numbers = {"metadata_s": meta["seconds"], "share_of_io": share, "calls": meta["calls"],
+                   "threshold_per_rank_s": METADATA_RANK_S, "ranks_above": len(above)}
+        if above:
+            numbers.update(slowest_rank=above[0]["rank"], slowest_rank_s=above[0]["seconds"],
+                           above_s=sum(u["seconds"] for u in above))
+        found.append(finding("Metadata time is high",
+                             "Opening, closing, stat'ing and seeking took " +
+                             (f"more than {METADATA_RANK_S:g} s on some ranks (Drishti's threshold), "
+                              if above else "") +
+                             "a large share of the time the job spent in I/O calls: each such call is a round "
+                             "trip to the file system's metadata server, however few bytes follow. Opening each "
+                             "file once and keeping it open, fewer and larger files, and stat'ing once and "
+                             "sharing the answer reduce it. At stake: the metadata time (metadata_s), of which "
+                             "the ranks above the threshold spent above_s.", **numbers))
+    repeated = meta["repeated"]
+    if repeated and repeated["calls"] and repeated["seconds"] >= worth and repeated["seconds"] > 0:
+        found.append(finding("The same files opened or stat'ed many times",
+                             "The same file or directory was opened, stat'ed or checked (access) again and again: "
+                             "every call after the first of its kind on a path is counted. Keeping the file open, "
+                             "caching the answer of a stat, or having one rank make the call and share the result "
+                             "saves the time of those calls (repeated_s).",
+                             repeated_calls=repeated["calls"], repeated_s=repeated["seconds"],
+                             files=len(repeated["files"]), worst_file=repeated["files"][0]["name"] if
+                             repeated["files"] else None))
+    small = meta["small_files"]
+    if small["files"] >= MANY_SMALL_FILES and small["seconds"] >= worth and small["seconds"] > 0:
+        found.append(finding("Many small files",
+                             f"Many files were opened that moved at most {SMALL_FILE_BYTES >> 20} MiB each: their "
+                             "opens, closes and stats cost as much as their data. Packing them into fewer, larger "
+                             "files (an archive, HDF5, a container image) or staging them in node-local storage "
+                             "saves most of their metadata time (small_files_s).",
+                             small_files=small["files"], files_opened=small["opened"], small_files_bytes=small["bytes"],
+                             small_files_calls=small["calls"], small_files_s=small["seconds"],
+                             threshold_bytes=SMALL_FILE_BYTES))
+    missing = meta["missing"]
+    if missing and missing["calls"] >= MISSING_PATH_CALLS:
+        found.append(finding("Stat of missing paths",
+                             "Lookups (open, stat, access, opendir) of paths that do not exist (ENOENT): typically a "
+                             "search path tried entry by entry (Python's sys.path, LD_LIBRARY_PATH, a list of "
+                             "configuration locations) on every process. Shorter search paths, or a copy of what is "
+                             "looked for in the first place searched, save their time (missing_s).",
+                             missing_calls=missing["calls"], missing_s=missing["seconds"], paths=missing["paths"]))
     return found

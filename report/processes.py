@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from ioassess.inputs.job import LAYERS, MPIIO
+from ioassess.inputs.job import LAYERS, META, MPIIO
 from ioassess.models.plain import ratio_or_none
 
 # The per-rank plot draws at most this many bars: beyond, each bar is a bin of consecutive ranks.
@@ -94,12 +94,15 @@ def process_table(job, per_process, shared, aggregation):
     `aggregator` is true for a process that did any). Launchers (launcher_processes) say so."""
     n = len(job.processes)
     ops = job.ops
-    mpiio, tmpiio = ops["layer"] == MPIIO, (job.totals["layer"] == MPIIO) & (job.totals["process"] >= 0)
+    # MPI-IO reads, writes and syncs (its metadata calls are the metadata section's)
+    mpiio = (ops["layer"] == MPIIO) & (ops["direction"] != META)
+    mpiio_rows = (job.totals["layer"] == MPIIO) & (job.totals["direction"] != META)
+    tmpiio = mpiio_rows & (job.totals["process"] >= 0)
     mpiio_s = np.bincount(ops["process"][mpiio], ops["duration_s"][mpiio], n) + \
         np.bincount(job.totals["process"][tmpiio], job.totals["seconds"][tmpiio], n)
     mpiio_count = np.bincount(ops["process"][mpiio], minlength=n) + \
         np.bincount(job.totals["process"][tmpiio], job.totals["ops"][tmpiio], n)
-    mpiio_reduced = bool(np.any((job.totals["layer"] == MPIIO) & (job.totals["process"] < 0)))
+    mpiio_reduced = bool(np.any(mpiio_rows & (job.totals["process"] < 0)))
     aggregator_s, aggregator = aggregation["seconds"], aggregation["ops"] > 0
     count, from_shared = per_process["ops"], shared["per_process"]
     launchers = set(launcher_processes(job))
@@ -135,8 +138,8 @@ def per_process_view(job, per_process, per_total, shared):
     return {
         "unit": units["unit"],
         "count": len(units["io_s"]),
-        "io": _spread(units, "io_s") if attributed else None,
-        "lost": _spread(units, "lost_high_s") if attributed else None,
+        "io": spread(units, "io_s") if attributed else None,
+        "lost": spread(units, "lost_high_s") if attributed else None,
         "most_lost": [{**_identity(units, i), "lost_low_s": float(units["lost_low_s"][i]),
                        "lost_high_s": float(units["lost_high_s"][i])} for i in named],
         "most_lost_share": ratio_or_none(float(units["lost_high_s"][named].sum()), lost_total) if named else None,
@@ -178,7 +181,7 @@ def _identity(units, i):
     return {"rank": int(units["rank"][i]), "pid": pid_or_none(units["pid"][i]), "hostname": str(units["hostname"][i])}
 
 
-def _spread(units, quantity):
+def spread(units, quantity):
     """Mean, median and maximum of one per-unit quantity, the unit with the maximum, max / mean."""
     values = units[quantity]
     top = int(np.argmax(values))

@@ -47,14 +47,14 @@ def class_table(job, per_op, per_total):
     ops, io = job.ops, per_op["is_io"]
     rows = []
     for code, cls in enumerate(ROW_CLASSES[:-1]):
-        for d, direction in enumerate(DIRECTIONS[:META]):
+        for d, direction in enumerate(DIRECTIONS):
             member = io & (per_op["class"] == code) & (ops["direction"] == d)
             if member.any():
                 lost = float(per_op["lost_s"][member].sum())
                 rows.append(_row(cls, direction, int(member.sum()), int(np.maximum(ops["result"][member], 0).sum()),
                                  float(ops["duration_s"][member].sum()), lost, lost))
     totals = job.totals
-    for d, direction in enumerate(DIRECTIONS[:META]):
+    for d, direction in enumerate(DIRECTIONS):
         member = per_total["is_io"] & (totals["direction"] == d)
         if member.any():
             rows.append(_row(ESTIMATED, direction, int(totals["ops"][member].sum()), int(totals["bytes"][member].sum()),
@@ -110,8 +110,8 @@ def layer_table(job):
     """Per direction, the layers side by side: ops, bytes and seconds at each layer (MPI-IO time
     contains the POSIX time under it), and per layer the part of the ops known one by one that
     carries each flag (MPI-IO: collective, nonblocking; POSIX: under MPI-IO, under collective
-    MPI-IO, i.e. aggregator work). A layer without ops in a direction is null. Metadata ops
-    move no bytes and are not listed."""
+    MPI-IO, i.e. aggregator work). A layer without ops in a direction is null. Metadata calls
+    are the metadata section's (report/metadata.py)."""
     ops, totals = job.ops, job.totals
     flags = op_column(ops, "flags")
     rows = []

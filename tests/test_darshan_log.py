@@ -22,7 +22,7 @@ from darshan.log_utils import get_log_path  # noqa: E402
 
 from ioassess.inputs.darshan_log import DarshanLogError, read_darshan_log  # noqa: E402
 from ioassess.inputs.load import LoadError, load_job  # noqa: E402
-from ioassess.inputs.job import (DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, NO_IO_NOTE, OP_COLUMNS,  # noqa: E402
+from ioassess.inputs.job import (DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, META, NO_IO_NOTE, OP_COLUMNS,  # noqa: E402
                                  SIZE_BIN_COLUMNS, TOTAL_COLUMNS)
 
 PACKAGE_DIR = os.path.dirname(darshan.__file__)
@@ -38,6 +38,11 @@ READ, WRITE = DIRECTIONS.index("read"), DIRECTIONS.index("write")
 
 def shipped(name):
     return get_log_path(name)
+
+
+def io_rows(totals):
+    """The rows of a totals table that are reads, writes or syncs (not metadata calls)."""
+    return totals["direction"] != META
 
 
 @pytest.fixture
@@ -107,7 +112,7 @@ def test_every_shipped_log_gives_a_well_formed_job(path):
     assert darshan_input.path == path and darshan_input.kind == "darshan"
     assert "metadata" in darshan_input.tiers
     assert ("ops" in darshan_input.tiers) == bool(len(ops["size"]))
-    assert ("totals" in darshan_input.tiers) == bool(len(job.totals["ops"]))
+    assert ("totals" in darshan_input.tiers) == bool(np.any(io_rows(job.totals)))
 
 
 @pytest.mark.parametrize("path", SHIPPED_LOGS, ids=os.path.basename)
@@ -150,7 +155,8 @@ def test_dxt_segments_become_the_ops(name, reference):
     assert sorted(got) == sorted(expected)
     hostnames = {r["rank"]: r["hostname"] for m in ("DXT_POSIX", "DXT_MPIIO") if m in report.records
                  for r in report.records[m]._records}
-    assert {p.rank: p.hostname for p in job.processes} == hostnames
+    # the ranks of the DXT records; other processes are ranks whose counters hold only metadata calls
+    assert {job.processes[i].rank: job.processes[i].hostname for i in set(ops["process"].tolist())} == hostnames
 
 
 @pytest.mark.parametrize("name", DXT_LOGS)
@@ -171,7 +177,7 @@ def test_complete_dxt_accounts_for_every_counted_byte(name, reference):
                 == sums[direction, "ops"]
             assert table_sum(job.ops, "duration_s", layer, direction) == pytest.approx(sums[direction, "seconds"],
                                                                                         rel=1e-4, abs=1e-9)
-        assert not np.any(job.totals["layer"] == LAYERS.index(layer))
+        assert not np.any((job.totals["layer"] == LAYERS.index(layer)) & io_rows(job.totals))
     if "STDIO" in report.records:
         sums = counter_sums(report, "STDIO")
         for direction in (READ, WRITE):
@@ -208,9 +214,10 @@ def test_size_bins_are_darshans_histogram_bins_of_their_totals_rows():
     for key, ops in zip(keys(bins), bins["ops"].tolist()):
         binned[key] = binned.get(key, 0) + ops
     stdio = LAYERS.index("stdio")
-    assert binned == {key: ops for key, ops in zip(keys(totals), totals["ops"].tolist()) if key[2] != stdio}
+    assert binned == {key: ops for key, ops in zip(keys(totals), totals["ops"].tolist())
+                      if key[2] != stdio and key[3] != META}
     # IOR wrote 4 MiB transfers: every POSIX write falls in (1 MiB, 4 MiB], the bin's upper edge included
-    posix = totals["layer"] == LAYERS.index("posix")
+    posix = (totals["layer"] == LAYERS.index("posix")) & io_rows(totals)
     assert np.all(totals["bytes"][posix] == totals["ops"][posix] * (4 << 20))
     posix = bins["layer"] == LAYERS.index("posix")
     assert set(zip(bins["size_low"][posix].tolist(), bins["size_high"][posix].tolist())) == {(1 << 20, 4 << 20)}
@@ -219,9 +226,9 @@ def test_size_bins_are_darshans_histogram_bins_of_their_totals_rows():
 def test_slowest_op_comes_from_posix_counters_and_is_unknown_for_stdio():
     job = read_darshan_log(shipped("sample-goodost.darshan"))
     totals = job.totals
-    posix = totals["layer"] == LAYERS.index("posix")
+    posix = (totals["layer"] == LAYERS.index("posix")) & io_rows(totals)
     assert np.all(totals["max_op_seconds"][posix] > 0) and np.all(totals["max_op_size"][posix] == 8 << 20)
-    stdio = totals["layer"] == LAYERS.index("stdio")
+    stdio = (totals["layer"] == LAYERS.index("stdio")) & io_rows(totals)
     assert np.all(np.isnan(totals["max_op_seconds"][stdio])) and np.all(totals["max_op_size"][stdio] == -1)
 
 
@@ -470,7 +477,8 @@ def test_truncated_dxt_keeps_its_ops_and_counts_the_rest_from_the_counters(rewri
     assert note.startswith("The DXT_POSIX trace is truncated")
     assert "lacks 2 of the 23 operations the POSIX counters count in 1 file, " in note
     assert note.endswith("test123.h5 (all ranks: 2 missing); those operations are assessed from the counters.")
-    assert not np.any(job.totals["layer"] == LAYERS.index("mpiio")), "DXT_MPIIO is still complete"
+    assert not np.any((job.totals["layer"] == LAYERS.index("mpiio")) & io_rows(job.totals)), \
+        "DXT_MPIIO is still complete"
 
 
 def test_truncated_dxt_of_a_per_rank_record(rewrite):
@@ -480,7 +488,7 @@ def test_truncated_dxt_of_a_per_rank_record(rewrite):
     job = read_darshan_log(rewrite("dxt.darshan", modules={"DXT_POSIX": drop_last_writes(0, 3, dropped)}))
     dropped = np.array(dropped, DXT_SEGMENT)
     assert len(job.ops["size"]) == len(original.ops["size"]) - 3
-    posix = job.totals["layer"] == LAYERS.index("posix")
+    posix = (job.totals["layer"] == LAYERS.index("posix")) & io_rows(job.totals)
     assert job.totals["ops"][posix].tolist() == [3] and job.totals["process"][posix].tolist() == [0]
     assert job.totals["bytes"][posix].tolist() == [dropped["length"].sum()]
     [note] = job.inputs[0].notes

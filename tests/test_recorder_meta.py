@@ -328,5 +328,40 @@ def test_the_assessment_of_reads_writes_and_syncs_is_unchanged_by_metadata_ops(t
     def comparable(part):
         return json.loads(json.dumps(part, sort_keys=True, default=str))
 
-    differ = [key for key in with_meta if comparable(with_meta[key]) != comparable(without_meta[key])]
+    # the metadata section, its findings and the count of files with reads or writes (the job
+    # without its metadata ops still lists the files only they named) are the metadata ops'
+    metadata_findings = {"Metadata time is high", "The same files opened or stat'ed many times", "Many small files",
+                         "Stat of missing paths"}
+    for assessment in (with_meta, without_meta):
+        assessment["recommendations"] = [r for r in assessment["recommendations"]
+                                          if r["title"] not in metadata_findings]
+        del assessment["job"]["files"]
+    differ = [key for key in with_meta if key != "metadata" and
+              comparable(with_meta[key]) != comparable(without_meta[key])]
     assert differ == [], {key: (with_meta[key], without_meta[key]) for key in differ}
+    # the metadata section has them, by kind as the trace has them
+    ts = load(tmp_path / "traces", meta=True)
+    in_trace = collections.Counter(kind for kind, _, _ in meta_rows(ts))
+    kinds = {row["kind"]: row["calls"] for row in with_meta["metadata"]["kinds"]}
+    assert kinds == in_trace and without_meta["metadata"] is None
+
+
+def test_metadata_ops_past_the_record_cap_are_counted_by_kind(tmp_path, recorder_lib):
+    """Past the record cap, the summary table keeps metadata ops per kind exactly: the Job's
+    meta_kinds, and the metadata section's counted calls."""
+    from ioassess.inputs.load import load_job
+    from ioassess.models.modelfile import load_model
+    from ioassess.report.assess import assess
+
+    (tmp_path / "work").mkdir()
+    plain = run([prog("metaops"), tmp_path / "work"])
+    assert plain.returncode == 0, describe(plain)
+    expected = collections.Counter(line.split(" ")[1] for line in plain.stdout.decode().splitlines())
+    del expected["none"]
+    (tmp_path / "work2").mkdir()
+    result = run([prog("metaops"), tmp_path / "work2"], env={"IOASSESS_MAX_RECORDS": "10"}, preload=[recorder_lib],
+                 trace_dir=tmp_path / "traces")
+    assert result.returncode == 0, describe(result)
+    section = assess(load_job([str(tmp_path / "traces")]), load_model("local-linux"))["metadata"]
+    counted = {row["kind"]: row["calls"] + row["counted_calls"] for row in section["kinds"]}
+    assert counted == dict(expected)

@@ -14,8 +14,9 @@ import numpy as np
 
 from ..units import count_text
 from .darshan_util import COUNTER_MODULES, DXT_MODULES, SEGMENT_DTYPE, DarshanLogError, read_log_contents
-from .job import (DARSHAN_RECORD_COLUMNS, DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, NO_IO_NOTE, OP_COLUMNS,
-                  SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Job, JobFile, JobInput, JobProcess, empty_columns, mount_of)
+from .job import (DARSHAN_RECORD_COLUMNS, DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, META, META_KIND_COLUMNS, META_KINDS,
+                  NO_IO_NOTE, OP_COLUMNS, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Job, JobFile, JobInput, JobProcess,
+                  empty_columns, mount_of)
 
 __all__ = ["DarshanLogError", "read_darshan_log"]
 
@@ -56,6 +57,15 @@ _RECORD_COUNTERS = {
                "syncs": ("MPIIO_SYNCS",)},
     "STDIO": {"reads": ("STDIO_READS",), "writes": ("STDIO_WRITES",)},
 }
+# The metadata counters per module: the time of its metadata calls (open, close, stat, seek; for
+# MPI-IO also set_view, set_size, sync...: MPI-IO's own calls, containing the POSIX ones under
+# them) and the calls it counts by kind. fsync and fdatasync are not among them (Darshan counts
+# their time as write time: the sync rows of _untraced_totals), nor STDIO's fflush.
+_META_COUNTERS = {
+    "POSIX": ("POSIX_F_META_TIME", {"open": ("POSIX_OPENS",), "stat": ("POSIX_STATS",), "seek": ("POSIX_SEEKS",)}),
+    "MPI-IO": ("MPIIO_F_META_TIME", {"open": ("MPIIO_INDEP_OPENS", "MPIIO_COLL_OPENS")}),
+    "STDIO": ("STDIO_F_META_TIME", {"open": ("STDIO_OPENS",), "seek": ("STDIO_SEEKS",)}),
+}
 _RANK_COUNTERS = {"fastest_rank": "FASTEST_RANK", "fastest_bytes": "FASTEST_RANK_BYTES",
                   "slowest_rank": "SLOWEST_RANK", "slowest_bytes": "SLOWEST_RANK_BYTES"}
 _RANK_FCOUNTERS = {"fastest_s": "F_FASTEST_RANK_TIME", "slowest_s": "F_SLOWEST_RANK_TIME",
@@ -93,6 +103,9 @@ def _assemble_job(path, contents):
     counter_rows, bins = _counter_tables(contents.counters, problems)
     totals, size_bins, missing = _untraced_totals(counter_rows, bins, dxt_groups)
     problems += _truncated_dxt_problems(missing, contents.names)
+    io_rows = len(totals["ops"])
+    meta_totals, meta_kinds = _metadata_tables(contents.counters)
+    totals = {name: np.concatenate([column, meta_totals[name]]) for name, column in totals.items()}
 
     records = _record_table(contents.counters, contents.job["nprocs"])
     traced = dxt_groups["ops"] > 0
@@ -104,7 +117,8 @@ def _assemble_job(path, contents):
     ops = _op_columns(segments, segment_group, dxt_groups, file_index, rank_of_process)
     totals_columns = _indexed(totals, TOTAL_COLUMNS, file_index, rank_of_process)
     size_bin_columns = _indexed(size_bins, SIZE_BIN_COLUMNS, file_index, rank_of_process)
-    tiers = tuple(tier for tier, present in (("ops", len(ops["size"])), ("totals", len(totals_columns["ops"])),
+    meta_kind_columns = _indexed(meta_kinds, META_KIND_COLUMNS, file_index, rank_of_process)
+    tiers = tuple(tier for tier, present in (("ops", len(ops["size"])), ("totals", io_rows),
                                              ("metadata", True)) if present)
     if tiers == ("metadata",):
         problems.append(NO_IO_NOTE)
@@ -124,6 +138,7 @@ def _assemble_job(path, contents):
         mounts=list(contents.mounts),
         inputs=[JobInput(path=path, kind="darshan", tiers=tiers, notes=tuple(problems))],
         darshan_records={name: np.asarray(records[name], dtype) for name, dtype in DARSHAN_RECORD_COLUMNS.items()},
+        meta_kinds=meta_kind_columns,
     )
 
 
@@ -277,6 +292,41 @@ def _counter_tables(counters, problems):
                                       "max_op_size": np.int64, "has_bins": bool, "syncs": np.int64})
     bins = np.concatenate(bin_tables) if bin_tables else np.zeros((0, len(DARSHAN_SIZE_BINS)), np.int64)
     return rows, bins
+
+
+def _metadata_tables(counters):
+    """(totals, kinds): per counter record with metadata calls or time, a totals row of direction
+    META (its calls counted by kind summed, bytes 0, seconds its *_F_META_TIME) and per kind
+    counted its calls (record_id and rank in place of file and process). A negative count or a
+    time that is not a finite number of seconds is taken as 0 (the I/O counters' rule; their
+    note covers the record)."""
+    rows, kind_rows = [], []
+    for module, (records, names, fnames) in counters.items():
+        seconds_name, kinds = _META_COUNTERS[module]
+        n = len(records)
+        seconds = records["fcounters"][:, fnames.index(seconds_name)] if seconds_name in fnames else np.zeros(n)
+        seconds = np.where(np.isfinite(seconds) & (seconds >= 0), seconds, 0.0)
+        layer = np.full(n, LAYERS.index(COUNTER_MODULES[module]), np.uint8)
+        per_kind = {kind: sum(np.maximum(records["counters"][:, names.index(name)], 0) if name in names else 0
+                              for name in kind_names) + np.zeros(n, np.int64) for kind, kind_names in kinds.items()}
+        calls = sum(per_kind.values())
+        chosen = (calls > 0) | (seconds > 0)
+        rows.append({"record_id": records["id"][chosen], "rank": records["rank"][chosen], "layer": layer[chosen],
+                     "direction": np.full(np.count_nonzero(chosen), META, np.uint8), "ops": calls[chosen],
+                     "bytes": np.zeros(np.count_nonzero(chosen), np.int64), "seconds": seconds[chosen],
+                     "max_op_seconds": np.full(np.count_nonzero(chosen), np.nan),
+                     "max_op_size": np.full(np.count_nonzero(chosen), -1)})
+        for kind, counted in per_kind.items():
+            here = counted > 0
+            kind_rows.append({"record_id": records["id"][here], "rank": records["rank"][here], "layer": layer[here],
+                              "kind": np.full(np.count_nonzero(here), META_KINDS.index(kind), np.uint8),
+                              "ops": counted[here]})
+    totals = _concatenated(rows, {"record_id": np.uint64, "rank": np.int64, "layer": np.uint8, "direction": np.uint8,
+                                  "ops": np.int64, "bytes": np.int64, "seconds": np.float64,
+                                  "max_op_seconds": np.float64, "max_op_size": np.int64})
+    kinds = _concatenated(kind_rows, {"record_id": np.uint64, "rank": np.int64, "layer": np.uint8,
+                                      "kind": np.uint8, "ops": np.int64})
+    return totals, kinds
 
 
 def _record_table(counters, nprocs):
@@ -493,7 +543,7 @@ def _op_columns(segments, segment_group, groups, file_record_ids, process_ranks)
 
 
 def _indexed(table, columns, file_record_ids, process_ranks):
-    """Columns of a totals or size-bins table, record ids and ranks turned into file and process
+    """Columns of a totals, size-bins or metadata-kinds table, record ids and ranks turned into file and process
     indices (rank -1 stays -1)."""
     if not len(table["rank"]):
         return empty_columns(columns)
@@ -501,5 +551,6 @@ def _indexed(table, columns, file_record_ids, process_ranks):
     own = table["rank"] >= 0
     process[own] = _position(table["rank"][own], process_ranks)
     values = dict(table, process=process, file=_position(table["record_id"], file_record_ids))
-    order = np.lexsort((values["direction"], values["layer"], values["file"], values["process"]))
+    order = np.lexsort((values["direction" if "direction" in values else "kind"], values["layer"], values["file"],
+                        values["process"]))
     return {name: np.asarray(values[name], dtype)[order] for name, dtype in columns.items()}

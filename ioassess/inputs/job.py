@@ -21,6 +21,10 @@ POSIX, MPIIO, STDIO = range(len(LAYERS))   # the codes of the layer column
 MAX_RANKS = 1 << 23
 DIRECTIONS = ("read", "write", "sync", "meta")
 READ, WRITE, SYNC, META = range(len(DIRECTIONS))   # the codes of the direction column
+# Metadata calls (direction META) by kind: Job.ops' meta_kind and Job.meta_kinds' kind are
+# indices into it. They move no data; their time is not I/O time (report/metadata.py).
+META_KINDS = ("open", "close", "stat", "access", "unlink", "mkdir", "rmdir", "rename", "opendir", "readdir",
+              "closedir", "truncate", "fallocate", "mkstemp", "seek")
 # A Darshan log's note when it has no I/O; dropped when a trace of the same job has ops.
 NO_IO_NOTE = "The log records no POSIX, MPI-IO or STDIO reads or writes: there is no I/O to assess."
 
@@ -71,14 +75,16 @@ PAGECACHE_COLUMNS = {
 # with op_column, which gives OPTIONAL_OP_DEFAULTS for every op then).
 OPTIONAL_OP_COLUMNS = {
     "flags": np.uint16,       # Flag bits (the recorder's traces; Darshan has none)
+    "meta_kind": np.int8,     # a metadata call's kind (index into META_KINDS); -1 for other ops or unknown
     **PAGECACHE_COLUMNS,      # the recorder's traces; -1 for the ops it did not sample
 }
-OPTIONAL_OP_DEFAULTS = {"flags": 0, **{name: -1 for name in PAGECACHE_COLUMNS}}
+OPTIONAL_OP_DEFAULTS = {"flags": 0, "meta_kind": -1, **{name: -1 for name in PAGECACHE_COLUMNS}}
 ALL_OP_COLUMNS = {**OP_COLUMNS, **OPTIONAL_OP_COLUMNS}
 
 # I/O known only in aggregate, one row per (process, file, layer, direction) and source: Darshan
 # counters of files without DXT segments, and the recorder's summary table (ops past its record
-# cap). Never the same ops as a row of Job.ops.
+# cap). Never the same ops as a row of Job.ops. Rows of direction META are metadata calls
+# (Darshan: *_F_META_TIME with the opens, stats and seeks counted; bytes 0, no size bins).
 TOTAL_COLUMNS = {
     "process": np.int32,       # index into Job.processes; -1: every rank of a shared-file record
     "file": np.int32,          # index into Job.files
@@ -101,6 +107,17 @@ SIZE_BIN_COLUMNS = {
     "direction": np.uint8,
     "size_low": np.int64,
     "size_high": np.int64,     # -1: no upper bound
+    "ops": np.int64,
+}
+
+# How many of the aggregated metadata calls (Job.totals rows of direction META) were of each
+# kind, where the input counts kinds (Darshan: *_OPENS, POSIX_STATS, *_SEEKS). Rows refer to the
+# same (process, file, layer) as those totals rows; a kind no row names was not counted.
+META_KIND_COLUMNS = {
+    "process": np.int32,
+    "file": np.int32,
+    "layer": np.uint8,
+    "kind": np.uint8,          # index into META_KINDS
     "ops": np.int64,
 }
 
@@ -193,6 +210,8 @@ class Job:
     notes: list = dataclasses.field(default_factory=list)   # job-wide: what the report must say
     # DARSHAN_RECORD_COLUMNS; empty without a Darshan log
     darshan_records: dict = dataclasses.field(default_factory=lambda: empty_columns(DARSHAN_RECORD_COLUMNS))
+    # META_KIND_COLUMNS; empty when no input counts metadata calls by kind
+    meta_kinds: dict = dataclasses.field(default_factory=lambda: empty_columns(META_KIND_COLUMNS))
 
     @property
     def runtime_s(self):

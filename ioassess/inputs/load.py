@@ -18,9 +18,9 @@ import shutil
 import numpy as np
 
 from . import traceformat as tf
-from .job import (ALL_OP_COLUMNS, DARSHAN_RECORD_COLUMNS, LAYERS, NO_IO_NOTE, PAGECACHE_COLUMNS, SIZE_BIN_COLUMNS,
-                  TOTAL_COLUMNS, Flag, Job, JobFile, JobInput, JobProcess, concatenate_columns, empty_columns, mount_of,
-                  with_optional_columns)
+from .job import (ALL_OP_COLUMNS, DARSHAN_RECORD_COLUMNS, LAYERS, META, META_KIND_COLUMNS, META_KINDS, NO_IO_NOTE,
+                  PAGECACHE_COLUMNS, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Flag, Job, JobFile, JobInput, JobProcess,
+                  concatenate_columns, empty_columns, mount_of, with_optional_columns)
 from .trace import DIRECTION_OF_OP, TraceFileError, read_trace_dir, sum_by, summarise_errors
 
 # statfs f_type -> file system name, for the ones an HPC job meets.
@@ -105,7 +105,7 @@ def job_from_traces(paths, owner_uid=None):
                      device=traceset.files[i].device) for i in file_ids]
     ops = _trace_op_columns(traceset.ops, file_ids, start_ns)
     traceset.ops.clear()   # its columns may be views into the op records: let them go now
-    totals, size_bins = _trace_summary_columns(traceset.summary, file_ids)
+    totals, size_bins, meta_kinds = _trace_summary_columns(traceset.summary, file_ids)
     ends = [p.end_ns for p in processes]
     last_op_end = float(np.max(ops["start_s"] + ops["duration_s"])) if len(ops["start_s"]) else 0.0
     end_epoch_s = (max(ends) / 1e9 if None not in ends
@@ -130,7 +130,7 @@ def job_from_traces(paths, owner_uid=None):
         files=files, ops=ops, totals=totals, size_bins=size_bins, mounts=[],
         inputs=[JobInput(path=os.fspath(path), kind="trace", tiers=("ops", "totals", "metadata"))
                 for path in map(os.fspath, paths) if path in read or os.path.isdir(path)],
-        notes=notes)
+        notes=notes, meta_kinds=meta_kinds)
 
 
 def _pagecache_notes(processes):
@@ -161,6 +161,12 @@ _LAYER_OF_OP = np.array([LAYERS.index(tf.OP_LAYER.get(op, "posix")) for op in ra
 # The trace flags a Job keeps (Flag has the recorder's bits; APPEND is the reader's business).
 assert all(int(flag) == int(tf.OpFlag[flag.name]) for flag in Flag)
 _JOB_FLAG_BITS = np.uint16(sum(Flag))
+# op code -> index into META_KINDS for the recorder's metadata kinds (named as the Job names
+# them), -1 for every other op
+_META_KIND_OF_OP = np.full(256, -1, np.int8)
+for _op, _name in tf.OP_NAMES.items():
+    if tf.OP_DIRECTION[_op] == "meta":
+        _META_KIND_OF_OP[_op] = META_KINDS.index(_name)
 
 
 def _trace_op_columns(ops, file_ids, start_ns):
@@ -179,15 +185,17 @@ def _trace_op_columns(ops, file_ids, start_ns):
         "buffer": contiguous(ops["buffer"]),
         "tid": contiguous(ops["tid"]),
         "flags": ops["flags"] & _JOB_FLAG_BITS,
+        "meta_kind": _META_KIND_OF_OP[ops["op"]],
         **{name: ops[name] for name in PAGECACHE_COLUMNS},
     }
 
 
 def _trace_summary_columns(summary, file_ids):
-    """The summary table as totals (per process, file and direction) and size bins: bucket b
-    holds requests of [2**(b-1), 2**b) bytes, i.e. (2**(b-1) - 1, 2**b - 1]; bucket 0 is 0 bytes."""
+    """The summary table as totals (per process, file and direction), size bins (reads,
+    writes and syncs: bucket b holds requests of [2**(b-1), 2**b) bytes, i.e. (2**(b-1) - 1,
+    2**b - 1]; bucket 0 is 0 bytes) and the metadata calls' kinds (Job.meta_kinds)."""
     if not len(summary["op"]):
-        return empty_columns(TOTAL_COLUMNS), empty_columns(SIZE_BIN_COLUMNS)
+        return empty_columns(TOTAL_COLUMNS), empty_columns(SIZE_BIN_COLUMNS), empty_columns(META_KIND_COLUMNS)
     direction = DIRECTION_OF_OP[summary["op"]]
     file = np.searchsorted(np.array(file_ids, np.uint64), summary["file_id"]).astype(np.int32)
     bucket = summary["size_bucket"].astype(np.int64)
@@ -195,13 +203,20 @@ def _trace_summary_columns(summary, file_ids):
     size_low = np.where(bucket > 0, (np.int64(1) << np.maximum(bucket - 1, 0)) - 1, 0)
     common = {"process": summary["process"], "file": file, "layer": _LAYER_OF_OP[summary["op"]],
               "direction": direction}
-    size_bins = dict(common, size_low=size_low, size_high=size_high, ops=summary["count"])
+    data = direction != META
+    size_bins = {name: column[data] for name, column in
+                 dict(common, size_low=size_low, size_high=size_high, ops=summary["count"]).items()}
     totals = sum_by(common, {"ops": summary["count"], "bytes": summary["bytes_returned"],
                              "seconds": summary["duration_ns"] / 1e9})
     rows = len(totals["ops"])
     totals.update(max_op_seconds=np.full(rows, np.nan), max_op_size=np.full(rows, -1))
+    meta = ~data
+    meta_kinds = sum_by({"process": summary["process"][meta], "file": file[meta],
+                         "layer": common["layer"][meta], "kind": _META_KIND_OF_OP[summary["op"][meta]]},
+                        {"ops": summary["count"][meta]})
     return ({name: np.asarray(totals[name], dtype) for name, dtype in TOTAL_COLUMNS.items()},
-            {name: np.asarray(column, SIZE_BIN_COLUMNS[name]) for name, column in size_bins.items()})
+            {name: np.asarray(column, SIZE_BIN_COLUMNS[name]) for name, column in size_bins.items()},
+            {name: np.asarray(meta_kinds[name], dtype) for name, dtype in META_KIND_COLUMNS.items()})
 
 
 def _owner(path):
@@ -282,7 +297,7 @@ def _join_ranks(logs):
                 raise LoadError(f"{log.inputs[0].path}: the mmap log of a rank that {seen[rank]} has too")
             seen[rank] = log.inputs[0].path
     start = min(log.start_epoch_s for log in logs)
-    files, processes, ops, totals, size_bins, records = [], [], [], [], [], []
+    files, processes, ops, totals, size_bins, records, meta_kinds = [], [], [], [], [], [], []
     for log in logs:
         file_positions = _index_into(files, log.files, key=lambda f: f.name)
         process_positions = np.arange(len(processes), len(processes) + len(log.processes), dtype=np.int32)
@@ -294,6 +309,7 @@ def _join_ranks(logs):
         ops.append(with_optional_columns(_rebased(reindexed(log.ops), shift)))
         totals.append(reindexed(log.totals))
         size_bins.append(reindexed(log.size_bins))
+        meta_kinds.append(reindexed(log.meta_kinds))
         records.append(dict(log.darshan_records, file=file_positions[log.darshan_records["file"]]))
     first = next((log for log in logs if any(p.rank == 0 for p in log.processes)), logs[0])
     ends = [log.end_epoch_s for log in logs]
@@ -307,7 +323,8 @@ def _join_ranks(logs):
                mounts=next((log.mounts for log in logs if log.mounts), []),
                inputs=[i for log in logs for i in log.inputs],
                notes=list(dict.fromkeys(note for log in logs for note in log.notes)),
-               darshan_records=concatenate_columns(DARSHAN_RECORD_COLUMNS, records))
+               darshan_records=concatenate_columns(DARSHAN_RECORD_COLUMNS, records),
+               meta_kinds=concatenate_columns(META_KIND_COLUMNS, meta_kinds))
 
 
 def _merge_two(a, b):
@@ -333,12 +350,14 @@ def _merge_two(a, b):
     file_positions = _index_into(files, darshan.files, key=lambda f: f.name)
     traced_layers = list(set(np.unique(traced.ops["layer"]).tolist()) | {LAYERS.index("posix")})
     untraced = [(table, ~np.isin(table["layer"], traced_layers))
-                for table in (_rebased(darshan.ops, darshan.start_epoch_s - start), darshan.totals, darshan.size_bins)]
+                for table in (_rebased(darshan.ops, darshan.start_epoch_s - start), darshan.totals, darshan.size_bins,
+                              darshan.meta_kinds)]
     # Darshan's processes join the job's only when some of its I/O is kept.
     process_positions = (_darshan_process_positions(processes, darshan, traced)
                          if any(rows.any() for _, rows in untraced) else np.zeros(0, np.int32))
-    kept_ops, kept_totals, kept_size_bins = (_reindexed(table, rows, file_positions, process_positions)
-                                             for table, rows in untraced)
+    kept_ops, kept_totals, kept_size_bins, kept_meta_kinds = (_reindexed(table, rows, file_positions,
+                                                                         process_positions)
+                                                              for table, rows in untraced)
     totals = concatenate_columns(TOTAL_COLUMNS, [traced.totals, kept_totals])
     size_bins = concatenate_columns(SIZE_BIN_COLUMNS, [traced.size_bins, kept_size_bins])
     records = dict(darshan.darshan_records, file=file_positions[darshan.darshan_records["file"]])
@@ -347,7 +366,7 @@ def _merge_two(a, b):
     order = np.lexsort((ops["start_s"], ops["process"]))
     ops = {name: column[order] for name, column in ops.items()}
     darshan_inputs = darshan.inputs
-    if len(ops["size"]) or len(totals["ops"]):
+    if np.any(ops["direction"] != META) or np.any(totals["direction"] != META):
         darshan_inputs = [dataclasses.replace(i, notes=tuple(n for n in i.notes if n != NO_IO_NOTE))
                           for i in darshan_inputs]
     return Job(
@@ -356,7 +375,8 @@ def _merge_two(a, b):
         start_epoch_s=start, end_epoch_s=max(traced.end_epoch_s, darshan.end_epoch_s),
         nprocs=max(darshan.nprocs, traced.nprocs), processes=processes, files=files, ops=ops,
         totals=totals, size_bins=size_bins, mounts=darshan.mounts or traced.mounts,
-        inputs=traced.inputs + darshan_inputs, notes=traced.notes + darshan.notes, darshan_records=records)
+        inputs=traced.inputs + darshan_inputs, notes=traced.notes + darshan.notes, darshan_records=records,
+        meta_kinds=concatenate_columns(META_KIND_COLUMNS, [traced.meta_kinds, kept_meta_kinds]))
 
 
 def _rebased(ops, shift_s):

@@ -1,0 +1,299 @@
+"""The metadata section: the time of the calls that move no data (open, close, stat, access,
+unlink, mkdir, rename, readdir, truncate, seek ...), Job rows of direction META, per kind, file
+system, file and rank, and what the findings on metadata storms need (report/findings.py).
+
+Like I/O time, metadata time is that of the POSIX and STDIO layers; MPI-IO's (its opens,
+set_view, ... contain the POSIX calls under them) is shown apart, never added. Calls known one
+by one (recorder traces) give each call's kind, time and result; Darshan's counters give per
+file and rank the summed time (*_F_META_TIME) and how many opens, stats and seeks it counts
+(docs/darshan-input.md), not the time of each kind nor failed calls.
+"""
+import errno
+
+import numpy as np
+
+from ioassess.inputs.job import LAYERS, META, META_KINDS, MPIIO, op_column
+from ioassess.models.plain import ratio_or_none
+
+from .classify import IO_LAYERS
+from .processes import io_units, pid_or_none, spread
+
+TOP_CALLS = 10           # the slowest calls listed
+TOP_PATHS = 10           # the files or directories that cost most
+METADATA_RANK_S = 30.0   # Drishti's threshold: metadata time on one rank worth a finding
+# Lookups a program can make once and keep: calls of these kinds beyond the first per file are
+# repeated ("The same files opened or stat'ed many times").
+LOOKUP_KINDS = ("open", "stat", "access", "opendir")
+# A small file: opened, with at most this many bytes read and written (all processes): Lustre's
+# usual Data-on-MDT limit, below which a file's open and close cost as much as its data.
+SMALL_FILE_BYTES = 1 << 20
+UNKNOWN_KIND = "unknown"
+
+
+def metadata_calls(job):
+    """(ops, totals): the masks of Job.ops and Job.totals rows that are metadata calls of the
+    POSIX and STDIO layers."""
+    return ((job.ops["direction"] == META) & np.isin(job.ops["layer"], IO_LAYERS),
+            (job.totals["direction"] == META) & np.isin(job.totals["layer"], IO_LAYERS))
+
+
+def known_only_from_metadata(job):
+    """(files, processes): how many of Job.files are named only by metadata rows, and how many
+    of a Darshan log's processes are (ranks whose records hold only metadata calls). The job's
+    facts count neither, so that `files` and `processes_recorded` keep their meaning: files and
+    processes with I/O, or named without any call."""
+    ops, totals = job.ops, job.totals
+    other_op, other_total = ops["direction"] != META, totals["direction"] != META
+    records = job.darshan_records
+    io_files = set(ops["file"][other_op].tolist()) | set(totals["file"][other_total].tolist()) | \
+        set(job.size_bins["file"].tolist()) | set(records["file"].tolist())
+    meta_files = set(ops["file"][~other_op].tolist()) | set(totals["file"][~other_total].tolist())
+    named_ranks = set(records["fastest_rank"].tolist()) | set(records["slowest_rank"].tolist())
+    io_processes = set(ops["process"][other_op].tolist()) | set(totals["process"][other_total].tolist()) | \
+        set(job.size_bins["process"].tolist())
+    meta_processes = set(ops["process"][~other_op].tolist()) | set(totals["process"][~other_total].tolist())
+    processes = [i for i in meta_processes - io_processes - {-1}
+                 if job.processes[i].source == "darshan" and job.processes[i].rank not in named_ranks]
+    return len(meta_files - io_files), len(processes)
+
+
+def metadata_section(job, io_s):
+    """The metadata section (docs/assessment.md, `metadata`), or None when no input gives
+    metadata calls. io_s: the job's I/O time (headline), for the share."""
+    op_meta, total_meta = metadata_calls(job)
+    mpiio = _layer_amounts(job, MPIIO)
+    if not (op_meta.any() or total_meta.any() or mpiio):
+        return None
+    ops, totals = job.ops, job.totals
+    seconds = float(ops["duration_s"][op_meta].sum() + totals["seconds"][total_meta].sum())
+    tier = "mixed" if op_meta.any() and total_meta.any() else "ops" if op_meta.any() else \
+        "counters" if total_meta.any() else "none"
+    return {
+        "tier": tier,
+        "calls": int(np.count_nonzero(op_meta) + totals["ops"][total_meta].sum()),
+        "seconds": seconds,
+        "share_of_io": ratio_or_none(seconds, io_s + seconds),
+        "layers": {LAYERS[code]: _layer_amounts(job, code) for code in range(len(LAYERS))},
+        "kinds": _kinds(job, op_meta),
+        "counted_s": float(totals["seconds"][total_meta].sum()) if total_meta.any() else None,
+        "file_systems": _file_systems(job, op_meta, total_meta),
+        "slowest_calls": _slowest_calls(job, op_meta),
+        "paths": _paths(job, op_meta, total_meta),
+        "files": len(set(ops["file"][op_meta].tolist()) | set(totals["file"][total_meta].tolist())),
+        "per_rank": _per_rank(job, op_meta, total_meta),
+        "repeated": _repeated(job, op_meta),
+        "missing": _missing(job, op_meta),
+        "small_files": _small_files(job, op_meta, total_meta),
+    }
+
+
+def _layer_amounts(job, code):
+    """Calls and seconds of one layer's metadata calls, None without any."""
+    ops, totals = job.ops, job.totals
+    op_rows = (ops["direction"] == META) & (ops["layer"] == code)
+    total_rows = (totals["direction"] == META) & (totals["layer"] == code)
+    if not (op_rows.any() or total_rows.any()):
+        return None
+    return {"calls": int(np.count_nonzero(op_rows) + totals["ops"][total_rows].sum()),
+            "seconds": float(ops["duration_s"][op_rows].sum() + totals["seconds"][total_rows].sum())}
+
+
+def _kind_names(job, op_meta):
+    kinds = op_column(job.ops, "meta_kind")[op_meta].astype(np.int64)
+    return np.where((kinds >= 0) & (kinds < len(META_KINDS)), kinds, len(META_KINDS))
+
+
+def _kind_name(code):
+    return META_KINDS[code] if code < len(META_KINDS) else UNKNOWN_KIND
+
+
+def _kinds(job, op_meta):
+    """Per kind: calls known one by one with their seconds, failures and slowest call, and the
+    calls counters counted (whose time is known only in total: `counted_s`)."""
+    kinds = _kind_names(job, op_meta)
+    duration, result = job.ops["duration_s"][op_meta], job.ops["result"][op_meta]
+    counted = job.meta_kinds
+    counted_rows = np.isin(counted["layer"], IO_LAYERS)
+    counted_by_kind = np.bincount(counted["kind"][counted_rows], counted["ops"][counted_rows],
+                                  len(META_KINDS) + 1).astype(np.int64)
+    rows = []
+    for code in range(len(META_KINDS) + 1):
+        here = kinds == code
+        if not here.any() and not counted_by_kind[code]:
+            continue
+        rows.append({"kind": _kind_name(code), "calls": int(np.count_nonzero(here)),
+                     "seconds": float(duration[here].sum()) if here.any() else None,
+                     "errors": int(np.count_nonzero(result[here] < 0)) if here.any() else None,
+                     "slowest_s": float(duration[here].max()) if here.any() else None,
+                     "counted_calls": int(counted_by_kind[code])})
+    rows.sort(key=lambda r: (-(r["seconds"] or 0.0), -r["calls"] - r["counted_calls"]))
+    return rows
+
+
+def _per_file(job, op_meta, total_meta):
+    """Per file of Job.files: metadata calls and seconds (both tiers)."""
+    n = len(job.files)
+    ops, totals = job.ops, job.totals
+    calls = np.bincount(ops["file"][op_meta], minlength=n) + \
+        np.bincount(totals["file"][total_meta], totals["ops"][total_meta], n).astype(np.int64)
+    seconds = np.bincount(ops["file"][op_meta], ops["duration_s"][op_meta], n) + \
+        np.bincount(totals["file"][total_meta], totals["seconds"][total_meta], n)
+    return calls, seconds
+
+
+def _file_systems(job, op_meta, total_meta):
+    """Per file system (mount point and type of the files; "" where unknown): files, calls,
+    seconds, most seconds first."""
+    calls, seconds = _per_file(job, op_meta, total_meta)
+    by_fs = {}
+    for i in np.flatnonzero(calls > 0).tolist():
+        key = (job.files[i].mount_point, job.files[i].fs_type)
+        entry = by_fs.setdefault(key, {"mount_point": key[0], "fs_type": key[1], "files": 0, "calls": 0,
+                                       "seconds": 0.0})
+        entry["files"] += 1
+        entry["calls"] += int(calls[i])
+        entry["seconds"] += float(seconds[i])
+    return sorted(by_fs.values(), key=lambda e: (-e["seconds"], e["mount_point"]))
+
+
+def _slowest_calls(job, op_meta, top=TOP_CALLS):
+    """The slowest calls known one by one: file, kind, duration, result, process."""
+    chosen = np.flatnonzero(op_meta)
+    kinds = _kind_names(job, op_meta)
+    order = np.argsort(-job.ops["duration_s"][chosen], kind="stable")[:top]
+    rows = []
+    for j in order.tolist():
+        i = chosen[j]
+        process = job.processes[job.ops["process"][i]]
+        result = int(job.ops["result"][i])
+        rows.append({"file": job.files[job.ops["file"][i]].name, "kind": _kind_name(kinds[j]),
+                     "duration_s": float(job.ops["duration_s"][i]), "start_s": float(job.ops["start_s"][i]),
+                     "error": _error_name(result), "rank": process.rank, "pid": pid_or_none(process.pid),
+                     "hostname": process.hostname})
+    return rows
+
+
+def _error_name(result):
+    """None for a call that succeeded, else its errno's name (ENOENT, ...)."""
+    if result >= 0:
+        return None
+    return errno.errorcode.get(-result, f"errno {-result}")
+
+
+def _paths(job, op_meta, total_meta, top=TOP_PATHS):
+    """The files or directories whose metadata calls cost most: calls and seconds, and of the
+    calls known one by one the failures and those that found no such path (ENOENT); the calls
+    per kind (known one by one or counted); and the processes that made them (every rank for
+    a Darshan record shared by all)."""
+    calls, seconds = _per_file(job, op_meta, total_meta)
+    ops, totals = job.ops, job.totals
+    n = len(job.files)
+    errors = np.bincount(ops["file"][op_meta & (ops["result"] < 0)], minlength=n)
+    missing = np.bincount(ops["file"][op_meta & (ops["result"] == -errno.ENOENT)], minlength=n)
+    kinds = _kind_names(job, op_meta)
+    op_files = ops["file"][op_meta]
+    counted = job.meta_kinds
+    counted_rows = np.isin(counted["layer"], IO_LAYERS)
+    rows = []
+    for i in np.lexsort((-calls, -seconds))[:top].tolist():
+        if calls[i] == 0:
+            break
+        here = op_files == i
+        by_kind = {}
+        for code, count in zip(*np.unique(kinds[here], return_counts=True)):
+            by_kind[_kind_name(int(code))] = int(count)
+        for code, count in zip(counted["kind"][counted_rows & (counted["file"] == i)].tolist(),
+                               counted["ops"][counted_rows & (counted["file"] == i)].tolist()):
+            by_kind[_kind_name(code)] = by_kind.get(_kind_name(code), 0) + int(count)
+        procs = set(ops["process"][op_meta & (ops["file"] == i)].tolist()) | \
+            set(totals["process"][total_meta & (totals["file"] == i)].tolist())
+        per_op = bool(here.any())
+        rows.append({"name": job.files[i].name, "fs_type": job.files[i].fs_type, "calls": int(calls[i]),
+                     "seconds": float(seconds[i]), "errors": int(errors[i]) if per_op else None,
+                     "missing": int(missing[i]) if per_op else None, "kinds": by_kind,
+                     "processes": job.nprocs if -1 in procs else len(procs)})
+    return rows
+
+
+def _per_rank(job, op_meta, total_meta):
+    """Metadata time per rank (or per process, in a job of one rank: io_units' units), its
+    spread (spread: mean, median, max, imbalance) and the units above METADATA_RANK_S; calls
+    and seconds in Darshan records shared by all ranks, which no unit's numbers contain.
+    None without metadata time of any unit."""
+    n = len(job.processes)
+    ops, totals = job.ops, job.totals
+    own = total_meta & (totals["process"] >= 0)
+    seconds = np.bincount(ops["process"][op_meta], ops["duration_s"][op_meta], n) + \
+        np.bincount(totals["process"][own], totals["seconds"][own], n)
+    calls = np.bincount(ops["process"][op_meta], minlength=n) + \
+        np.bincount(totals["process"][own], totals["ops"][own], n).astype(np.int64)
+    units = io_units(job, {"ops": calls, "io_s": seconds, "lost_low_s": np.zeros(n), "lost_high_s": np.zeros(n)})
+    shared = total_meta & (totals["process"] < 0)
+    in_shared = {"calls": int(totals["ops"][shared].sum()), "seconds": float(totals["seconds"][shared].sum())} \
+        if shared.any() else None
+    if not len(units["io_s"]) or not units["io_s"].any():
+        return None if in_shared is None else {"unit": units["unit"], "count": len(units["io_s"]), "spread": None,
+                                               "above_threshold": [], "shared": in_shared}
+    values = units["io_s"]
+    above = np.flatnonzero(values > METADATA_RANK_S)
+    above = above[np.argsort(-values[above], kind="stable")]
+    return {"unit": units["unit"], "count": len(values), "spread": spread(units, "io_s"),
+            "above_threshold": [{"rank": int(units["rank"][i]), "pid": pid_or_none(units["pid"][i]),
+                                 "hostname": str(units["hostname"][i]), "seconds": float(values[i])}
+                                for i in above.tolist()],
+            "shared": in_shared}
+
+
+def _repeated(job, op_meta):
+    """Lookups (LOOKUP_KINDS) known one by one beyond the first of each (file, kind), over all
+    processes: calls and seconds (those of every call but the first), and the files with most.
+    None without calls known one by one."""
+    if not op_meta.any():
+        return None
+    chosen = np.flatnonzero(op_meta)
+    kinds = _kind_names(job, op_meta)
+    lookup = np.isin(kinds, [META_KINDS.index(k) for k in LOOKUP_KINDS])
+    chosen, kinds = chosen[lookup], kinds[lookup]
+    files = job.ops["file"][chosen].astype(np.int64)
+    order = np.lexsort((job.ops["start_s"][chosen], kinds, files))
+    files, kinds, chosen = files[order], kinds[order], chosen[order]
+    first = np.r_[True, (files[1:] != files[:-1]) | (kinds[1:] != kinds[:-1])] if len(chosen) else np.zeros(0, bool)
+    again = chosen[~first]
+    per_file = np.bincount(files[~first], minlength=len(job.files))
+    per_file_s = np.bincount(files[~first], job.ops["duration_s"][again], len(job.files))
+    top = [{"name": job.files[i].name, "calls": int(per_file[i]), "seconds": float(per_file_s[i])}
+           for i in np.lexsort((-per_file, -per_file_s))[:TOP_PATHS].tolist() if per_file[i]]
+    return {"calls": int(len(again)), "seconds": float(job.ops["duration_s"][again].sum()), "files": top}
+
+
+def _missing(job, op_meta):
+    """Lookups known one by one that found no such path (result -ENOENT): calls, seconds,
+    distinct paths. None without calls known one by one."""
+    if not op_meta.any():
+        return None
+    kinds = _kind_names(job, op_meta)
+    lookup = np.isin(kinds, [META_KINDS.index(k) for k in LOOKUP_KINDS])
+    chosen = np.flatnonzero(op_meta)[lookup & (job.ops["result"][op_meta] == -errno.ENOENT)]
+    return {"calls": int(len(chosen)), "seconds": float(job.ops["duration_s"][chosen].sum()),
+            "paths": len(np.unique(job.ops["file"][chosen]))}
+
+
+def _small_files(job, op_meta, total_meta):
+    """Files opened (a successful open known one by one, or an open counted) that moved at most
+    SMALL_FILE_BYTES (reads and writes of the POSIX and STDIO layers, all processes): how many,
+    of how many opened, and their metadata calls and seconds."""
+    n = len(job.files)
+    ops, totals, counted = job.ops, job.totals, job.meta_kinds
+    opened = np.zeros(n, bool)
+    open_code = META_KINDS.index("open")
+    opened[ops["file"][op_meta & (op_column(ops, "meta_kind") == open_code) & (ops["result"] >= 0)]] = True
+    opened[counted["file"][np.isin(counted["layer"], IO_LAYERS) & (counted["kind"] == open_code)]] = True
+    io = np.isin(ops["layer"], IO_LAYERS) & (ops["direction"] < 2)
+    tio = np.isin(totals["layer"], IO_LAYERS) & (totals["direction"] < 2)
+    moved = np.bincount(ops["file"][io], np.maximum(ops["result"][io], 0), n) + \
+        np.bincount(totals["file"][tio], totals["bytes"][tio], n)
+    small = opened & (moved <= SMALL_FILE_BYTES)
+    calls, seconds = _per_file(job, op_meta, total_meta)
+    return {"files": int(np.count_nonzero(small)), "opened": int(np.count_nonzero(opened)),
+            "bytes": int(moved[small].sum()), "calls": int(calls[small].sum()),
+            "seconds": float(seconds[small].sum())}

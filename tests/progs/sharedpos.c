@@ -1,0 +1,155 @@
+/* sharedpos MODE THREADS BLOCKS FILE
+ * THREADS threads call at the position of ONE shared descriptor at the same time, 4 KiB a
+ * call, and each learns from the data which offset its call really got; the recorder must
+ * record that offset or -1 (unknown), never another (docs/trace-format.md, "Offsets").
+ *   read, readv: FILE is first made of BLOCKS blocks of 4 KiB, each holding its own offset
+ *     (written with pwrite), then opened once, read-only; every thread reads 4 KiB blocks
+ *     through it until end of file (readv: as two 2 KiB halves). The kernel serializes calls
+ *     at a shared position, so every call gets one whole block, and its first 8 bytes say
+ *     which. The last call of each thread returns 0 at offset BLOCKS * 4096.
+ *   write, writev: FILE is created empty and opened once, write-only; the threads write
+ *     BLOCKS blocks in all (BLOCKS / THREADS each), each block tagged with its thread and
+ *     number; then the file is read back (pread) to learn where each block landed.
+ * The threads start together at a barrier. After they have joined, prints one line per call,
+ * thread by thread in the order of their calls:
+ *   "CALL tid=TID off=TRUE res=RESULT"
+ * and exits 0; any failed or short call is an error (exit 1). */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define BLOCK 4096
+
+struct call {
+    long long offset;          /* the true offset, learned from the data */
+    long long result;
+};
+
+struct thread {
+    pthread_t id;
+    int index;
+    pid_t tid;
+    struct call *calls;
+    long count;
+};
+
+static int fd, vector, writing;
+static long blocks, per_thread;
+static pthread_barrier_t start;
+
+static void fail(const char *what)
+{
+    perror(what);
+    exit(1);
+}
+
+/* One read or write of a whole block at the shared position. */
+static ssize_t call(void *block)
+{
+    if (!vector)
+        return writing ? write(fd, block, BLOCK) : read(fd, block, BLOCK);
+    struct iovec halves[2] = {{block, BLOCK / 2}, {(char *)block + BLOCK / 2, BLOCK / 2}};
+    return writing ? writev(fd, halves, 2) : readv(fd, halves, 2);
+}
+
+static void *reader(void *arg)
+{
+    struct thread *t = arg;
+    t->tid = gettid();
+    uint64_t block[BLOCK / 8];
+    pthread_barrier_wait(&start);
+    for (;;) {
+        ssize_t n = call(block);
+        if (n != 0 && n != BLOCK)
+            fail("short or failed read");
+        t->calls[t->count].offset = n ? (long long)block[0] : blocks * BLOCK;
+        t->calls[t->count++].result = n;
+        if (n == 0)
+            return NULL;
+    }
+}
+
+static void *writer(void *arg)
+{
+    struct thread *t = arg;
+    t->tid = gettid();
+    uint64_t block[BLOCK / 8];
+    memset(block, 0x5a, sizeof block);
+    pthread_barrier_wait(&start);
+    for (long i = 0; i < per_thread; i++) {
+        block[0] = (uint64_t)t->index;
+        block[1] = (uint64_t)i;
+        if (call(block) != BLOCK)
+            fail("short or failed write");
+        t->calls[t->count++].result = BLOCK;
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 5) {
+        fprintf(stderr, "usage: %s read|readv|write|writev THREADS BLOCKS FILE\n", argv[0]);
+        return 2;
+    }
+    const char *mode = argv[1], *path = argv[4];
+    int threads = atoi(argv[2]);
+    blocks = atol(argv[3]);
+    writing = strncmp(mode, "write", 5) == 0;
+    vector = mode[strlen(mode) - 1] == 'v';
+    if (threads < 1 || blocks < threads || blocks % threads)
+        return 2;
+    per_thread = blocks / threads;
+    uint64_t block[BLOCK / 8];
+    if (!writing) {
+        int w = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (w < 0)
+            fail(path);
+        for (long b = 0; b < blocks; b++) {
+            for (size_t i = 0; i < BLOCK / 8; i++)
+                block[i] = (uint64_t)b * BLOCK;
+            if (pwrite(w, block, BLOCK, b * BLOCK) != BLOCK)
+                fail("pwrite");
+        }
+        close(w);
+        fd = open(path, O_RDONLY);
+    } else {
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    }
+    if (fd < 0)
+        fail(path);
+    struct thread *t = calloc((size_t)threads, sizeof *t);
+    pthread_barrier_init(&start, NULL, (unsigned)threads);
+    for (int i = 0; i < threads; i++) {
+        t[i].index = i;
+        t[i].calls = calloc((size_t)blocks + 1, sizeof *t[i].calls);
+        if (pthread_create(&t[i].id, NULL, writing ? writer : reader, &t[i]) != 0)
+            fail("pthread_create");
+    }
+    for (int i = 0; i < threads; i++)
+        pthread_join(t[i].id, NULL);
+    close(fd);
+    if (writing) {                       /* where did each block land? */
+        int r = open(path, O_RDONLY);
+        if (r < 0)
+            fail(path);
+        for (long b = 0; b < blocks; b++) {
+            if (pread(r, block, BLOCK, b * BLOCK) != BLOCK || block[0] >= (uint64_t)threads ||
+                block[1] >= (uint64_t)per_thread)
+                fail("reading back");
+            t[block[0]].calls[block[1]].offset = b * BLOCK;
+        }
+        close(r);
+    }
+    for (int i = 0; i < threads; i++)
+        for (long c = 0; c < t[i].count; c++)
+            printf("CALL tid=%d off=%lld res=%lld\n", (int)t[i].tid, t[i].calls[c].offset,
+                   t[i].calls[c].result);
+    return 0;
+}

@@ -1,0 +1,103 @@
+"""Offsets of calls at a descriptor's shared position (read, readv, write, writev), made by
+several threads through ONE descriptor at the same time: every recorded offset is the one the
+call really got (the program learns it from the data) or -1, never another; alone, every
+offset is exact (docs/trace-format.md, "Offsets").
+"""
+import re
+import sys
+
+import pytest
+
+from recorder_helpers import describe, load, op_rows, prog, run, select
+
+BLOCK = 4096
+
+
+def calls_by_tid(stdout):
+    """{tid: [(true offset, result), ...] in the thread's call order} from sharedpos's output."""
+    calls = {}
+    for tid, offset, result in re.findall(rb"CALL tid=(\d+) off=(-?\d+) res=(-?\d+)", stdout):
+        calls.setdefault(int(tid), []).append((int(offset), int(result)))
+    return calls
+
+
+def recorded_by_tid(ts, path, kind):
+    """{tid: [(recorded offset, result), ...] in start order} of the kind's records on path."""
+    rows = sorted(op_rows(ts, select(ts, path, kind)), key=lambda r: r["start_ns"])
+    recorded = {}
+    for r in rows:
+        recorded.setdefault(r["tid"], []).append((r["offset"], r["result"]))
+    return recorded
+
+
+def shared_position_run(tmp_path, recorder_lib, mode, threads, blocks):
+    data = tmp_path / "shared.dat"
+    rec = run([prog("sharedpos"), mode, threads, blocks, data], preload=[recorder_lib],
+              trace_dir=tmp_path / "traces")
+    assert rec.returncode == 0 and rec.stderr == b"", describe(rec)
+    truth = calls_by_tid(rec.stdout)
+    assert len(truth) == threads
+    recorded = recorded_by_tid(load(tmp_path / "traces"), data, mode)
+    assert sorted(recorded) == sorted(truth), "one thread's calls recorded under another thread id"
+    wrong, unknown, calls = [], 0, 0
+    for tid, want in truth.items():
+        got = recorded[tid]
+        assert [res for _, res in got] == [res for _, res in want], f"thread {tid}: other calls recorded"
+        for i, ((offset, _), (true_offset, _)) in enumerate(zip(got, want)):
+            calls += 1
+            unknown += offset == -1
+            if offset not in (true_offset, -1):
+                wrong.append(f"thread {tid} call {i}: recorded offset {offset}, true offset {true_offset}")
+    assert not wrong, f"{len(wrong)} of {calls} offsets wrong:\n" + "\n".join(wrong[:20])
+    return calls, unknown
+
+
+@pytest.mark.parametrize("mode", ["read", "readv", "write", "writev"])
+def test_threads_sharing_a_position_record_true_or_unknown_offsets(tmp_path, recorder_lib, mode):
+    calls, _ = shared_position_run(tmp_path, recorder_lib, mode, threads=4, blocks=2048)
+    assert calls == 2048 + (4 if mode.startswith("read") else 0)   # + each reader's call at the end
+
+
+@pytest.mark.parametrize("mode", ["read", "readv", "write", "writev"])
+def test_one_thread_records_every_offset_exactly(tmp_path, recorder_lib, mode):
+    calls, unknown = shared_position_run(tmp_path, recorder_lib, mode, threads=1, blocks=512)
+    assert calls == 512 + (1 if mode.startswith("read") else 0)
+    assert unknown == 0, f"{unknown} of {calls} offsets recorded as unknown by a single thread"
+
+
+APPENDING_WRITES = r"""
+import os, sys
+path = sys.argv[1]
+with open(path, "wb") as f:
+    f.write(b"a" * 100)
+def show(kind, fd, call):
+    before = os.path.getsize(path)
+    n = call()
+    print(f"WRITE kind={kind} off={before} res={n}", flush=True)
+fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+show("pwrite", fd, lambda: os.pwrite(fd, b"b" * 10, 0))            # Linux appends whatever the offset
+os.close(fd)
+fd = os.open(path, os.O_WRONLY)
+show("pwritev2", fd, lambda: os.pwritev(fd, [b"c" * 10], 0, os.RWF_APPEND))
+show("pwritev2", fd, lambda: os.pwritev(fd, [b"d" * 10], -1, os.RWF_APPEND))  # at the end, position moved there
+show("write", fd, lambda: os.write(fd, b"e" * 10))                  # at the position: the end
+os.close(fd)
+"""
+
+
+def test_writes_that_go_to_the_end_of_the_file_record_true_or_unknown_offsets(tmp_path, recorder_lib):
+    """pwrite on an O_APPEND descriptor (Linux appends whatever its offset) and pwritev2 with
+    RWF_APPEND (at an offset or at the position) write at the end of the file: the offset they
+    were given is not where they wrote, so they record -1; the write at the position after them
+    records its true offset or -1."""
+    data = tmp_path / "appended.dat"
+    rec = run([sys.executable, "-c", APPENDING_WRITES, data], preload=[recorder_lib], trace_dir=tmp_path / "traces")
+    assert rec.returncode == 0 and rec.stderr == b"", describe(rec)
+    want = [(kind.decode(), int(offset), int(result)) for kind, offset, result in
+            re.findall(rb"WRITE kind=(\w+) off=(\d+) res=(\d+)", rec.stdout)]
+    assert [offset for _, offset, _ in want] == [100, 110, 120, 130]
+    ts = load(tmp_path / "traces")
+    rows = sorted(op_rows(ts, select(ts, data)), key=lambda r: r["start_ns"])[1:]   # [0]: the file made
+    assert [(r["kind"], r["result"]) for r in rows] == [(kind, result) for kind, _, result in want]
+    assert [r["offset"] for r in rows[:3]] == [-1, -1, -1]
+    assert rows[3]["offset"] in (130, -1)
