@@ -318,42 +318,65 @@ static uint64_t quick_keys[QUICK_SLOTS];     /* 0: free */
 static uint64_t quick_ids[QUICK_SLOTS];      /* written before its key */
 static uint32_t quick_count;                 /* under lock */
 
-static inline uint64_t quick_mix(uint64_t h, uint64_t word)
+/* One word of a path, read whole when it cannot cross into the next page (reading past the
+ * string's end inside a page never faults); the sanitizer builds, which would take that for
+ * an overflow, read byte by byte. Bytes after the first NUL are left 0. */
+static inline uint64_t path_word(const unsigned char *p)
 {
-    return ((h << 23 | h >> 41) ^ word) * 0x9e3779b97f4a7c15ull;
+    uint64_t word = 0;
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    if (likely(((uintptr_t)p & 4095) <= 4096 - 8)) {
+        memcpy(&word, p, 8);
+        return word;
+    }
+#endif
+    for (unsigned i = 0; i < 8; i++) {
+        word |= (uint64_t)p[i] << (8 * i);
+        if (!p[i])
+            break;
+    }
+    return word;
+}
+
+/* Bit index of the first NUL byte of word (0 .. 56), or 64 if it has none. */
+static inline unsigned nul_bits(uint64_t word)
+{
+    uint64_t zero = (word - 0x0101010101010101ull) & ~word & 0x8080808080808080ull;
+    return zero ? (unsigned)__builtin_ctzll(zero) & ~7u : 64;   /* the lowest flag is the first */
 }
 
 /* The quick key of path relative to a directory whose hash state is base; 0 if the path is
- * longer than the kernel takes. A word is read whole when it cannot cross into the next page
- * (reading past the string's end inside a page never faults); the sanitizer builds, which
- * would take that for an overflow, read byte by byte. */
+ * longer than the kernel takes. Two lanes (even and odd words), each a multiply per word, so
+ * that a word waits for the one two before it only: 63 bytes in about 20 cycles. */
 static inline uint64_t quick_key(uint64_t base, const char *path)
 {
     const unsigned char *p = (const unsigned char *)path;
-    uint64_t h = base;
-    for (unsigned n = 0; n < IOASSESS_PATH_BYTES; n += 8, p += 8) {
-        uint64_t word = 0;
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-        if (likely(((uintptr_t)p & 4095) <= 4096 - 8))
-            memcpy(&word, p, 8);
-        else
-#endif
-            for (unsigned i = 0; i < 8; i++) {
-                word |= (uint64_t)p[i] << (8 * i);
-                if (!p[i])
-                    break;
-            }
-        uint64_t zero = (word - 0x0101010101010101ull) & ~word & 0x8080808080808080ull;
-        if (zero) {                      /* the lowest flagged byte is the first NUL */
-            unsigned bits = (unsigned)__builtin_ctzll(zero) & ~7u;
-            word = bits ? word & (~0ull >> (64 - bits)) : 0;
-            h = quick_mix(quick_mix(h, word), n + bits / 8);
-            h ^= h >> 29;
-            return h ? h : 1;
+    uint64_t even = base, odd = ~base;
+    unsigned n = 0;
+    for (;; n += 16, p += 16) {
+        uint64_t word = path_word(p);
+        unsigned bits = nul_bits(word);
+        if (bits < 64) {
+            even = (even ^ (bits ? word & (~0ull >> (64 - bits)) : 0)) * 0x9e3779b97f4a7c15ull;
+            n += bits / 8;
+            break;
         }
-        h = quick_mix(h, word);
+        even = (even ^ word) * 0x9e3779b97f4a7c15ull;
+        word = path_word(p + 8);
+        bits = nul_bits(word);
+        if (bits < 64) {
+            odd = (odd ^ (bits ? word & (~0ull >> (64 - bits)) : 0)) * 0xc2b2ae3d27d4eb4full;
+            n += 8 + bits / 8;
+            break;
+        }
+        odd = (odd ^ word) * 0xc2b2ae3d27d4eb4full;
+        if (n + 16 >= IOASSESS_PATH_BYTES)
+            return 0;
     }
-    return 0;
+    uint64_t h = even ^ (odd << 31 | odd >> 33) ^ ((uint64_t)n << 48);   /* n: the length */
+    h = (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    return h ? h : 1;
 }
 
 /* The memo's id for key: an id, 0 (excluded), or QUICK_MISS. */

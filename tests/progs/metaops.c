@@ -9,7 +9,7 @@
  * 1 or 0 for readdir, bytes for getdents64, or -errno); ERRNO: errno after the call (it is set
  * to 4321 before each, so a success shows that errno was left alone); PATH: the absolute name
  * of the record's file, "-" for file id 0 (an *at() call relative to a descriptor the
- * recorder did not see opened as a directory) or when not recorded. The output must be the
+ * recorder did not see opened) or when not recorded. The output must be the
  * same with and without the recorder; the trace must hold exactly the recorded lines, in order.
  */
 #define _GNU_SOURCE
@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -154,6 +155,18 @@ int main(int argc, char **argv)
     CALL("__fxstatat64", "stat", "f1", __fxstatat64(STAT_VER, AT_FDCWD, "f1", &st64, 0));
     CALL("stat", "none", "/usr/bin", stat("/usr/bin", &st));               /* excluded */
     CALL("stat", "none", "/etc/nothere", stat("/etc/nothere", &st));
+
+    /* paths of 1 to 24 bytes ending right before an unmapped page: the recorder must read no
+     * byte past a path's end there (it reads whole words only where they stay in the page) */
+    char *pages = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (pages == MAP_FAILED || mprotect(pages + 4096, 4096, PROT_NONE) != 0)
+        return 1;
+    for (int len = 1; len <= 24; len++) {
+        char *name = pages + 4096 - (len + 1);
+        memset(name, 'a' + len % 26, (size_t)len);
+        name[len] = '\0';
+        CALL("stat", "stat", name, stat(name, &st));                     /* ENOENT */
+    }
 
     /* truncate, fallocate */
     CALL("truncate", "truncate", "f1", truncate("f1", 100));
