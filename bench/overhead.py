@@ -14,6 +14,12 @@ descriptor's position instead of preads (the recorder's path for calls at the po
 thread (otherwise it runs in a second thread, as a multi-threaded program's I/O does).
 Memory: peak resident memory (VmHWM) with the recorder minus without, against the record cap
 in bytes plus 1 MiB.
+--meta: metadata calls instead (bench/meta-loop.c, in the main thread, pinned to one CPU, batches
+of 1000 calls): stat() of an absolute path, of a relative one, of a missing one (ENOENT), and
+open()+close() pairs (per call: half a pair), then the single-thread 1-byte pread loop; without
+the recorder, with it and (--compare LIBRARY, say main's) with the other one, alternating. The
+added cost per call is median(with) - median(without); beside it, round by round, with minus
+the other library (for the pread loop: whether the data calls' cost changed).
 MPI-IO (when mpicc and libioassess-mpiio.so are there): 1-byte MPI_File_read_at and MPI_File_read
 calls of one MPI process (bench/mpiio-loop.c, ROMIO makes one pread of each), in batches of 100
 calls. Runs without any recorder, with libioassess.so alone (the preads under each call
@@ -50,6 +56,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 LOOP = os.path.join(HERE, "out", "pread-loop")
 CLOCK_FLOOR = os.path.join(HERE, "out", "libclock-floor.so")
 MPIIO_LOOP = os.path.join(HERE, "out", "mpiio-loop")
+META_LOOP = os.path.join(HERE, "out", "meta-loop")
+# --meta: the loops of bench/meta-loop.c, and the 1-byte pread loop beside them
+META_MODES = ("stat", "stat-rel", "missing", "openclose")
 
 
 def run_probe(cmd, lines, preload=(), trace_dir=None, cap=None, cpu=None, extra_env=None):
@@ -230,6 +239,64 @@ def compare_mpiio(program, probe_file, calls, mode, reps, cap, cpu, work_dir):
     }
 
 
+def compare_meta(probe_file, calls, reps, cap, cpu, work_dir, other_library=None):
+    """Alternating runs of each metadata loop and of the 1-byte pread loop without the
+    recorder, with it and with other_library: per loop the medians and the added ns per call."""
+    import ioassess
+
+    # a job's file: its path as long as a typical one (about 60 bytes), each byte hashed
+    meta_file = os.path.join(work_dir, "job-output", "step-0001", "rank-0000.dat")
+    os.makedirs(os.path.dirname(meta_file), exist_ok=True)
+    with open(meta_file, "wb") as f:
+        f.write(b"x")
+
+    def run_once(config, trace_dir):
+        preload, loop, mode = config
+        if loop == "pread":
+            cmd = [LOOP, probe_file, str(calls), "1000", "0"]
+        else:
+            cmd = [META_LOOP, meta_file, str(calls), "1000", mode]
+        ((median, mean),), peak_kib = run_probe(cmd, 1, preload, trace_dir, cap, cpu)
+        return {"median_ns": median, "mean_ns": mean, "peak_rss_kib": peak_kib}
+
+    libraries = {"without": [], "with": [ioassess.recorder_library_path()]}
+    if other_library:
+        libraries["other"] = [other_library]
+    results = {}
+    for mode in META_MODES + ("pread",):
+        loop = "pread" if mode == "pread" else "meta"
+        configs = {name: (preload, loop, mode) for name, preload in libraries.items()}
+        runs = alternate(configs, run_once, reps, work_dir)
+        result = {"median_ns_without": middle(runs["without"], "median_ns"),
+                  "median_ns_with": middle(runs["with"], "median_ns"),
+                  "added_ns_median": middle(runs["with"], "median_ns") - middle(runs["without"], "median_ns"),
+                  "added_ns_paired": paired(runs, "with", "without"),
+                  "added_ns_mean": middle(runs["with"], "mean_ns") - middle(runs["without"], "mean_ns"),
+                  "runs": runs}
+        if other_library:
+            result.update(median_ns_other=middle(runs["other"], "median_ns"),
+                          other_added_ns_median=middle(runs["other"], "median_ns") - middle(runs["without"],
+                                                                                              "median_ns"),
+                          with_minus_other_ns_paired=paired(runs, "with", "other"))
+        results[mode] = result
+    return {"calls": calls, "reps": reps, "record_cap": cap, "other_library": other_library,
+            "meta_file_bytes": len(meta_file), "loops": results}
+
+
+def print_meta(measured):
+    print(f"metadata calls in the main thread, median of 1000-call batches, {measured['reps']} alternating runs of "
+          f"{measured['calls']} calls, a path of {measured['meta_file_bytes']} bytes" +
+          (f"; other: {measured['other_library']}" if measured["other_library"] else ""))
+    for mode, m in measured["loops"].items():
+        line = (f"  {mode:9s} without {m['median_ns_without']:.1f} ns, with {m['median_ns_with']:.1f} ns, added "
+                f"{m['added_ns_median']:.1f} ns (round by round {m['added_ns_paired']:.1f}; mean over all batches "
+                f"{m['added_ns_mean']:.1f})")
+        if "median_ns_other" in m:
+            line += (f"; other {m['median_ns_other']:.1f} ns (added {m['other_added_ns_median']:.1f}), with minus "
+                     f"other round by round {m['with_minus_other_ns_paired']:.1f} ns")
+        print(line)
+
+
 def main():
     import ioassess
 
@@ -245,6 +312,8 @@ def main():
                         help="the POSIX parts' call: pread, or read at each thread's own descriptor's position")
     parser.add_argument("--main-thread", action="store_true",
                         help="the single-thread part in the main thread: a process with one thread")
+    parser.add_argument("--meta", action="store_true",
+                        help="metadata calls (stat, open/close) and the single-thread pread loop only")
     args = parser.parse_args()
 
     results = {}
@@ -255,7 +324,10 @@ def main():
             f.write(os.urandom(max(args.calls, args.mpiio_calls) + 4096))
         with open(probe_file, "rb") as f:
             f.read()
-        if not (args.only_mpiio or args.only_darshan):
+        if args.meta:
+            results["meta"] = compare_meta(probe_file, args.calls, args.reps, cap, 1, work_dir, args.compare)
+            print_meta(results["meta"])
+        if not (args.only_mpiio or args.only_darshan or args.meta):
             single = compare(probe_file, args.calls, 0 if args.main_thread else 1, args.reps, cap, cpu=1,
                              work_dir=work_dir, other_library=args.compare, call=args.call)
             threaded = compare(probe_file, args.calls // 16, 16, args.reps, cap, cpu=None, work_dir=work_dir,
@@ -263,7 +335,7 @@ def main():
             results.update(single_thread=single, threads_16=threaded,
                            ratio_16_to_1=threaded["added_ns_median"] / single["added_ns_median"])
             print_posix(args, cap, single, threaded, results["ratio_16_to_1"])
-        if not args.only_mpiio:
+        if not (args.only_mpiio or args.meta):
             darshan_lib, why_not = darshan_library()
             if darshan_lib:
                 results["darshan"] = compare_darshan(probe_file, args.reps, cap, 1, work_dir, darshan_lib)
@@ -271,11 +343,11 @@ def main():
             else:
                 print(f"  beside Darshan: not measured ({why_not})")
         program = mpiio_loop()
-        if not args.only_darshan and program and ioassess.mpiio_library_path():
+        if not (args.only_darshan or args.meta) and program and ioassess.mpiio_library_path():
             results["mpiio"] = [compare_mpiio(program, probe_file, args.mpiio_calls, mode, args.reps, cap, 1,
                                               work_dir) for mode in ("at", "pointer")]
             print_mpiio(args, results["mpiio"])
-        elif not args.only_darshan:
+        elif not (args.only_darshan or args.meta):
             print("  MPI-IO: not measured (no mpicc, or ioassess was installed without libioassess-mpiio.so)")
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as f:
