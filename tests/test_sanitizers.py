@@ -152,6 +152,15 @@ def test_sixteen_threads(sanitized, tmp_path):
     assert (t[("pread",)]["count"], t[("pwrite",)]["count"]) == (3200, 3200)
 
 
+@pytest.mark.parametrize("mode", ["read", "writev", "own", "handoff"])
+def test_threads_at_positions(sanitized, tmp_path, mode):
+    """Calls at positions shared by threads, owned by one thread each, and owned then shared
+    (tests/test_recorder_offsets.py checks their offsets)."""
+    rec = run_sanitized(sanitized, [prog("sharedpos"), mode, 2 if mode == "handoff" else 4, 256,
+                                    tmp_path / "shared.dat"], tmp_path / "traces")
+    assert rec.returncode == 0 and rec.stdout.count(b"CALL ") >= 256, describe(rec)
+
+
 @pytest.mark.parametrize("threads", [4, 64])
 def test_fork_while_other_threads_do_io(sanitized, tmp_path, threads):
     rec = run_sanitized(sanitized, [prog("forkthreads"), tmp_path, threads], tmp_path / "traces")
