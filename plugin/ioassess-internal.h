@@ -119,8 +119,8 @@ struct ioassess_ofd {
     uint32_t pagecache_first;               /* its next ops to sample whatever the
                                                countdown: the first ops of each open file */
     /* Calls at the position (read, write, readv, writev, lseek, ...; ioassess-posix.c,
-     * "offsets"): none is in flight when calls_begun == calls_ended_alone +
-     * calls_ended_shared. */
+     * "offsets") once the description is shared (below): none is in flight when
+     * calls_begun == calls_ended_alone + calls_ended_shared and owner_calls is even. */
     uint64_t calls_begun;                   /* every call adds 1 as it begins */
     uint64_t calls_ended_alone;             /* calls that began with none in flight, counted
                                                as they end (by them: one at a time) */

@@ -363,9 +363,12 @@ static inline int64_t outcome(ssize_t result, int err)
  *     PASS_THROUGH_AT_POSITION). A slot IOASSESS_FD_IGNORED (a pipe, an excluded path) returns
  *     the plain call too; IOASSESS_FD_UNKNOWN (a descriptor not seen being opened) is looked up
  *     once, under the lock (ioassess_fd_discover, register_fd in ioassess-fd.c).
- *  4. The offset: ofd_flags reads the description's flags once; position_begin counts the
- *     call in the description (ioassess_calls_begin) and, if no other call is in flight there,
- *     takes the offset it starts at ("offsets", above).
+ *  4. The offset: ofd_flags reads the description's flags once; position_begin, if this
+ *     thread owns the description (the common case: owned_begin, a load of `owner`, one add
+ *     without the lock prefix to owner_calls), takes the offset it starts at from
+ *     owner_offset; else (shared_begin, out of line) it counts the call in the description
+ *     (ioassess_calls_begin) and, if no other call is in flight there, takes the offset from
+ *     offset ("offsets", above).
  *  5. Sampling (SAMPLED): ioassess_pagecache_due, one load and one thread-local decrement;
  *     about one op in 512 (and the first 4 of each file) goes on to ioassess_pagecache_pick and
  *     ioassess_pagecache_take, which asks cachestat(2) before the call, outside its time.
@@ -374,7 +377,9 @@ static inline int64_t outcome(ssize_t result, int err)
  *     read only when the call failed, and never written: every step after it that may change
  *     errno saves and restores it, so the application sees the call's own.
  *  7. The offset settled: position_end (the offset if the call ran alone, else -1; an lseek
- *     when the position had been lost) and position_settle (the position after the call).
+ *     when the position had been lost) and position_settle (the position after the call:
+ *     owned_settle stores it, adds 1 to owner_calls and checks that the description is still
+ *     this thread's; shared_settle counts the call ended).
  *  8. The record slot: ioassess_record (ioassess-internal.h) sets the busy flag
  *     (ioassess_enter), takes the next slot of the thread's extent (a full extent: a new one
  *     from ioassess_writer_refill, or past the record cap ioassess_writer_summary_add),
