@@ -94,6 +94,35 @@ def test_a_second_thread_joining_a_position_keeps_offsets_true_or_unknown(tmp_pa
     assert not wrong, f"{len(wrong)} offsets of the thread reading alone not exact: {wrong[:10]}"
 
 
+@pytest.mark.parametrize("round_", range(3))
+def test_a_signal_handler_reading_at_the_position_keeps_offsets_true_or_unknown(tmp_path, recorder_lib, round_):
+    """A thread reads at a position it owns while SIGALRM's handler reads 512 bytes there,
+    at least 200 times, some inside the thread's reads (after their system call, before their
+    record): every offset, the thread's and the handler's, is true or -1. (A handler's call
+    that interrupts the recorder's own bookkeeping passes through unrecorded: the handler's
+    records are matched to its calls by their buffers.)"""
+    data = tmp_path / "shared.dat"
+    rec = run([prog("sharedpos"), "signal", 1, 256, data], preload=[recorder_lib], trace_dir=tmp_path / "traces")
+    assert rec.returncode == 0 and rec.stderr == b"", describe(rec)
+    (tid, thread_calls), = calls_by_tid(rec.stdout).items()
+    handler_calls = {int(buf): (int(offset), int(result)) for offset, result, buf in
+                     re.findall(rb"HANDLER off=(-?\d+) res=(-?\d+) buf=(\d+)", rec.stdout)}
+    assert len(handler_calls) >= 200
+    ts = load(tmp_path / "traces")
+    rows = sorted(op_rows(ts, select(ts, data, "read")), key=lambda r: r["start_ns"])
+    assert {r["tid"] for r in rows} == {tid}
+    got = [(r["offset"], r["result"]) for r in rows if r["requested"] == BLOCK]
+    assert [res for _, res in got] == [res for _, res in thread_calls], "the thread's calls: other calls recorded"
+    wrong = [f"thread call {i}: recorded {offset}, true {true}"
+             for i, ((offset, _), (true, _)) in enumerate(zip(got, thread_calls)) if offset not in (true, -1)]
+    handler_rows = [r for r in rows if r["requested"] == 512]
+    assert handler_rows and all(r["buffer"] in handler_calls for r in handler_rows)
+    assert all(r["result"] == handler_calls[r["buffer"]][1] for r in handler_rows)
+    wrong += [f"handler call: recorded {r['offset']}, true {handler_calls[r['buffer']][0]}"
+              for r in handler_rows if r["offset"] not in (handler_calls[r["buffer"]][0], -1)]
+    assert not wrong, f"{len(wrong)} offsets wrong:\n" + "\n".join(wrong[:20])
+
+
 @pytest.mark.parametrize("mode", ["read", "readv", "write", "writev"])
 def test_one_thread_records_every_offset_exactly(tmp_path, recorder_lib, mode):
     calls, unknown = shared_position_run(tmp_path, recorder_lib, mode, threads=1, blocks=512)

@@ -18,18 +18,27 @@
  *     blocks before the others begin (they wait for a flag it sets), then all read at the same
  *     time: a description used by one thread for a while, then by others. Its calls while
  *     alone print alone=1.
+ *   signal: as read with THREADS 1, but SIGALRM interrupts the reading thread every 20 us and
+ *     its handler reads 512 bytes at the same position (while the thread is inside a read
+ *     there, or between two), each into a buffer of its own; the thread reads the file again
+ *     from the start (lseek) until the handler has read at least 200 times. The handler's
+ *     reads print as "HANDLER off=TRUE res=RESULT buf=ADDRESS", after the thread's.
+ * Every 8 bytes of FILE hold their own offset, so any read learns its offset from its data.
  * The threads start together at a barrier. After they have joined, prints one line per call,
  * thread by thread in the order of their calls:
  *   "CALL tid=TID off=TRUE res=RESULT alone=0|1"
  * and exits 0; any failed or short call is an error (exit 1). */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -51,8 +60,29 @@ struct thread {
     long count;
 };
 
-static int fd, vector, writing, own, handoff, handoff_go;
-static long blocks, per_thread;
+static int fd, vector, writing, own, handoff, handoff_go, signalled;
+static long blocks, per_thread, capacity;
+
+#define HANDLER_READS 200
+#define HANDLER_BYTES 512
+static struct call handler_calls[4 * HANDLER_READS];
+static uint64_t handler_data[4 * HANDLER_READS][HANDLER_BYTES / 8];   /* one buffer a call */
+static volatile sig_atomic_t handler_count;
+
+/* mode signal: a read at the interrupted thread's position. */
+static void on_alarm(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    if (handler_count < (int)(sizeof handler_calls / sizeof *handler_calls)) {
+        uint64_t *data = handler_data[handler_count];
+        ssize_t n = read(fd, data, HANDLER_BYTES);
+        handler_calls[handler_count].offset = n > 0 ? (long long)data[0] : blocks * BLOCK;
+        handler_calls[handler_count].result = n;
+        handler_count++;
+    }
+    errno = saved;
+}
 static const char *path;
 static pthread_barrier_t start;
 
@@ -82,14 +112,23 @@ static void read_all(struct thread *t, int from, int round)
         while (__atomic_load_n(&handoff_go, __ATOMIC_ACQUIRE) != round + 1)
             sched_yield();
     for (;;) {
+        if (t->count == capacity)
+            fail("more calls than room for them");
         ssize_t n = call(from, block);
-        if (n != 0 && n != BLOCK)
+        if (signalled && n > 0 && n % HANDLER_BYTES == 0)
+            ;                               /* the handler's reads leave a shorter block */
+        else if (n != 0 && n != BLOCK)
             fail("short or failed read");
         t->calls[t->count].alone = handoff && t->index == 0 && t->count - first < blocks / 4;
         t->calls[t->count].offset = n ? (long long)block[0] : blocks * BLOCK;
         t->calls[t->count++].result = n;
         if (handoff && t->index == 0 && t->count - first == blocks / 4)
             __atomic_store_n(&handoff_go, round + 1, __ATOMIC_RELEASE);
+        if (n == 0 && signalled && handler_count < HANDLER_READS) {
+            if (lseek(from, 0, SEEK_SET) != 0)
+                fail("lseek");
+            continue;                       /* again, until the handler has read enough */
+        }
         if (n == 0)
             return;
     }
@@ -115,7 +154,24 @@ static void *reader(void *arg)
     if (from < 0)
         fail(path);
     pthread_barrier_wait(&start);
+    if (signalled) {
+        sigset_t alarm;
+        sigemptyset(&alarm);
+        sigaddset(&alarm, SIGALRM);
+        struct itimerval every = {{0, 20}, {0, 20}};
+        if (pthread_sigmask(SIG_UNBLOCK, &alarm, NULL) != 0 ||
+            setitimer(ITIMER_REAL, &every, NULL) != 0)
+            fail("setitimer");
+    }
     read_all(t, from, 0);
+    if (signalled) {
+        struct itimerval never = {{0, 0}, {0, 0}};
+        sigset_t alarm;
+        sigemptyset(&alarm);
+        sigaddset(&alarm, SIGALRM);
+        setitimer(ITIMER_REAL, &never, NULL);
+        pthread_sigmask(SIG_BLOCK, &alarm, NULL);
+    }
     if (own)
         close(from);
     return NULL;
@@ -153,9 +209,21 @@ int main(int argc, char **argv)
     vector = mode[strlen(mode) - 1] == 'v';
     own = strcmp(mode, "own") == 0;
     handoff = strcmp(mode, "handoff") == 0 ? threads : 0;
+    signalled = strcmp(mode, "signal") == 0;
+    if (signalled) {                        /* the reading thread alone takes SIGALRM */
+        if (threads != 1)
+            return 2;
+        sigset_t alarm;
+        sigemptyset(&alarm);
+        sigaddset(&alarm, SIGALRM);
+        struct sigaction on = {.sa_handler = on_alarm};
+        if (pthread_sigmask(SIG_BLOCK, &alarm, NULL) != 0 || sigaction(SIGALRM, &on, NULL) != 0)
+            fail("sigaction");
+    }
     if (threads < 1 || blocks < threads || blocks % threads || (handoff && blocks < 4))
         return 2;
     per_thread = blocks / threads;
+    capacity = (blocks + 1) * (handoff ? ROUNDS : signalled ? 4096 : 1);
     uint64_t block[BLOCK / 8];
     if (!writing) {
         int w = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -163,7 +231,7 @@ int main(int argc, char **argv)
             fail(path);
         for (long b = 0; b < blocks; b++) {
             for (size_t i = 0; i < BLOCK / 8; i++)
-                block[i] = (uint64_t)b * BLOCK;
+                block[i] = (uint64_t)b * BLOCK + i * 8;
             if (pwrite(w, block, BLOCK, b * BLOCK) != BLOCK)
                 fail("pwrite");
         }
@@ -178,7 +246,7 @@ int main(int argc, char **argv)
     pthread_barrier_init(&start, NULL, (unsigned)threads);
     for (int i = 0; i < threads; i++) {
         t[i].index = i;
-        t[i].calls = calloc(((size_t)blocks + 1) * (handoff ? ROUNDS : 1), sizeof *t[i].calls);
+        t[i].calls = calloc((size_t)capacity, sizeof *t[i].calls);
         if (!t[i].calls)
             fail("calloc");
         if (pthread_create(&t[i].id, NULL, writing ? writer : reader, &t[i]) != 0)
@@ -204,5 +272,8 @@ int main(int argc, char **argv)
         for (long c = 0; c < t[i].count; c++)
             printf("CALL tid=%d off=%lld res=%lld alone=%d\n", (int)t[i].tid,
                    t[i].calls[c].offset, t[i].calls[c].result, t[i].calls[c].alone);
+    for (int h = 0; h < handler_count; h++)
+        printf("HANDLER off=%lld res=%lld buf=%llu\n", handler_calls[h].offset,
+               handler_calls[h].result, (unsigned long long)(uintptr_t)handler_data[h]);
     return 0;
 }
