@@ -23,6 +23,7 @@
 
 uint32_t ioassess_fd_slot[IOASSESS_FD_LIMIT];
 struct ioassess_ofd ioassess_ofds[OFD_LIMIT];
+uint32_t ioassess_fd_forks;
 
 static uint32_t ofd_unused;              /* entries below this index have been handed out */
 static uint32_t ofd_free = NO_OFD;       /* free list of released entries */
@@ -192,15 +193,27 @@ static uint32_t register_fd(int fd, int open_flags)
      * descriptor closed under it): its counts stay its own, and its position must not become
      * the new file's. So this counts as a call that began (the old call, ending, sees it and
      * does not take its position for known), and the position is stored only if no call is
-     * in flight: one that ended stored its own before counting itself ended. */
+     * in flight: one that ended stored its own before counting itself ended (an owner's call,
+     * owner_calls even again, its owner_offset). With a call in flight the description is
+     * shared from the start (its calls counted by all, the position read from the kernel);
+     * without, the next call at its position takes it (ioassess-posix.c, "offsets"). */
     ioassess_calls_begin(&o->calls_begun);
     __atomic_fetch_add(&o->calls_ended_shared, 1, __ATOMIC_ACQ_REL);
+    uint64_t owner_calls = __atomic_load_n(&o->owner_calls, __ATOMIC_ACQUIRE);
     int in_flight = __atomic_load_n(&o->calls_begun, __ATOMIC_ACQUIRE) !=
                     __atomic_load_n(&o->calls_ended_alone, __ATOMIC_ACQUIRE) +
-                        __atomic_load_n(&o->calls_ended_shared, __ATOMIC_ACQUIRE);
-    if (!in_flight)
+                        __atomic_load_n(&o->calls_ended_shared, __ATOMIC_ACQUIRE) ||
+                    (owner_calls & 1);
+    if (!in_flight) {
         __atomic_store_n(&o->offset, offset, __ATOMIC_RELAXED);
+        __atomic_store_n(&o->owner_offset, offset, __ATOMIC_RELAXED);
+        __atomic_store_n(&o->owner_forks, __atomic_load_n(&ioassess_fd_forks, __ATOMIC_RELAXED),
+                         __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&o->owner_calls_known, owner_calls, __ATOMIC_RELAXED);
     __atomic_store_n(&o->position_lost, in_flight || offset < 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&o->owner, in_flight ? IOASSESS_OWNER_SHARED : IOASSESS_OWNER_NONE,
+                     __ATOMIC_SEQ_CST);
     set_slot(fd, index + IOASSESS_FD_FIRST_OFD);
     return index + IOASSESS_FD_FIRST_OFD;
 }
@@ -336,6 +349,7 @@ void ioassess_fd_set_status(int fd, int status_flags)
  * both processes at the same time remains beyond our knowledge. */
 void ioassess_fd_fork_parent(void)
 {
+    __atomic_fetch_add(&ioassess_fd_forks, 1, __ATOMIC_SEQ_CST);  /* owners' positions too */
     for (uint32_t i = 0; i < ofd_unused; i++)
         if (ioassess_ofds[i].refs > 0)
             ioassess_position_unfollowed(&ioassess_ofds[i]);
@@ -352,6 +366,8 @@ void ioassess_fd_fork_child(void)
         __atomic_store_n(&o->calls_begun, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&o->calls_ended_alone, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&o->calls_ended_shared, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&o->owner_calls, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&o->owner, IOASSESS_OWNER_NONE, __ATOMIC_RELAXED);
     }
     fd_high_water = -1;
     ofd_unused = 0;

@@ -120,14 +120,28 @@ struct ioassess_ofd {
     uint32_t pagecache_first;               /* its next ops to sample whatever the
                                                countdown: the first ops of each open file */
     /* Calls at the position (read, write, readv, writev, lseek, ...; ioassess-posix.c,
-     * "offsets"): none is in flight when calls_begun == calls_ended_alone +
-     * calls_ended_shared. */
+     * "offsets") once the description is shared (below): none is in flight when
+     * calls_begun == calls_ended_alone + calls_ended_shared and owner_calls is even. */
     uint64_t calls_begun;                   /* every call adds 1 as it begins */
     uint64_t calls_ended_alone;             /* calls that began with none in flight, counted
                                                as they end (by them: one at a time) */
     uint64_t calls_ended_shared;            /* the others, counted as they end */
     uint32_t position_lost;                 /* 1: offset is not the kernel's position */
+    uint32_t owner_forks;                   /* ioassess_fd_forks when owner_offset was known */
+    /* Its owner (ioassess-posix.c, "offsets"): the first thread to call at the position
+     * counts its calls alone, with plain stores, until another thread calls there. */
+    uintptr_t owner;                        /* IOASSESS_OWNER_NONE, the owning thread's
+                                               token (its &ioassess_self), or
+                                               IOASSESS_OWNER_SHARED: counted as above */
+    uint64_t owner_calls;                   /* the owner adds 1 as each of its calls begins
+                                               and 1 as it ends (odd: one in flight); no
+                                               other thread writes it while it is owned */
+    int64_t owner_offset;                   /* the owner's position, -1 if unknown */
+    uint64_t owner_calls_known;             /* owner_calls when offset was stored (shared) */
 } __attribute__((aligned(64)));             /* threads using different files never share a line */
+
+#define IOASSESS_OWNER_NONE ((uintptr_t)0)
+#define IOASSESS_OWNER_SHARED ((uintptr_t)1)
 
 #define IOASSESS_OFD_SEEKABLE (1u << 0)     /* regular file or block device */
 #define IOASSESS_OFD_APPEND (1u << 1)       /* O_APPEND: writes go to the end */
@@ -219,6 +233,8 @@ void ioassess_meta_fd_closed_range(unsigned first, unsigned last);
 #define IOASSESS_FD_FIRST_OFD 2u             /* slot value = ofd index + 2 */
 extern uint32_t ioassess_fd_slot[IOASSESS_FD_LIMIT];
 extern struct ioassess_ofd ioassess_ofds[];
+extern uint32_t ioassess_fd_forks;          /* forks so far: an owner's position is lost after
+                                               one (the child shares it) */
 
 /* The recorder's clock. rdtsc is the cheapest timer here (~10 ns against ~23 ns for
  * clock_gettime); the reader converts ticks with the CLOCK pairs the writer leaves.
@@ -333,10 +349,34 @@ static inline uint64_t ioassess_calls_begin(uint64_t *begun)
     return __atomic_fetch_add(begun, before, __ATOMIC_SEQ_CST);
 }
 
+/* One more call of a description's owner begun or ended: one x86 instruction without the lock
+ * prefix, indivisible for a signal handler that interrupts the owner (its calls are the only
+ * others that write the count while the description is owned). Owned descriptions exist on
+ * x86-64 only (ioassess-posix.c, "offsets"). */
+static inline void ioassess_owner_count(uint64_t *calls)
+{
+#if defined(__x86_64__)
+    __asm__ volatile("addq $1, %0" : "+m"(*calls) : : "memory");
+#else
+    __atomic_fetch_add(calls, 1, __ATOMIC_SEQ_CST);
+#endif
+}
+
 /* The position is no longer known: the next call that runs alone reads it from the kernel. */
 static inline void ioassess_position_lost(struct ioassess_ofd *o)
 {
     __atomic_store_n(&o->position_lost, 1, __ATOMIC_RELAXED);
+}
+
+/* A description's calls counted by every thread from now on (a call of another thread than its
+ * owner, of a signal handler inside an owner's call, a description reused with a call in
+ * flight): the position is lost, and the owner's call in flight, if any, records -1 (it finds
+ * the owner changed when it ends). An exchange, a full barrier: visible before the caller's
+ * system call. Once per description's life. */
+static inline void ioassess_position_share(struct ioassess_ofd *o)
+{
+    ioassess_position_lost(o);
+    __atomic_exchange_n(&o->owner, IOASSESS_OWNER_SHARED, __ATOMIC_SEQ_CST);
 }
 
 /* A move of the position the recorder does not follow (a fork child's) counted as a call that

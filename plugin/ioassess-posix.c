@@ -43,50 +43,138 @@
 /* A call at the descriptor's position (read, write, readv, writev, preadv2 and pwritev2 given
  * -1, lseek, sendfile and the like) learns its offset from the description's offset, which the
  * recorder keeps in user space. Threads that share the description may call at the same time:
- * the kernel then serializes the calls in an order no one sees. So the calls are counted as
- * they begin and end (struct ioassess_ofd, docs/trace-format.md, "Offsets"):
- *   - a call that begins when every call begun before it has ended ("alone"), the position
- *     known, starts at offset; if still no other call has begun when it ends, it stores the
- *     position after it and records its offset: exact;
+ * the kernel then serializes the calls in an order no one sees (docs/trace-format.md,
+ * "Offsets"). Most descriptions are used by one thread only, so each has an OWNER, the first
+ * thread to call at its position, and two ways of counting:
+ *
+ * Owned (x86-64): the owner's calls add 1 to owner_calls as they begin and as they end (odd:
+ * one in flight) with plain adds, keep the position in owner_offset, and are exact if, after
+ * the call, the description is still owned by the caller and no fork happened meanwhile:
+ *   - any call by another thread (and one by a signal handler that interrupts an owner's call:
+ *     it finds owner_calls odd) first makes the description SHARED (ioassess_position_share,
+ *     a locked exchange, so visible before its own system call);
+ *   - if such a call's kernel operation moved the position before the owner's kernel
+ *     operation used it, the owner's operation read the position that call wrote (or a later
+ *     one), so the owner's load of `owner` after its call sees SHARED: on x86 (total store
+ *     order) a load that sees a store sees every store that was visible before it, and the
+ *     other call stored SHARED before its system call; for regular files the kernel's f_pos
+ *     lock also orders the two (release, acquire). The owner then records -1;
+ *   - otherwise no other call moved the position between the owner's previous call (which
+ *     stored owner_offset) and this one: the offset is exact. A fork (the child shares the
+ *     position) bumps ioassess_fd_forks, which the owner compares with owner_forks.
+ * ThreadSanitizer does not see this argument (it does not model the kernel's position, and
+ * the owner's adds are inline assembly it does not see); every access is atomic, so it has
+ * nothing to report either. The owner's own calls write owner_offset; a signal handler's call
+ * on the owner's thread outside an owner's call is an owner's call like another.
+ *
+ * Shared (every thread, and the owner's calls once another thread has called): the calls are
+ * counted as they begin and end:
+ *   - a call that begins when every call begun before it has ended ("alone") and no owner's
+ *     call is in flight, the position known, starts at offset; if still no other call has
+ *     begun and owner_calls has not moved when it ends, it stores the position after it and
+ *     records its offset: exact;
  *   - a call that begins while another is in flight marks the position lost and records -1,
  *     and so does the one in flight when it ends (it sees that a call began);
  *   - the next call that runs alone reads the position from the kernel after it
  *     (lseek(fd, 0, SEEK_CUR), its own bytes subtracted): exact again. So do calls after a
  *     fork (the child shares the position), after an O_APPEND write, after sendfile,
- *     copy_file_range or splice moved it, and after a call that passed through unrecorded.
- * Why this holds: a call reads the counts of ended calls before it adds itself to calls_begun
- * (a locked add, a full barrier), so "alone" means every earlier call had ended, each having
- * stored offset and the lost mark before counting itself ended; and only one alone call is in
- * flight at a time (any call beginning meanwhile sees it unended), so calls_ended_alone and
- * offset are written by one call at a time, with plain stores. An alone call costs one
- * locked add (none while the process has one thread: ioassess_calls_begin) and a few plain
- * loads and stores. A call at the position that bypasses the wrappers (a raw system call,
- * glibc's stdio reading its buffer) is beyond this, as before. */
+ *     copy_file_range or splice moved it, after a call that passed through unrecorded, and
+ *     after the description became shared.
+ * An owner's call still in flight when the description became shared (it began owned) is not
+ * in the counts: owner_calls stands for it. It added 1 before its system call, so a shared
+ * call whose kernel operation (or lseek) saw the position it moved sees owner_calls moved
+ * after its own call (the same order as above) and records -1; one that moved the position
+ * between two shared calls is seen by the second, owner_calls no longer being
+ * owner_calls_known, the value it had when offset was stored.
+ * Why counting holds: a call reads the counts of ended calls before it adds itself to
+ * calls_begun (a locked add, a full barrier), so "alone" means every earlier call had ended,
+ * each having stored offset and the lost mark before counting itself ended; and only one alone
+ * call is in flight at a time (any call beginning meanwhile sees it unended), so
+ * calls_ended_alone and offset are written by one call at a time, with plain stores.
+ * Costs: an owner's call, plain loads, stores and two unlocked adds (as a single-threaded
+ * process's); a shared alone call, one locked add (none while the process has one thread:
+ * ioassess_calls_begin) and a few plain loads and stores. A call at the position that
+ * bypasses the wrappers (a raw system call, glibc's stdio reading its buffer) is beyond this,
+ * as before, and so are a thread that glibc does not know of sharing its parent's thread
+ * state (raw clone: the same owner token), and a call whose descriptor another thread closes
+ * and reopens, reusing the description, between its look-up of the descriptor and its begin
+ * (as for a call whose descriptor number then names another file). */
 struct at_position {
     int seekable;                           /* offsets are tracked at all */
     int alone;                              /* every call begun before it had ended */
     int resync;                             /* alone, the position lost: read it from the
                                                kernel after the call */
-    uint64_t begun;                         /* calls_begun before it */
+    int owned;                              /* counted as its owner's call */
+    uint64_t begun;                         /* calls_begun before it (shared); the fork count
+                                               when it began (owned) */
     uint64_t ended_alone;                   /* calls_ended_alone when it began */
+    uint64_t owner_calls;                   /* owner_calls when it began (shared) */
     int64_t before;                         /* the offset it starts at if known now, else -1 */
 };
 
-static inline struct at_position position_begin(struct ioassess_ofd *o, uint32_t flags)
+#define AT_POSITION_NONE {0, 0, 0, 0, 0, 0, 0, -1}
+
+/* This thread's token as an owner. */
+static inline uintptr_t owner_token(void)
 {
-    struct at_position p = {0, 0, 0, 0, 0, -1};
-    if (!(flags & IOASSESS_OFD_SEEKABLE))
-        return p;                           /* a character device: no position */
+    return (uintptr_t)&ioassess_self;
+}
+
+/* The beginning of an owner's call, or 0 if the caller may not count as the owner (another
+ * thread owns the description, or it is shared, or one of this thread's calls is in flight
+ * there: a signal handler interrupted it). */
+static inline __attribute__((always_inline)) int owned_begin(struct ioassess_ofd *o, struct at_position *p)
+{
+#if defined(__x86_64__)
+    uintptr_t me = owner_token(), owner = __atomic_load_n(&o->owner, __ATOMIC_ACQUIRE);
+    if (unlikely(owner != me)) {
+        if (owner != IOASSESS_OWNER_NONE)
+            return 0;
+        /* the first call at this position (of this description's life) takes it */
+        if (!__atomic_compare_exchange_n(&o->owner, &owner, me, 0, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE))
+            return 0;
+    }
+    if (unlikely(__atomic_load_n(&o->owner_calls, __ATOMIC_RELAXED) & 1))
+        return 0;                           /* a handler inside this thread's own call */
+    ioassess_owner_count(&o->owner_calls);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    p->owned = p->alone = 1;
+    uint32_t forks = __atomic_load_n(&ioassess_fd_forks, __ATOMIC_RELAXED);
+    p->begun = forks;
+    p->before = __atomic_load_n(&o->owner_offset, __ATOMIC_RELAXED);
+    if (unlikely(forks != __atomic_load_n(&o->owner_forks, __ATOMIC_RELAXED))) {
+        __atomic_store_n(&o->owner_forks, forks, __ATOMIC_RELAXED);
+        p->before = -1;
+    }
+    p->resync = p->before < 0;
+    return 1;
+#else
+    (void)o;
+    (void)p;
+    return 0;
+#endif
+}
+
+/* The beginning of a call counted by every thread (out of line: the owner's is the common
+ * path). */
+static __attribute__((noinline)) struct at_position shared_begin(struct ioassess_ofd *o)
+{
+    struct at_position p = AT_POSITION_NONE;
     p.seekable = 1;
+    if (unlikely(__atomic_load_n(&o->owner, __ATOMIC_RELAXED) != IOASSESS_OWNER_SHARED))
+        ioassess_position_share(o);         /* another thread's, or this thread's in flight */
     p.ended_alone = __atomic_load_n(&o->calls_ended_alone, __ATOMIC_ACQUIRE);
     uint64_t ended_shared = __atomic_load_n(&o->calls_ended_shared, __ATOMIC_ACQUIRE);
     p.begun = ioassess_calls_begin(&o->calls_begun);
-    if (unlikely(p.begun != p.ended_alone + ended_shared)) {
+    p.owner_calls = __atomic_load_n(&o->owner_calls, __ATOMIC_ACQUIRE);
+    if (unlikely(p.begun != p.ended_alone + ended_shared || (p.owner_calls & 1))) {
         ioassess_position_lost(o);          /* another call is in flight: neither is exact */
         return p;
     }
     p.alone = 1;
-    if (likely(!__atomic_load_n(&o->position_lost, __ATOMIC_RELAXED))) {
+    if (likely(!__atomic_load_n(&o->position_lost, __ATOMIC_RELAXED) &&
+               p.owner_calls == __atomic_load_n(&o->owner_calls_known, __ATOMIC_RELAXED))) {
         p.before = __atomic_load_n(&o->offset, __ATOMIC_RELAXED);
     } else {
         /* The mark is taken off now: a call beginning while this one runs puts it back. */
@@ -96,29 +184,67 @@ static inline struct at_position position_begin(struct ioassess_ofd *o, uint32_t
     return p;
 }
 
-/* The end of a call at the position; after: the position after it, -1 if unknown. Whether the
- * call ran alone from beginning to end, so that its offset is exact. */
-static inline int position_settle(struct ioassess_ofd *o, struct at_position p, int64_t after)
+static inline __attribute__((always_inline)) struct at_position
+position_begin(struct ioassess_ofd *o, uint32_t flags)
 {
-    if (!p.seekable)
-        return 0;
+    struct at_position p = AT_POSITION_NONE;
+    if (!(flags & IOASSESS_OFD_SEEKABLE))
+        return p;                           /* a character device: no position */
+    p.seekable = 1;
+    if (likely(owned_begin(o, &p)))
+        return p;
+    return shared_begin(o);
+}
+
+/* The end of an owner's call: the position after it stored (-1: unknown), and whether the
+ * call was exact: still the owner's, no fork since it began. The store comes before the count
+ * (an interrupting handler's call then starts from it); the check after both. */
+static inline __attribute__((always_inline)) int owned_settle(struct ioassess_ofd *o, struct at_position p, int64_t after)
+{
+    __atomic_store_n(&o->owner_offset, after >= 0 ? after : -1, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    ioassess_owner_count(&o->owner_calls);
+    return after >= 0 && __atomic_load_n(&o->owner, __ATOMIC_ACQUIRE) == owner_token() &&
+           __atomic_load_n(&ioassess_fd_forks, __ATOMIC_RELAXED) == (uint32_t)p.begun;
+}
+
+/* The end of a call counted by every thread (out of line, as its beginning). */
+static __attribute__((noinline)) int shared_settle(struct ioassess_ofd *o, struct at_position p,
+                                                   int64_t after)
+{
     if (unlikely(!p.alone)) {
         __atomic_fetch_add(&o->calls_ended_shared, 1, __ATOMIC_RELEASE);
         return 0;
     }
-    int exact = after >= 0 && __atomic_load_n(&o->calls_begun, __ATOMIC_ACQUIRE) == p.begun + 1;
-    if (likely(exact))
+    int exact = after >= 0 && __atomic_load_n(&o->calls_begun, __ATOMIC_ACQUIRE) == p.begun + 1 &&
+                __atomic_load_n(&o->owner_calls, __ATOMIC_ACQUIRE) == p.owner_calls;
+    if (likely(exact)) {
         __atomic_store_n(&o->offset, after, __ATOMIC_RELAXED);
-    else
+        __atomic_store_n(&o->owner_calls_known, p.owner_calls, __ATOMIC_RELAXED);
+    } else {
         ioassess_position_lost(o);
+    }
     /* last: the next call to begin alone sees the offset and the mark stored above */
     __atomic_store_n(&o->calls_ended_alone, p.ended_alone + 1, __ATOMIC_RELEASE);
     return exact;
 }
 
+/* The end of a call at the position; after: the position after it, -1 if unknown. Whether the
+ * call ran alone from beginning to end, so that its offset is exact. */
+static inline __attribute__((always_inline)) int position_settle(struct ioassess_ofd *o,
+                                                                 struct at_position p,
+                                                                 int64_t after)
+{
+    if (!p.seekable)
+        return 0;
+    if (likely(p.owned))
+        return owned_settle(o, p, after);
+    return shared_settle(o, p, after);
+}
+
 /* The offset a read or write at the position started at (-1 if unknown), and the position
  * settled. unknown_after: an O_APPEND write, which the kernel made at the end of the file. */
-static inline int64_t position_end(int fd, struct ioassess_ofd *o, struct at_position p,
+static inline __attribute__((always_inline)) int64_t position_end(int fd, struct ioassess_ofd *o, struct at_position p,
                                    ssize_t result, int unknown_after)
 {
     int64_t moved = result > 0 ? result : 0, offset = p.before, after;
@@ -238,9 +364,12 @@ static inline int64_t outcome(ssize_t result, int err)
  *     PASS_THROUGH_AT_POSITION). A slot IOASSESS_FD_IGNORED (a pipe, an excluded path) returns
  *     the plain call too; IOASSESS_FD_UNKNOWN (a descriptor not seen being opened) is looked up
  *     once, under the lock (ioassess_fd_discover, register_fd in ioassess-fd.c).
- *  4. The offset: ofd_flags reads the description's flags once; position_begin counts the
- *     call in the description (ioassess_calls_begin) and, if no other call is in flight there,
- *     takes the offset it starts at ("offsets", above).
+ *  4. The offset: ofd_flags reads the description's flags once; position_begin, if this
+ *     thread owns the description (the common case: owned_begin, a load of `owner`, one add
+ *     without the lock prefix to owner_calls), takes the offset it starts at from
+ *     owner_offset; else (shared_begin, out of line) it counts the call in the description
+ *     (ioassess_calls_begin) and, if no other call is in flight there, takes the offset from
+ *     offset ("offsets", above).
  *  5. Sampling (SAMPLED): ioassess_pagecache_due, one load and one thread-local decrement;
  *     about one op in 512 (and the first 4 of each file) goes on to ioassess_pagecache_pick and
  *     ioassess_pagecache_take, which asks cachestat(2) before the call, outside its time.
@@ -249,7 +378,9 @@ static inline int64_t outcome(ssize_t result, int err)
  *     read only when the call failed, and never written: every step after it that may change
  *     errno saves and restores it, so the application sees the call's own.
  *  7. The offset settled: position_end (the offset if the call ran alone, else -1; an lseek
- *     when the position had been lost) and position_settle (the position after the call).
+ *     when the position had been lost) and position_settle (the position after the call:
+ *     owned_settle stores it, adds 1 to owner_calls and checks that the description is still
+ *     this thread's; shared_settle counts the call ended).
  *  8. The record slot: ioassess_record (ioassess-internal.h) sets the busy flag
  *     (ioassess_enter), takes the next slot of the thread's extent (a full extent: a new one
  *     from ioassess_writer_refill, or past the record cap ioassess_writer_summary_add),
@@ -327,7 +458,7 @@ static inline int64_t outcome(ssize_t result, int err)
         if (!o_)                                                               \
             return (call);                                                     \
         uint32_t flags_ = ofd_flags(o_);                                       \
-        struct at_position at_ = {0, 0, 0, 0, 0, -1};                          \
+        struct at_position at_ = AT_POSITION_NONE;                              \
         if ((offset) < 0)                                                      \
             at_ = position_begin(o_, flags_);                                  \
         SAMPLED(fd, o_, (offset) >= 0 ? positional(flags_, offset, is_write)   \
@@ -796,7 +927,7 @@ struct moving {
 
 static inline struct moving moving_begin(int fd, const void *offset_argument)
 {
-    struct moving m = {NULL, {0, 0, 0, 0, 0, -1}};
+    struct moving m = {NULL, AT_POSITION_NONE};
     if (!offset_argument && (m.o = known_seekable(fd)) != NULL)
         m.at = position_begin(m.o, IOASSESS_OFD_SEEKABLE);
     return m;

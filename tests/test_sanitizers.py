@@ -152,6 +152,18 @@ def test_sixteen_threads(sanitized, tmp_path):
     assert (t[("pread",)]["count"], t[("pwrite",)]["count"]) == (3200, 3200)
 
 
+@pytest.mark.parametrize("mode", ["read", "writev", "own", "handoff", "signal"])
+def test_threads_at_positions(sanitized, tmp_path, mode):
+    """Calls at positions shared by threads, owned by one thread each, owned then shared, and
+    owned with a signal handler's calls inside the owner's (tests/test_recorder_offsets.py
+    checks their offsets)."""
+    threads = {"handoff": 2, "signal": 1}.get(mode, 4)
+    rec = run_sanitized(sanitized, [prog("sharedpos"), mode, threads, 256, tmp_path / "shared.dat"],
+                        tmp_path / "traces")
+    printed, least = (b"HANDLER ", 200) if mode == "signal" else (b"CALL ", 256)
+    assert rec.returncode == 0 and rec.stdout.count(printed) >= least, describe(rec)
+
+
 @pytest.mark.parametrize("threads", [4, 64])
 def test_fork_while_other_threads_do_io(sanitized, tmp_path, threads):
     rec = run_sanitized(sanitized, [prog("forkthreads"), tmp_path, threads], tmp_path / "traces")
