@@ -51,11 +51,12 @@ def page_text(path):
 
 
 def posix_ops(trace_dir):
-    """The POSIX ops of the traces: (process ranks, directions, results, start and end in s
-    since the first op: from the epoch, seconds as floats would keep only about 0.2 µs)."""
+    """The POSIX reads, writes and syncs of the traces (not their metadata calls): (process
+    ranks, directions, results, start and end in s since the first op: from the epoch, seconds
+    as floats would keep only about 0.2 µs)."""
     traces = read_trace_dir(trace_dir)
     ops = traces.ops
-    posix = np.array([OP_LAYER[int(op)] == "posix" for op in ops["op"]], bool)
+    posix = np.array([OP_LAYER[int(op)] == "posix" and OP_DIRECTION[int(op)] != "meta" for op in ops["op"]], bool)
     ranks = np.array([traces.processes[p].rank for p in ops["process"]], np.int64)[posix]
     directions = np.array([OP_DIRECTION[int(op)] for op in ops["op"][posix]])
     start = (ops["start_ns"][posix] - ops["start_ns"].min()) / 1e9
