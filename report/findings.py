@@ -158,7 +158,7 @@ def metadata_findings(meta, io_s):
                              small_files_calls=small["calls"], small_files_s=small["seconds"],
                              threshold_bytes=SMALL_FILE_BYTES))
     missing = meta["missing"]
-    if missing and missing["calls"] >= MISSING_PATH_CALLS:
+    if missing and missing["calls"] >= MISSING_PATH_CALLS and missing["seconds"] >= worth and missing["seconds"] > 0:
         found.append(finding("Stat of missing paths",
                              "Lookups (open, stat, access, opendir) of paths that do not exist (ENOENT): typically a "
                              "search path tried entry by entry (Python's sys.path, LD_LIBRARY_PATH, a list of "

@@ -146,6 +146,16 @@ def test_repeated_stats_of_one_file_and_missing_paths():
     assert assessment["tier"] == "ops"
 
 
+def test_missing_paths_whose_time_is_small_are_no_finding():
+    """A hundred failed lookups of a few microseconds each (an interpreter's start-up) beside
+    half a second of other calls is not worth a finding: 0.1 ms at stake."""
+    files = ["/scratch/data", "/scratch/lib/missing.so"]
+    calls = [(0, 0, "stat", 0.5, 0, 0.0)] + [(0, 1, "stat", 1e-6, -errno.ENOENT, 1 + i * 0.01) for i in range(100)]
+    assessment = assess(hand_job(calls, files, writes=[(0, 0, 4096, 0.001, 3.0)]), MODEL)
+    assert assessment["metadata"]["missing"]["calls"] == 100
+    assert "Stat of missing paths" not in findings(assessment)
+
+
 def test_slowest_calls_in_order_and_the_imbalance_over_ranks():
     files = [f"/scratch/f{i}" for i in range(4)]
     calls = [(r, r, "open", 0.1 * (r + 1), 3, 1.0) for r in range(4)]
