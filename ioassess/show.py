@@ -22,6 +22,10 @@ def summarise(traceset, top_files=TOP_FILES):
     per-layer totals. Files and directions count the POSIX layer only: an MPI-IO call's bytes
     are moved again by the POSIX calls under it."""
     per_file = _posix_rows(totals(traceset, by=("layer", "file_id")))
+    per_file_direction = _posix_rows(totals(traceset, by=("layer", "direction", "file_id")))
+    named = per_file_direction["file_id"] != OTHER_FILES_ID
+    data_files = set(per_file_direction["file_id"][named & (per_file_direction["direction"] != "meta")].tolist())
+    all_files = set(per_file_direction["file_id"][named].tolist())
     by_bytes = np.lexsort((per_file["file_id"], -per_file["bytes_returned"]))
     hosts = collections.Counter(process.hostname for process in traceset.processes)
     per_op = totals(traceset, by=("op",))
@@ -31,7 +35,8 @@ def summarise(traceset, top_files=TOP_FILES):
         "process_count": len(traceset.processes),
         "processes": [dataclasses.asdict(process) for process in traceset.processes],
         "hosts": [{"hostname": host, "process_count": count} for host, count in sorted(hosts.items())],
-        "file_count": int(np.count_nonzero(per_file["file_id"] != OTHER_FILES_ID)),
+        "file_count": len(data_files),
+        "metadata_only_file_count": len(all_files - data_files),
         "top_files": [{"file_id": f"0x{int(per_file['file_id'][i]):016x}",
                        "name": traceset.files[int(per_file["file_id"][i])].name,
                        **_amounts(per_file, i)} for i in by_bytes[:top_files]],
@@ -60,8 +65,10 @@ def _amounts(grouped, i):
 def format_text(summary):
     """The summary as a plain-text report (errors are not included: they go to stderr)."""
     hosts = summary["hosts"]
+    metadata_only = summary["metadata_only_file_count"]
     lines = [f"{count_text(summary['process_count'], 'process')} on {count_text(len(hosts), 'host')}, "
-             f"{count_text(summary['file_count'], 'file')} with I/O",
+             f"{count_text(summary['file_count'], 'file')} with I/O"
+             + (f", {metadata_only} more named by metadata calls only" if metadata_only else ""),
              f"ops: {summary['ops_kept']} kept individually, {summary['ops_not_kept']} only in the summary table "
              f"(past the record cap), {summary['ops_lost']} lost", ""]
     processes = summary["processes"]

@@ -136,8 +136,8 @@ def show_json(ioassess, *dirs):
     return result, json.loads(result.stdout)
 
 
-SHOW_KEYS = {"process_count", "processes", "hosts", "file_count", "top_files", "op_kinds", "directions", "layers",
-             "ops_kept", "ops_not_kept", "ops_lost", "errors"}
+SHOW_KEYS = {"process_count", "processes", "hosts", "file_count", "metadata_only_file_count", "top_files", "op_kinds",
+             "directions", "layers", "ops_kept", "ops_not_kept", "ops_lost", "errors"}
 PROCESS_KEYS = {"path", "pid", "ppid", "rank", "job_id", "hostname", "exe", "cmdline", "start_ns", "end_ns",
                 "end_reason", "exit_status", "clock_source", "ns_per_tick", "record_cap", "ops_kept", "ops_not_kept",
                 "ops_lost", "obfuscated", "space_failed", "pagecache", "pagecache_samples", "pagecache_ignored"}
@@ -165,6 +165,14 @@ def test_show_json_keys_and_numbers(ioassess, trace_dir, tmp_path):
         ("posix", sum(k["count"] for k in kinds.values()))]
     assert summary["ops_kept"] + summary["ops_not_kept"] == sum(k["count"] for k in kinds.values())
     traces = read_trace_dir(trace_dir)
+    # files with a read, write or sync, and files named by metadata calls alone (the shell's
+    # failed lookups of dd and cat along PATH)
+    is_meta = np.array([tf.OP_DIRECTION[int(op)] == "meta" for op in traces.ops["op"]], bool)
+    named = traces.ops["file_id"] != 0   # 0: the directory of an *at() call was not known
+    data_files = set(traces.ops["file_id"][~is_meta & named].tolist())
+    assert summary["file_count"] == len(data_files)
+    metadata_only = set(traces.ops["file_id"][is_meta & named].tolist()) - data_files
+    assert summary["metadata_only_file_count"] == len(metadata_only) > 0
     by_op = totals(traces, by=("op",))
     assert {tf.OP_NAMES[int(op)]: int(count) for op, count in zip(by_op["op"], by_op["count"])} == {
         name: kind["count"] for name, kind in kinds.items()}
