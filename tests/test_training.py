@@ -105,8 +105,14 @@ def test_appended_and_flushed_lines_follow_their_measurements(small_training):
             assert appended.typical.predict(size) == pytest.approx(size_point(size, durations).typical_s, rel=0.3)
             assert np.mean(durations <= appended.bound.predict(size)) > 0.8, (layout, size)
         flushed = model.lines[("sync", "flushed", layout)]
-        dirty = sorted(measurements[("sync", "flushed", layout)])
-        assert flushed.typical.predict(dirty[-1]) > flushed.typical.predict(dirty[0]) > 0
+        by_dirty = measurements[("sync", "flushed", layout)]
+        dirty = sorted(by_dirty)
+        assert flushed.typical.predict(dirty[-1]) >= flushed.typical.predict(dirty[0]) > 0
+        # it grows where its measurements do (a loaded machine can hide the cost per byte in a
+        # handful of syncs: the line is then flat, never falling)
+        smallest, largest = (size_point(b, by_dirty[b]).typical_s for b in (dirty[0], dirty[-1]))
+        if largest > 2 * smallest:
+            assert flushed.typical.predict(dirty[-1]) > flushed.typical.predict(dirty[0]), (layout, smallest, largest)
         assert all(flushed.bound.predict(b) >= flushed.typical.predict(b) for b in dirty)
 
 
