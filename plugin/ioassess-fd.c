@@ -36,11 +36,9 @@ static struct ioassess_ofd invalid_fd_ofd = {.offset = -1, .refs = 1, .next_free
 /* 64-bit FNV-1a; 0 is kept for "no file". */
 uint64_t ioassess_hash_name(const char *name)
 {
-    uint64_t hash = 0xcbf29ce484222325ull;
-    for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
-        hash ^= *c;
-        hash *= 0x100000001b3ull;
-    }
+    uint64_t hash = IOASSESS_FNV_BASIS;
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+        hash = ioassess_fnv_byte(hash, *c);
     return hash ? hash : 1;
 }
 

@@ -212,6 +212,22 @@ void ioassess_fd_duplicated(int old_fd, int new_fd);
 void ioassess_fd_set_status(int fd, int status_flags);
 void ioassess_fd_fork_parent(void);
 void ioassess_fd_fork_child(void);
+/* File ids are 64-bit FNV-1a hashes of absolute names (ioassess_hash_name; the metadata
+ * calls continue a directory's state with a path's bytes, ioassess-meta.c). */
+#define IOASSESS_FNV_BASIS 0xcbf29ce484222325ull
+#define IOASSESS_FNV_PRIME 0x100000001b3ull
+
+static inline uint64_t ioassess_fnv_byte(uint64_t hash, unsigned char c)
+{
+    return (hash ^ c) * IOASSESS_FNV_PRIME;
+}
+
+/* An op record's result: what the call returned, or -errno when it failed. */
+static inline int64_t ioassess_outcome(long result, int err)
+{
+    return result < 0 ? -(int64_t)err : (int64_t)result;
+}
+
 uint64_t ioassess_hash_name(const char *name);
 int ioassess_excluded(const char *path);     /* under an excluded prefix, or a Darshan log */
 

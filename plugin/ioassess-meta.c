@@ -37,8 +37,6 @@
 
 #include "ioassess-internal.h"
 
-#define FNV_BASIS 0xcbf29ce484222325ull
-#define FNV_PRIME 0x100000001b3ull
 #define PATH_SET_SLOTS 65536u          /* ids of paths seen: up to 3/4 of this in use */
 #define PATH_SET_FULL (PATH_SET_SLOTS / 4 * 3)
 
@@ -106,11 +104,6 @@ static void path_insert(uint64_t id, int excluded)
 
 /* ---- hashing a path ---- */
 
-static inline uint64_t fnv_byte(uint64_t h, unsigned char c)
-{
-    return (h ^ c) * FNV_PRIME;
-}
-
 /* The state after "/" + each component of path, "." components and repeated slashes skipped;
  * 0 when path has a ".." component or is longer than the kernel takes (the rare path). */
 static inline uint64_t hash_components(uint64_t h, const char *path)
@@ -128,11 +121,11 @@ static inline uint64_t hash_components(uint64_t h, const char *path)
         }
         if (p[0] == '.' && p[1] == '.' && (p[2] == '/' || p[2] == 0))
             return 0;
-        h = fnv_byte(h, '/');
+        h = ioassess_fnv_byte(h, '/');
         for (; *p && *p != '/'; p++) {
             if (unlikely(p >= end))
                 return 0;
-            h = fnv_byte(h, *p);
+            h = ioassess_fnv_byte(h, *p);
         }
     }
     return h;
@@ -141,8 +134,8 @@ static inline uint64_t hash_components(uint64_t h, const char *path)
 /* The id of a name's hash state: the root has no component ("/"), 0 is kept for "no file". */
 static inline uint64_t finalise(uint64_t state)
 {
-    if (state == FNV_BASIS)
-        state = fnv_byte(FNV_BASIS, '/');
+    if (state == IOASSESS_FNV_BASIS)
+        state = ioassess_fnv_byte(IOASSESS_FNV_BASIS, '/');
     return state ? state : 1;
 }
 
@@ -205,7 +198,7 @@ static void learn_cwd(void)
         __atomic_store_n(&cwd_state, 0, __ATOMIC_RELAXED);
         return;
     }
-    __atomic_store_n(&cwd_state, hash_components(FNV_BASIS, cwd_name), __ATOMIC_RELAXED);
+    __atomic_store_n(&cwd_state, hash_components(IOASSESS_FNV_BASIS, cwd_name), __ATOMIC_RELAXED);
 }
 
 /* A path's file id (0: not known, or excluded) and its name's hash state (0 if not known):
@@ -237,7 +230,7 @@ __attribute__((noinline, cold)) static struct path_ref path_rare(int dirfd, cons
         learn_cwd();
     int named = absolute_name(dirfd, path, name);
     if (id == 0 && named) {
-        state = hash_components(FNV_BASIS, name);
+        state = hash_components(IOASSESS_FNV_BASIS, name);
         id = finalise(state);
     }
     int seen = id ? path_seen(id) : 0;
@@ -272,7 +265,7 @@ static inline uint64_t path_state(int dirfd, const char *path)
 {
     uint64_t base;
     if (path[0] == '/')
-        base = FNV_BASIS;
+        base = IOASSESS_FNV_BASIS;
     else if (dirfd == AT_FDCWD)
         base = __atomic_load_n(&cwd_state, __ATOMIC_RELAXED);
     else if ((unsigned)dirfd < IOASSESS_FD_LIMIT &&
@@ -419,7 +412,7 @@ static inline struct path_ref path_id_quick(int dirfd, const char *path, int err
         return (struct path_ref){0, 0};
     uint64_t base;
     if (path[0] == '/')
-        base = FNV_BASIS;
+        base = IOASSESS_FNV_BASIS;
     else if (dirfd == AT_FDCWD)
         base = __atomic_load_n(&cwd_state, __ATOMIC_RELAXED);
     else if ((unsigned)dirfd < IOASSESS_FD_LIMIT)
@@ -449,11 +442,6 @@ static inline int meta_on(void)
            likely(!ioassess_self.busy);
 }
 
-static inline int64_t outcome(long result, int err)
-{
-    return result < 0 ? -(int64_t)err : (int64_t)result;
-}
-
 static inline void record(uint8_t op, uint64_t file_id, int64_t result, uint64_t start,
                           uint64_t end)
 {
@@ -466,7 +454,7 @@ static inline void record_path(uint8_t op, int dirfd, const char *path, long res
 {
     struct path_ref ref = path_id_quick(dirfd, path, err, result == 0 ? st : NULL);
     if (path_recorded(ref))
-        record(op, ref.id, outcome(result, err), start, end);
+        record(op, ref.id, ioassess_outcome(result, err), start, end);
 }
 
 /* The file id of a descriptor: that of a path opened here, or its file's; 0 if it is not
@@ -509,7 +497,7 @@ static inline uint64_t fd_id(int fd)
         if (!id_)                                                              \
             return (call);                                                     \
         TIMED(call);                                                           \
-        record(op, id_, outcome(result_, err_), start_, end_);                 \
+        record(op, id_, ioassess_outcome(result_, err_), start_, end_);                 \
         return result_;                                                        \
     } while (0)
 
@@ -823,7 +811,7 @@ static void record_opened(uint8_t op, int dirfd, const char *path, int flags, in
     if (fd >= 0)
         remember_dir(fd, ref.id ? ref.state : 0);
     if (path_recorded(ref))
-        record(op, ref.id, outcome(fd, err), start, end);
+        record(op, ref.id, ioassess_outcome(fd, err), start, end);
 }
 
 void ioassess_meta_opened(int dirfd, const char *path, int flags, int fd, int err,
@@ -852,7 +840,7 @@ void ioassess_meta_closed(uint8_t op, int fd, uint64_t file_id, int result, int 
 {
     if (result == 0)
         ioassess_meta_fd_closed(fd);
-    record(op, file_id, outcome(result, err), start, end);
+    record(op, file_id, ioassess_outcome(result, err), start, end);
 }
 
 /* A descriptor closed (close, close_range, dup2 over it...): no longer a known directory. */

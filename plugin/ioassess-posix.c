@@ -343,11 +343,6 @@ static inline const void *iov_base(const struct iovec *iov, int count, ssize_t r
     return result >= 0 && count > 0 ? iov[0].iov_base : NULL;
 }
 
-static inline int64_t outcome(ssize_t result, int err)
-{
-    return result < 0 ? -(int64_t)err : (int64_t)result;
-}
-
 /* ---- timing bodies shared by every entry point of one kind ---- */
 
 /* The path of a read(), from entry to record (every data call follows it; pread skips the
@@ -426,7 +421,7 @@ static inline int64_t outcome(ssize_t result, int err)
         TIMED(call);                                                           \
         int64_t offset_ = position_end(fd, o_, at_, result_, appends(flags_, is_write)); \
         ioassess_record(op, op_flags(flags_, is_write), ofd_file(o_), offset_, \
-                        (uint64_t)(count), outcome(result_, err_), start_, end_, buf); \
+                        (uint64_t)(count), ioassess_outcome(result_, err_), start_, end_, buf); \
         RECORD_SAMPLE();                                                       \
         return result_;                                                        \
     } while (0)
@@ -442,7 +437,7 @@ static inline int64_t outcome(ssize_t result, int err)
         uint32_t flags_ = ofd_flags(o_);                                       \
         ioassess_record(op, op_flags(flags_, is_write), ofd_file(o_),          \
                         positional(flags_, offset, is_write), (uint64_t)(count), \
-                        outcome(result_, err_), start_, end_, buf);            \
+                        ioassess_outcome(result_, err_), start_, end_, buf);            \
         RECORD_SAMPLE();                                                       \
         return result_;                                                        \
     } while (0)
@@ -467,7 +462,7 @@ static inline int64_t outcome(ssize_t result, int err)
         int64_t offset_ = (offset) >= 0 ? positional(flags_, offset, is_write) \
                           : position_end(fd, o_, at_, result_, appends(flags_, is_write)); \
         ioassess_record(op, op_flags(flags_, is_write), ofd_file(o_), offset_, \
-                        iov_bytes(iov, iovcnt, result_), outcome(result_, err_), \
+                        iov_bytes(iov, iovcnt, result_), ioassess_outcome(result_, err_), \
                         start_, end_, iov_base(iov, iovcnt, result_));         \
         RECORD_SAMPLE();                                                       \
         return result_;                                                        \
@@ -479,7 +474,7 @@ static inline int64_t outcome(ssize_t result, int err)
         if (!o_)                                                               \
             return (call);                                                     \
         TIMED(call);                                                           \
-        ioassess_record(op, 0, ofd_file(o_), -1, 0, outcome(result_, err_), start_, end_, \
+        ioassess_record(op, 0, ofd_file(o_), -1, 0, ioassess_outcome(result_, err_), start_, end_, \
                         NULL);                                                 \
         return (int)result_;                                                   \
     } while (0)
