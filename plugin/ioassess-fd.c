@@ -140,6 +140,51 @@ static uint32_t status_bits(int status_flags)
            ((status_flags & O_DIRECT) ? IOASSESS_OFD_DIRECT : 0);
 }
 
+/* Enter fd in the table as a new description (entry `index`) of the file file_id with the
+ * given IOASSESS_OFD_* flags, at offset (-1: not known). Caller holds the lock. */
+static uint32_t install(int fd, uint32_t index, uint64_t file_id, uint32_t flags, int64_t offset)
+{
+    struct ioassess_ofd *o = &ioassess_ofds[index];
+    uint32_t pagecache_first = 0;
+    if ((flags & IOASSESS_OFD_REGULAR) &&
+        __atomic_load_n(&ioassess_pagecache_state, __ATOMIC_RELAXED) == IOASSESS_PAGECACHE_SAMPLING)
+        pagecache_first = IOASSESS_PAGECACHE_FIRST_OPS;
+    __atomic_store_n(&o->file_id, file_id, __ATOMIC_RELAXED);
+    __atomic_store_n(&o->flags, flags, __ATOMIC_RELAXED);
+    __atomic_store_n(&o->pagecache_first, pagecache_first, __ATOMIC_RELAXED);
+    o->refs = 1;
+    /* The entry may be a released one that a call of another thread still uses (its
+     * descriptor closed under it): its counts stay its own, and its position must not become
+     * the new file's. So this counts as a call that began (the old call, ending, sees it and
+     * does not take its position for known), and the position is stored only if no call is
+     * in flight: one that ended stored its own before counting itself ended (an owner's call,
+     * owner_calls even again, its owner_offset). With a call in flight the description is
+     * shared from the start (its calls counted by all, the position read from the kernel);
+     * without, the next call at its position takes it (ioassess-posix.c, "offsets"). */
+    ioassess_calls_begin(&o->calls_begun);
+    ioassess_calls_begin(&o->calls_ended_shared);     /* the same add: it began and ended */
+    uint64_t owner_calls = __atomic_load_n(&o->owner_calls, __ATOMIC_ACQUIRE);
+    int in_flight = __atomic_load_n(&o->calls_begun, __ATOMIC_ACQUIRE) !=
+                    __atomic_load_n(&o->calls_ended_alone, __ATOMIC_ACQUIRE) +
+                        __atomic_load_n(&o->calls_ended_shared, __ATOMIC_ACQUIRE) ||
+                    (owner_calls & 1);
+    if (!in_flight) {
+        __atomic_store_n(&o->offset, offset, __ATOMIC_RELAXED);
+        __atomic_store_n(&o->owner_offset, offset, __ATOMIC_RELAXED);
+        __atomic_store_n(&o->owner_forks, __atomic_load_n(&ioassess_fd_forks, __ATOMIC_RELAXED),
+                         __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&o->owner_calls_known, owner_calls, __ATOMIC_RELAXED);
+    __atomic_store_n(&o->position_lost, in_flight || offset < 0, __ATOMIC_RELEASE);
+    uintptr_t owner = in_flight ? IOASSESS_OWNER_SHARED : IOASSESS_OWNER_NONE;
+    if (__libc_single_threaded)      /* only a signal handler can be inside a call: in order */
+        __atomic_store_n(&o->owner, owner, __ATOMIC_RELAXED);
+    else
+        __atomic_store_n(&o->owner, owner, __ATOMIC_SEQ_CST);
+    set_slot(fd, index + IOASSESS_FD_FIRST_OFD);
+    return index + IOASSESS_FD_FIRST_OFD;
+}
+
 /* Decide what fd refers to and set its slot. open_flags < 0: the descriptor was not seen
  * being opened (ask the kernel for its flags and position). Caller holds the lock. */
 static uint32_t register_fd(int fd, int open_flags)
@@ -167,53 +212,17 @@ static uint32_t register_fd(int fd, int open_flags)
     int discovered = open_flags < 0;
     if (discovered)
         open_flags = (int)syscall(SYS_fcntl, fd, F_GETFL);
-    struct ioassess_ofd *o = &ioassess_ofds[index];
     uint32_t flags = open_flags >= 0 ? status_bits(open_flags) : 0;
-    uint32_t pagecache_first = 0;
     int64_t offset = -1;
-    if (S_ISREG(st.st_mode)) {
+    if (S_ISREG(st.st_mode))
         flags |= IOASSESS_OFD_REGULAR;
-        if (__atomic_load_n(&ioassess_pagecache_state, __ATOMIC_RELAXED) ==
-            IOASSESS_PAGECACHE_SAMPLING)
-            pagecache_first = IOASSESS_PAGECACHE_FIRST_OPS;
-    }
     if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
         flags |= IOASSESS_OFD_SEEKABLE;
         offset = 0;                      /* a fresh open starts at 0, even with O_APPEND */
         if (discovered)
             offset = syscall(SYS_lseek, fd, 0L, SEEK_CUR);
     }
-    __atomic_store_n(&o->file_id, file_id, __ATOMIC_RELAXED);
-    __atomic_store_n(&o->flags, flags, __ATOMIC_RELAXED);
-    __atomic_store_n(&o->pagecache_first, pagecache_first, __ATOMIC_RELAXED);
-    o->refs = 1;
-    /* The entry may be a released one that a call of another thread still uses (its
-     * descriptor closed under it): its counts stay its own, and its position must not become
-     * the new file's. So this counts as a call that began (the old call, ending, sees it and
-     * does not take its position for known), and the position is stored only if no call is
-     * in flight: one that ended stored its own before counting itself ended (an owner's call,
-     * owner_calls even again, its owner_offset). With a call in flight the description is
-     * shared from the start (its calls counted by all, the position read from the kernel);
-     * without, the next call at its position takes it (ioassess-posix.c, "offsets"). */
-    ioassess_calls_begin(&o->calls_begun);
-    __atomic_fetch_add(&o->calls_ended_shared, 1, __ATOMIC_ACQ_REL);
-    uint64_t owner_calls = __atomic_load_n(&o->owner_calls, __ATOMIC_ACQUIRE);
-    int in_flight = __atomic_load_n(&o->calls_begun, __ATOMIC_ACQUIRE) !=
-                    __atomic_load_n(&o->calls_ended_alone, __ATOMIC_ACQUIRE) +
-                        __atomic_load_n(&o->calls_ended_shared, __ATOMIC_ACQUIRE) ||
-                    (owner_calls & 1);
-    if (!in_flight) {
-        __atomic_store_n(&o->offset, offset, __ATOMIC_RELAXED);
-        __atomic_store_n(&o->owner_offset, offset, __ATOMIC_RELAXED);
-        __atomic_store_n(&o->owner_forks, __atomic_load_n(&ioassess_fd_forks, __ATOMIC_RELAXED),
-                         __ATOMIC_RELAXED);
-    }
-    __atomic_store_n(&o->owner_calls_known, owner_calls, __ATOMIC_RELAXED);
-    __atomic_store_n(&o->position_lost, in_flight || offset < 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&o->owner, in_flight ? IOASSESS_OWNER_SHARED : IOASSESS_OWNER_NONE,
-                     __ATOMIC_SEQ_CST);
-    set_slot(fd, index + IOASSESS_FD_FIRST_OFD);
-    return index + IOASSESS_FD_FIRST_OFD;
+    return install(fd, index, file_id, flags, offset);
 }
 
 struct ioassess_ofd *ioassess_fd_discover(int fd)
@@ -283,9 +292,9 @@ uint64_t ioassess_fd_name_path(const char *path)
         }                                                                         \
         int saved_errno_ = errno;                                                 \
         ioassess_enter(t_);                                                       \
-        pthread_mutex_lock(&ioassess_lock);                                       \
+        int locked_ = ioassess_lock_if_threaded();                                \
         change;                                                                   \
-        pthread_mutex_unlock(&ioassess_lock);                                     \
+        ioassess_unlock_if(locked_);                                              \
         ioassess_leave(t_);                                                       \
         errno = saved_errno_;                                                     \
     } while (0)
@@ -296,6 +305,39 @@ void ioassess_fd_opened(int fd, int flags)
         release_slot(fd);
         register_fd(fd, flags);
     });
+}
+
+/* An open of a path that named a recorded regular file, file_id, when this process last opened
+ * it (ioassess-meta.c, "re-opens"): fd entered as a new description of that file without asking
+ * the kernel anything. 0 if it was not entered (the recorder is off or busy, the table full):
+ * the caller enters it the long way. */
+int ioassess_fd_reopened(int fd, int flags, uint64_t file_id)
+{
+    int entered = 0;
+    TABLE_CHANGE(fd, {
+        release_slot(fd);
+        uint32_t index = ofd_alloc();
+        if (index != NO_OFD) {
+            install(fd, index, file_id,
+                    status_bits(flags) | IOASSESS_OFD_REGULAR | IOASSESS_OFD_SEEKABLE, 0);
+            entered = 1;
+        }
+    });
+    return entered;
+}
+
+/* The file id of fd if the table records it as a regular file, else 0. */
+uint64_t ioassess_fd_regular_file(int fd)
+{
+    if ((unsigned)fd >= IOASSESS_FD_LIMIT)
+        return 0;
+    uint32_t slot = __atomic_load_n(&ioassess_fd_slot[fd], __ATOMIC_ACQUIRE);
+    if (slot < IOASSESS_FD_FIRST_OFD)
+        return 0;
+    struct ioassess_ofd *o = &ioassess_ofds[slot - IOASSESS_FD_FIRST_OFD];
+    if (!(__atomic_load_n(&o->flags, __ATOMIC_RELAXED) & IOASSESS_OFD_REGULAR))
+        return 0;
+    return __atomic_load_n(&o->file_id, __ATOMIC_RELAXED);
 }
 
 void ioassess_fd_closed(int fd)

@@ -206,6 +206,8 @@ long ioassess_read_in_helper(const char *path, char *buf, size_t buf_bytes);
 struct ioassess_ofd *ioassess_fd_discover(int fd);
 uint64_t ioassess_fd_name_path(const char *path);
 void ioassess_fd_opened(int fd, int flags);
+int ioassess_fd_reopened(int fd, int flags, uint64_t file_id);
+uint64_t ioassess_fd_regular_file(int fd);
 void ioassess_fd_closed(int fd);
 void ioassess_fd_closed_range(unsigned first, unsigned last);
 void ioassess_fd_duplicated(int old_fd, int new_fd);
@@ -340,6 +342,25 @@ static inline void ioassess_leave(struct ioassess_thread *t)
 {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     t->busy = 0;
+}
+
+/* ioassess_lock for a change that no signal handler makes (the busy flag is set): taken only
+ * once the process has other threads (glibc's __libc_single_threaded, cleared for good by the
+ * first pthread_create). While it has one, no other thread can be inside the change, and none
+ * can start before the change is done: creating one is a call of this thread. Returns
+ * whether the lock was taken, for ioassess_unlock_if. */
+static inline int ioassess_lock_if_threaded(void)
+{
+    if (__libc_single_threaded)
+        return 0;
+    pthread_mutex_lock(&ioassess_lock);
+    return 1;
+}
+
+static inline void ioassess_unlock_if(int locked)
+{
+    if (locked)
+        pthread_mutex_unlock(&ioassess_lock);
 }
 
 /* Whether the recorder records; the first call in a process starts it. */

@@ -304,12 +304,16 @@ static inline struct path_ref path_id(int dirfd, const char *path, int err, cons
  * ids found before (id 0: excluded). A miss computes the id as above and enters it. The memo
  * only grows (insert under the lock; a key is published after its id), so a reader that finds
  * a key finds its id; when it is three quarters full, new paths take the long way. */
-#define QUICK_SLOTS 65536u
+#define MEMO_SLOTS 65536u
 #define QUICK_MISS UINT64_MAX
 
-static uint64_t quick_keys[QUICK_SLOTS];     /* 0: free */
-static uint64_t quick_ids[QUICK_SLOTS];      /* written before its key */
-static uint32_t quick_count;                 /* under lock */
+struct memo {
+    uint64_t keys[MEMO_SLOTS];               /* 0: free */
+    uint64_t ids[MEMO_SLOTS];                /* written before its key */
+    uint32_t count;                          /* under lock */
+};
+
+static struct memo quick_memo;               /* paths of the calls that keep no descriptor */
 
 /* One word of a path, read whole when it cannot cross into the next page (reading past the
  * string's end inside a page never faults); the sanitizer builds, which would take that for
@@ -373,30 +377,31 @@ static inline uint64_t quick_key(uint64_t base, const char *path)
 }
 
 /* The memo's id for key: an id, 0 (excluded), or QUICK_MISS. */
-static inline uint64_t quick_find(uint64_t key)
+static inline uint64_t memo_find(const struct memo *memo, uint64_t key)
 {
-    for (uint32_t i = (uint32_t)key % QUICK_SLOTS;; i = (i + 1) % QUICK_SLOTS) {
-        uint64_t entry = __atomic_load_n(&quick_keys[i], __ATOMIC_ACQUIRE);
+    for (uint32_t i = (uint32_t)key % MEMO_SLOTS;; i = (i + 1) % MEMO_SLOTS) {
+        uint64_t entry = __atomic_load_n(&memo->keys[i], __ATOMIC_ACQUIRE);
         if (entry == key)
-            return __atomic_load_n(&quick_ids[i], __ATOMIC_RELAXED);
+            return __atomic_load_n(&memo->ids[i], __ATOMIC_RELAXED);
         if (entry == 0)
             return QUICK_MISS;
     }
 }
 
-__attribute__((noinline, cold)) static void quick_enter(uint64_t key, uint64_t id)
+__attribute__((noinline, cold)) static void memo_enter(struct memo *memo, uint64_t key,
+                                                       uint64_t id)
 {
     struct ioassess_thread *t = &ioassess_self;
     ioassess_enter(t);
     pthread_mutex_lock(&ioassess_lock);
-    for (uint32_t i = (uint32_t)key % QUICK_SLOTS; quick_count < QUICK_SLOTS / 4 * 3;
-         i = (i + 1) % QUICK_SLOTS) {
-        if (quick_keys[i] == key)
+    for (uint32_t i = (uint32_t)key % MEMO_SLOTS; memo->count < MEMO_SLOTS / 4 * 3;
+         i = (i + 1) % MEMO_SLOTS) {
+        if (memo->keys[i] == key)
             break;
-        if (quick_keys[i] == 0) {
-            __atomic_store_n(&quick_ids[i], id, __ATOMIC_RELAXED);
-            __atomic_store_n(&quick_keys[i], key, __ATOMIC_RELEASE);
-            quick_count++;
+        if (memo->keys[i] == 0) {
+            __atomic_store_n(&memo->ids[i], id, __ATOMIC_RELAXED);
+            __atomic_store_n(&memo->keys[i], key, __ATOMIC_RELEASE);
+            memo->count++;
             break;
         }
     }
@@ -404,12 +409,16 @@ __attribute__((noinline, cold)) static void quick_enter(uint64_t key, uint64_t i
     ioassess_leave(t);
 }
 
-/* path_id for the calls that keep no descriptor: the same id, through the memo. */
-static inline struct path_ref path_id_quick(int dirfd, const char *path, int err,
-                                            const struct stat *st)
+static inline void memo_clear(struct memo *memo)
 {
-    if (unlikely(!OPAQUE(path) || err == EFAULT || err == ENAMETOOLONG))
-        return (struct path_ref){0, 0};
+    if (memo->count)
+        memset(memo, 0, sizeof *memo);
+}
+
+/* The quick key of (dirfd, path), 0 when it has none (an *at() call's directory not known, the
+ * current directory not learnt yet, a path too long). */
+static inline uint64_t path_key(int dirfd, const char *path)
+{
     uint64_t base;
     if (path[0] == '/')
         base = IOASSESS_FNV_BASIS;
@@ -419,15 +428,24 @@ static inline struct path_ref path_id_quick(int dirfd, const char *path, int err
         base = __atomic_load_n(&dir_state[dirfd], __ATOMIC_RELAXED);
     else
         base = 0;
-    uint64_t key = base ? quick_key(base, path) : 0;
+    return base ? quick_key(base, path) : 0;
+}
+
+/* path_id for the calls that keep no descriptor: the same id, through the memo. */
+static inline struct path_ref path_id_quick(int dirfd, const char *path, int err,
+                                            const struct stat *st)
+{
+    if (unlikely(!OPAQUE(path) || err == EFAULT || err == ENAMETOOLONG))
+        return (struct path_ref){0, 0};
+    uint64_t key = path_key(dirfd, path);
     if (likely(key)) {
-        uint64_t id = quick_find(key);
+        uint64_t id = memo_find(&quick_memo, key);
         if (likely(id != QUICK_MISS))
             return (struct path_ref){id, 1};
     }
     struct path_ref ref = path_id(dirfd, path, err, st);
     if (key && ref.state)
-        quick_enter(key, ref.id);
+        memo_enter(&quick_memo, key, ref.id);
     return ref;
 }
 
@@ -814,9 +832,36 @@ static void record_opened(uint8_t op, int dirfd, const char *path, int flags, in
         record(op, ref.id, ioassess_outcome(fd, err), start, end);
 }
 
+/* Re-opens. Entering a descriptor in the table asks the kernel what its file is (fstat) and
+ * its name (/proc/self/fd): two system calls, together more than the open of a cached file
+ * costs. So a path that named a recorded regular file when this process last opened it is
+ * taken to name one still: a memo keyed by the path's quick key gives its file id, and the
+ * descriptor is entered at once, without a system call. A path whose file was since replaced
+ * by one of another kind (a FIFO, a directory, a symbolic link elsewhere) is then recorded as
+ * the regular file it named before (docs/trace-format.md, "Metadata ops"). */
+static struct memo reopen_memo;
+
+static void enter_opened(int dirfd, const char *path, int flags, int fd)
+{
+    uint64_t key = OPAQUE(path) ? path_key(dirfd, path) : 0;
+    if (key) {
+        uint64_t id = memo_find(&reopen_memo, key);
+        if (id != QUICK_MISS && ioassess_fd_reopened(fd, flags, id))
+            return;
+    }
+    ioassess_fd_opened(fd, flags);
+    uint64_t id = key ? ioassess_fd_regular_file(fd) : 0;
+    if (id)
+        memo_enter(&reopen_memo, key, id);
+}
+
+/* An open the recorder timed (ioassess-posix.c): its descriptor entered in the table, then the
+ * op recorded on the file the table gave it. */
 void ioassess_meta_opened(int dirfd, const char *path, int flags, int fd, int err,
                           uint64_t start, uint64_t end)
 {
+    if (fd >= 0)
+        enter_opened(dirfd, path, flags, fd);
     record_opened(IOASSESS_OP_OPEN, dirfd, path, flags, fd, err, start, end);
 }
 
@@ -1179,9 +1224,6 @@ void ioassess_meta_fork_child(void)
         memset(path_excluded, 0, sizeof path_excluded);
     }
     path_count = 0;
-    if (quick_count) {
-        memset(quick_keys, 0, sizeof quick_keys);
-        memset(quick_ids, 0, sizeof quick_ids);
-    }
-    quick_count = 0;
+    memo_clear(&quick_memo);
+    memo_clear(&reopen_memo);
 }

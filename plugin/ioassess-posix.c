@@ -692,14 +692,13 @@ static inline int opened(int fd, int flags)
     return fd;
 }
 
-/* An open is timed and recorded as a metadata op (ioassess-meta.c) once the descriptor table
- * has learnt its descriptor, so that its record names the file its reads and writes name. */
+/* An open is timed here; ioassess-meta.c enters its descriptor in the table and records it as a
+ * metadata op on the file the table gave it, the file its reads and writes name. */
 #define OPEN_TIMED(dirfd, path, flags, call)                                   \
     do {                                                                       \
         if (!ioassess_active() || ioassess_self.busy)                          \
             return opened(call, flags);                                        \
         TIMED(call);                                                           \
-        opened((int)result_, flags);                                           \
         ioassess_meta_opened(dirfd, path, flags, (int)result_, err_, start_, end_); \
         return (int)result_;                                                   \
     } while (0)

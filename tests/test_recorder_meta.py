@@ -20,8 +20,8 @@ import tarfile
 import numpy as np
 import pytest
 
-from ioassess.inputs.traceformat import OP_DIRECTION, OP_NAMES
-from recorder_helpers import describe, load, prog, run
+from ioassess.inputs.traceformat import OP_DIRECTION, OP_NAMES, OpFlag
+from recorder_helpers import describe, load, op_rows, prog, run
 
 META_KINDS = {name for code, name in OP_NAMES.items() if OP_DIRECTION[code] == "meta"}
 TMP_NAME = re.compile(r"tmp[A-Za-z0-9]{6}")
@@ -84,6 +84,34 @@ def test_excluded_paths_and_unknown_descriptors_are_not_recorded(tmp_path, recor
     names = {name for _, _, name in meta_rows(ts)}
     assert str(tmp_path / "here") in names
     assert not [name for name in names if name.startswith(("/usr", "/etc", "/proc", "/lib"))], names
+
+
+def test_reopened_paths_name_the_file_they_name_now(tmp_path, recorder_lib):
+    """A path opened before is entered without asking the kernel (ioassess-meta.c, "re-opens"):
+    its ops still go to the file the path names in the directory it is relative to now, with
+    offsets from 0 and the flags of this open, and each open's record names its reads' file."""
+    for name, text in (("one", "1"), ("two", "22")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "data").write_text(text * 100)
+    script = ("import os\n"
+              "def read_twice():\n"
+              "    for _ in range(2):\n"
+              "        fd = os.open('data', os.O_RDONLY); os.read(fd, 10); os.read(fd, 10); os.close(fd)\n"
+              f"os.chdir({str(tmp_path / 'one')!r}); read_twice()\n"
+              f"os.chdir({str(tmp_path / 'two')!r}); read_twice()\n"
+              "fd = os.open('data', os.O_WRONLY | os.O_APPEND); os.write(fd, b'x'); os.close(fd)\n")
+    result = run([sys.executable, "-S", "-c", script], preload=[recorder_lib], trace_dir=tmp_path / "traces")
+    assert result.returncode == 0, describe(result)
+    ts = load(tmp_path / "traces", meta=True)
+    rows = [(row["kind"], row["path"], row["offset"], row["result"], row["flags"])
+            for row in op_rows(ts) if row["path"] in (str(tmp_path / "one" / "data"), str(tmp_path / "two" / "data"))]
+    one, two = str(tmp_path / "one" / "data"), str(tmp_path / "two" / "data")
+    kinds = [(kind, path) for kind, path, *_ in rows]
+    assert kinds == ([("open", one), ("read", one), ("read", one), ("close", one)] * 2 +
+                     [("open", two), ("read", two), ("read", two), ("close", two)] * 2 +
+                     [("open", two), ("write", two), ("close", two)]), kinds
+    data = [(kind, offset, result, flags) for kind, _, offset, result, flags in rows if kind in ("read", "write")]
+    assert data == [("read", 0, 10, 0), ("read", 10, 10, 0)] * 4 + [("write", -1, 1, int(OpFlag.APPEND))], data
 
 
 # --- real programs against strace ----------------------------------------------------------
