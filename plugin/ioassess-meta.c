@@ -215,6 +215,24 @@ static inline int path_recorded(struct path_ref ref)
     return ref.id != 0 || ref.state == 0;
 }
 
+/* statfs f_type of the file system a name is on, 0 if not known. A name that does not exist
+ * (a stat of a missing path, the lookups of a Python import) is on its nearest existing
+ * directory's: the file system that was asked for it. */
+static uint64_t fs_of_name(const char *name)
+{
+    char dir[IOASSESS_PATH_BYTES];
+    snprintf(dir, sizeof dir, "%s", name);
+    struct statfs fs;
+    for (;;) {
+        if (syscall(SYS_statfs, dir, &fs) == 0)
+            return (uint64_t)fs.f_type;
+        char *slash = strrchr(dir, '/');
+        if ((errno != ENOENT && errno != ENOTDIR) || !slash || strcmp(dir, "/") == 0)
+            return 0;
+        slash[slash == dir] = '\0';     /* "/a/b" becomes "/a", "/a" becomes "/" */
+    }
+}
+
 /* The rare path of a path's id: ".." components, the current directory not yet known, a new
  * id (its name checked against the excluded prefixes and its FILE slot written). */
 __attribute__((noinline, cold)) static struct path_ref path_rare(int dirfd, const char *path,
@@ -237,9 +255,7 @@ __attribute__((noinline, cold)) static struct path_ref path_rare(int dirfd, cons
     if (seen < 0) {
         int excluded = named && ioassess_excluded(name);
         if (!excluded) {
-            struct statfs fs;
-            uint64_t fs_magic = named && syscall(SYS_statfs, name, &fs) == 0
-                                    ? (uint64_t)fs.f_type : 0;
+            uint64_t fs_magic = named ? fs_of_name(name) : 0;
             char hidden[32];
             const char *shown = named ? name : path;
             if (ioassess_config.obfuscate) {

@@ -66,6 +66,9 @@ def test_every_entry_point_recorded_with_result_errno_and_file(tmp_path, recorde
     # a path's FILE slot has the mode of the stat or open that first named it, 0 for a missing one
     by_name = {info.name: info for info in ts.files.values()}
     assert by_name[str(rec_dir / "missing")].mode == 0
+    # ... and every path the file system its directory is on: the one asked, even when missing
+    fs_type = int(subprocess.run(["stat", "-f", "-c", "%t", rec_dir], capture_output=True, check=True).stdout, 16)
+    assert by_name[str(rec_dir / "missing")].fs_magic == by_name[str(rec_dir / "f1")].fs_magic == fs_type != 0
     assert by_name[str(rec_dir / "f1")].mode & 0o170000 == 0o100000
     durations = ts.ops["duration_ns"]
     assert np.all(durations >= 0) and np.all(durations < 10**9)
