@@ -9,6 +9,7 @@ file and rank the summed time (*_F_META_TIME) and how many opens, stats and seek
 (docs/darshan-input.md), not the time of each kind nor failed calls.
 """
 import errno
+import os
 
 import numpy as np
 
@@ -143,9 +144,10 @@ def _per_file(job, op_meta, total_meta):
 
 def _file_systems(job, op_meta, total_meta):
     """Per file system (mount point and type of the files; "" where unknown): files, calls,
-    seconds, most seconds first."""
+    seconds, most seconds first. Where the mount point is not known (traces without a Darshan
+    log), `files_under` is the deepest directory that holds all its files ("" if none)."""
     calls, seconds = _per_file(job, op_meta, total_meta)
-    by_fs = {}
+    by_fs, names = {}, {}
     for i in np.flatnonzero(calls > 0).tolist():
         key = (job.files[i].mount_point, job.files[i].fs_type)
         entry = by_fs.setdefault(key, {"mount_point": key[0], "fs_type": key[1], "files": 0, "calls": 0,
@@ -153,7 +155,19 @@ def _file_systems(job, op_meta, total_meta):
         entry["files"] += 1
         entry["calls"] += int(calls[i])
         entry["seconds"] += float(seconds[i])
+        names.setdefault(key, []).append(job.files[i].name)
+    for key, entry in by_fs.items():
+        if not entry["mount_point"]:
+            entry["files_under"] = _common_directory(names[key])
     return sorted(by_fs.values(), key=lambda e: (-e["seconds"], e["mount_point"]))
+
+
+def _common_directory(names):
+    """The deepest directory that holds every absolute name of names; "" if a name is not
+    absolute (obfuscated, a descriptor's placeholder)."""
+    if not all(name.startswith("/") for name in names):
+        return ""
+    return os.path.commonpath([os.path.dirname(name) for name in names])
 
 
 def _slowest_calls(job, op_meta, top=TOP_CALLS):

@@ -218,6 +218,14 @@ def test_the_page_shows_the_section(tmp_path):
     assert "/scratch/lib/missing.so" in section and "<th>not found</th>" in section
     assert "Over 1 process" in section or "Over 1 rank" in section
     assert "Stat of missing paths" in page and "<script" not in page
+    # a trace without a Darshan log knows no mount points: the row says where its files are
+    job = hand_job(calls, files)
+    job.files = [JobFile(f.name, "", f.fs_type) for f in job.files]
+    unmounted = assess(job, MODEL)
+    (fs,) = unmounted["metadata"]["file_systems"]
+    assert (fs["mount_point"], fs["fs_type"], fs["files_under"]) == ("", "lustre", "/scratch")
+    write_report(tmp_path / "u.html", unmounted)
+    assert "lustre (mount point not recorded: files under /scratch)" in (tmp_path / "u.html").read_text()
     counters = assess(read_darshan_log(next(p for p in shipped_darshan_logs()
                                             if os.path.basename(p) == "sample-badost.darshan")), MODEL)
     write_report(tmp_path / "c.html", counters)
