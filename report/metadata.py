@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from ioassess.inputs.job import LAYERS, META, META_KINDS, MPIIO, op_column
+from ioassess.inputs.job import LAYERS, META, META_KINDS, MPIIO, STANDARD_STREAMS, op_column
 from ioassess.models.plain import ratio_or_none
 
 from .classify import IO_LAYERS
@@ -293,7 +293,8 @@ def _missing(job, op_meta):
 
 
 def _small_files(job, op_meta, total_meta):
-    """Files opened (a successful open known one by one, or an open counted) that moved at most
+    """Files opened (a successful open known one by one, or an open counted; not the standard
+    streams Darshan counts as opened) that moved at most
     SMALL_FILE_BYTES (reads and writes of the POSIX and STDIO layers, all processes): how many,
     of how many opened, and their metadata calls and seconds."""
     n = len(job.files)
@@ -302,6 +303,7 @@ def _small_files(job, op_meta, total_meta):
     open_code = META_KINDS.index("open")
     opened[ops["file"][op_meta & (op_column(ops, "meta_kind") == open_code) & (ops["result"] >= 0)]] = True
     opened[counted["file"][np.isin(counted["layer"], IO_LAYERS) & (counted["kind"] == open_code)]] = True
+    opened &= np.array([f.name not in STANDARD_STREAMS for f in job.files], bool)
     io = np.isin(ops["layer"], IO_LAYERS) & (ops["direction"] < 2)
     tio = np.isin(totals["layer"], IO_LAYERS) & (totals["direction"] < 2)
     moved = np.bincount(ops["file"][io], np.maximum(ops["result"][io], 0), n) + \

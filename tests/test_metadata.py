@@ -194,6 +194,15 @@ def test_many_small_files():
     assert "Many small files" not in findings(few)
 
 
+def test_standard_streams_are_not_small_files():
+    """ior_hdf5_example.darshan's STDIO module counts an open of <STDOUT> (128 writes, 2421 bytes):
+    a stream, not a small file the job opened; the HDF5 file it did open moved 8 MiB."""
+    job = read_darshan_log(next(p for p in shipped_darshan_logs() if os.path.basename(p) == "ior_hdf5_example.darshan"))
+    assert "<STDOUT>" in [f.name for f in job.files]
+    small = assess(job, MODEL)["metadata"]["small_files"]
+    assert (small["files"], small["opened"]) == (0, 1)
+
+
 def test_a_job_without_metadata_has_no_section(tmp_path):
     job = hand_job([], ["/scratch/data"], writes=[(0, 0, 4096, 0.001, 1.0)])
     assessment = assess(job, MODEL)

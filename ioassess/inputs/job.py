@@ -25,6 +25,8 @@ READ, WRITE, SYNC, META = range(len(DIRECTIONS))   # the codes of the direction 
 # indices into it. They move no data; their time is not I/O time (report/metadata.py).
 META_KINDS = ("open", "close", "stat", "access", "unlink", "mkdir", "rmdir", "rename", "opendir", "readdir",
               "closedir", "truncate", "fallocate", "mkstemp", "seek")
+# Darshan's STDIO module names the standard streams so: streams, not files a job opened.
+STANDARD_STREAMS = ("<STDIN>", "<STDOUT>", "<STDERR>")
 # A Darshan log's note when it has no I/O; dropped when a trace of the same job has ops.
 NO_IO_NOTE = "The log records no POSIX, MPI-IO or STDIO reads or writes: there is no I/O to assess."
 
