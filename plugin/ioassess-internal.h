@@ -7,6 +7,7 @@
  *   ioassess-fd.c      descriptor table: which file and offset each descriptor refers to
  *   ioassess-posix.c   the interposed POSIX calls
  *   ioassess-meta.c    the interposed metadata calls (stat, unlink, readdir, ...), file ids of paths
+ *   ioassess-mounts.c  the mount point of each recorded file (MOUNT slots)
  *   ioassess-pagecache.c which ops are sampled, and their page-cache state (cachestat)
  *   ioassess-layer.c   the entry points of layer libraries (ioassess-layer.h)
  *
@@ -183,6 +184,7 @@ void ioassess_writer_summary_add(uint8_t op, uint64_t file_id, uint64_t requeste
 void ioassess_writer_clock_due(uint64_t now_ticks);
 void ioassess_writer_file(uint64_t file_id, const struct stat *st, uint64_t fs_magic,
                           const char *name);
+void ioassess_writer_mount(const char *point, const char *fs_type, uint64_t device);
 void ioassess_writer_count_lost(void);
 void ioassess_writer_set_flag(uint32_t flag);
 void ioassess_writer_end(uint32_t reason);
@@ -232,6 +234,10 @@ static inline int64_t ioassess_outcome(long result, int err)
 
 uint64_t ioassess_hash_name(const char *name);
 int ioassess_excluded(const char *path);     /* under an excluded prefix, or a Darshan log */
+
+/* ioassess-mounts.c */
+void ioassess_mounts_note(const char *name);
+void ioassess_mounts_fork_child(void);
 
 /* ioassess-meta.c */
 void ioassess_meta_resolve(void);

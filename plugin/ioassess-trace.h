@@ -43,6 +43,7 @@ enum ioassess_slot_type {
     IOASSESS_SLOT_NAME_PART = 3, /* struct ioassess_name_part */
     IOASSESS_SLOT_CLOCK = 4,     /* struct ioassess_clock_record */
     IOASSESS_SLOT_PAGECACHE = 5, /* struct ioassess_pagecache_record */
+    IOASSESS_SLOT_MOUNT = 6,     /* struct ioassess_mount_record; its name follows */
 };
 
 /* An op kind's layer is its top two bits: op >> IOASSESS_OP_LAYER_SHIFT. */
@@ -236,6 +237,20 @@ struct ioassess_file_record {
 struct ioassess_name_part {
     uint8_t type;                  /* IOASSESS_SLOT_NAME_PART */
     char bytes[IOASSESS_NAME_PART_BYTES]; /* name bytes; the last part is zero-padded */
+};
+
+/* A mount point (as /proc/self/mountinfo lists it) of files this process used, written once
+ * per mount point before the FILE slot of the first file under it; its name is in the
+ * ceil(name_bytes / 63) NAME_PART slots right after it. A file's mount point is the longest
+ * MOUNT name that is a prefix of the file's name at a '/' (the whole name, or "/"). */
+struct ioassess_mount_record {
+    uint8_t type;                  /* IOASSESS_SLOT_MOUNT */
+    uint8_t pad[3];                /* zero */
+    uint32_t name_bytes;           /* length of the mount point in the NAME_PART slots that follow */
+    uint64_t device;               /* st_dev of the mounted file system (mountinfo's major:minor) */
+    char fs_type[32];              /* the type as mountinfo names it ("lustre", "nfs4"),
+                                      NUL-terminated, truncated */
+    uint8_t pad2[16];              /* zero */
 };
 
 /* A pair of readings taken back to back, to convert ticks to nanoseconds. */

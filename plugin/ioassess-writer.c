@@ -538,30 +538,57 @@ void ioassess_thread_exit(void *state)
     ioassess_leave(t);
 }
 
-/* Caller holds the lock. Name parts first, the FILE slot last (it marks completeness). */
-void ioassess_writer_file(uint64_t file_id, const struct stat *st, uint64_t fs_magic,
-                          const char *name)
+/* A slot followed by the NAME_PART slots of name, the parts written: the caller fills the
+ * slot and stores its type last (it marks completeness); NULL if there is no room. Caller
+ * holds the lock. */
+static struct ioassess_op_record *named_slot(const char *name, uint32_t *name_bytes)
 {
-    size_t name_bytes = strnlen(name, IOASSESS_PATH_BYTES);
-    size_t parts = (name_bytes + IOASSESS_NAME_PART_BYTES - 1) / IOASSESS_NAME_PART_BYTES;
+    size_t bytes = strnlen(name, IOASSESS_PATH_BYTES);
+    size_t parts = (bytes + IOASSESS_NAME_PART_BYTES - 1) / IOASSESS_NAME_PART_BYTES;
     struct ioassess_op_record *slots = shared_slots(1 + parts);
     if (!slots)
-        return;
-    struct ioassess_file_record *f = (struct ioassess_file_record *)slots;
+        return NULL;
     for (size_t i = 0; i < parts; i++) {
         struct ioassess_name_part *p = (struct ioassess_name_part *)(slots + 1 + i);
-        size_t n = name_bytes - i * IOASSESS_NAME_PART_BYTES;
+        size_t n = bytes - i * IOASSESS_NAME_PART_BYTES;
         memcpy(p->bytes, name + i * IOASSESS_NAME_PART_BYTES,
                n < IOASSESS_NAME_PART_BYTES ? n : IOASSESS_NAME_PART_BYTES);
         p->type = IOASSESS_SLOT_NAME_PART;
     }
+    *name_bytes = (uint32_t)bytes;
+    return slots;
+}
+
+/* Caller holds the lock. The MOUNT slot of the name's mount point first, if this process has
+ * not written it yet (ioassess-mounts.c). */
+void ioassess_writer_file(uint64_t file_id, const struct stat *st, uint64_t fs_magic,
+                          const char *name)
+{
+    ioassess_mounts_note(name);
+    uint32_t name_bytes;
+    struct ioassess_file_record *f = (struct ioassess_file_record *)named_slot(name, &name_bytes);
+    if (!f)
+        return;
     f->mode = st ? st->st_mode : 0;
     f->file_id = file_id;
     f->device = st ? st->st_dev : 0;
     f->inode = st ? st->st_ino : 0;
-    f->name_bytes = (uint32_t)name_bytes;
+    f->name_bytes = name_bytes;
     f->fs_magic = fs_magic;
     __atomic_store_n(&f->type, IOASSESS_SLOT_FILE, __ATOMIC_RELEASE);
+}
+
+/* Caller holds the lock. */
+void ioassess_writer_mount(const char *point, const char *fs_type, uint64_t device)
+{
+    uint32_t name_bytes;
+    struct ioassess_mount_record *m = (struct ioassess_mount_record *)named_slot(point, &name_bytes);
+    if (!m)
+        return;
+    m->name_bytes = name_bytes;
+    m->device = device;
+    snprintf(m->fs_type, sizeof m->fs_type, "%s", fs_type);
+    __atomic_store_n(&m->type, IOASSESS_SLOT_MOUNT, __ATOMIC_RELEASE);
 }
 
 static struct ioassess_summary_entry *summary_table(void)

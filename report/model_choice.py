@@ -40,7 +40,7 @@ MATCHES = ("host and file system", "host class", "shipped for the type", "local 
 class FileSystem:
     """A file system the job did I/O on."""
     type: str
-    mount: str          # "" if not known (traces record the device, not the mount point)
+    mount: str          # "" if not known (traces before MOUNT slots, Darshan logs without the file's mount)
     device: int         # st_dev; 0 if not known (Darshan logs)
     seconds: float      # the job's I/O time on it
     share: float        # of the I/O time on known file systems
@@ -172,8 +172,10 @@ def _reason(match, model, main, hosts):
     if match == "host and file system":
         return f"{made}, where the job ran, {when}"
     if match == "host class":
-        why = "the same mount point" if main.mount and own["mount"] == main.mount else "a host like the job's"
-        return f"{made} ({why}), {when}"
+        why = [reason for reason, holds in (
+            ("a host like the job's", host_class(provenance["host"]) in {host_class(host) for host in hosts}),
+            ("the same mount point", bool(main.mount) and own["mount"] == main.mount)) if holds]
+        return f"{made} ({', '.join(why)}), {when}"
     if main is None:
         return (f"the file systems of the job's I/O are not known: the shipped default {model.name} "
                 f"({own['type']} on {provenance['host']}, {provenance['date']}) is used")

@@ -16,6 +16,7 @@ import time
 import numpy as np
 import pytest
 
+from ioassess.inputs.load import job_from_traces
 from recorder_helpers import (SYS_MADVISE, assert_same_run, clean_env, describe, file_id, has_file, killme_killed,
                               load, op_rows, processes_by_pid, prog, run, select, tool, total_table,
                               trace_files, wait_until)
@@ -901,3 +902,23 @@ def test_full_file_system_changes_nothing(tmp_path, recorder_lib):
     assert counted + p.ops_lost == 2 * 16 * ops, (counted, p.ops_lost)
     assert_counts_consistent(ts)
 
+
+
+@pytest.mark.root
+def test_each_file_has_the_mount_point_it_is_under(tmp_path, recorder_lib):
+    """A file on a tmpfs mounted (in a mount namespace of the test's own) at a path with a space
+    (mountinfo writes it \\040) is under that mount point, typed as the mount table says; a file
+    beside it on the test's directory is under that directory's mount point."""
+    mounted = tmp_path / "mount point"
+    mounted.mkdir()
+    script = 'mount -t tmpfs none "$1" && echo data > "$1/f" && cat "$1/f" && echo more > "$2"'
+    result = run(["unshare", "-m", "sh", "-c", script, "sh", str(mounted), str(tmp_path / "beside")],
+                 preload=[recorder_lib], trace_dir=tmp_path / "traces")
+    assert result.returncode == 0 and result.stdout == b"data\n", describe(result)
+    job = job_from_traces([str(tmp_path / "traces")])
+    files = {f.name: f for f in job.files}
+    on_tmpfs, beside = files[str(mounted / "f")], files[str(tmp_path / "beside")]
+    assert (on_tmpfs.mount_point, on_tmpfs.fs_type) == (str(mounted), "tmpfs")
+    expected = subprocess.run(["stat", "-c", "%m", str(tmp_path)], capture_output=True, text=True, check=True)
+    assert beside.mount_point == expected.stdout.strip()
+    assert (str(mounted), "tmpfs") in job.mounts

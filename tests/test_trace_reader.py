@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from ioassess.inputs import traceformat as tf
+from ioassess.inputs.load import job_from_traces
 from recorder_helpers import OP_CODES, without_meta
 from ioassess.inputs.trace import (OP_COLUMNS, SUMMARY_COLUMNS, TraceFileError, fit_clock, read_trace_dir,
                                    read_trace_file, totals)
@@ -36,12 +37,20 @@ def clock_slot(ticks, monotonic_ns):
     return slot(tf.CLOCK_RECORD_DTYPE, type=tf.SlotType.CLOCK, ticks=ticks, monotonic_ns=monotonic_ns)
 
 
-def file_slots(file_id, name, **fields):
-    """A FILE slot followed by its NAME_PART slots."""
+def named_slots(dtype, slot_type, name, **fields):
+    """A slot with a name (FILE, MOUNT) followed by its NAME_PART slots."""
     name = name.encode() if isinstance(name, str) else name
     parts = [name[i:i + tf.NAME_PART_BYTES] for i in range(0, len(name), tf.NAME_PART_BYTES)]
-    record = slot(tf.FILE_RECORD_DTYPE, type=tf.SlotType.FILE, file_id=file_id, name_bytes=len(name), **fields)
+    record = slot(dtype, type=slot_type, name_bytes=len(name), **fields)
     return record + b"".join(slot(tf.NAME_PART_DTYPE, type=tf.SlotType.NAME_PART, bytes=part) for part in parts)
+
+
+def file_slots(file_id, name, **fields):
+    return named_slots(tf.FILE_RECORD_DTYPE, tf.SlotType.FILE, name, file_id=file_id, **fields)
+
+
+def mount_slots(point, fs_type):
+    return named_slots(tf.MOUNT_RECORD_DTYPE, tf.SlotType.MOUNT, point, fs_type=fs_type.encode())
 
 
 def summary_entry(op, file_id, count, duration_ticks=0, state=tf.SummaryState.IN_USE, **fields):
@@ -311,6 +320,27 @@ def test_corrupt_built_trace(tmp_path, corruption):
     with pytest.raises(TraceFileError) as raised:
         read_trace_file(path)
     assert str(raised.value) == f"{path}: {problem}"
+
+
+def test_files_are_under_the_longest_mount_point_of_their_names(tmp_path):
+    """MOUNT slots of two traces (one mount point in both), files under each and under none."""
+    write_trace(tmp_path / "a.iot", mount_slots("/", "ext4") + mount_slots("/scratch", "lustre")
+                + file_slots(1, "/scratch/run/out") + file_slots(2, "/scratchy") + op_slot(file_id=1)
+                + op_slot(file_id=2), pid=1)
+    write_trace(tmp_path / "b.iot", mount_slots("/scratch/x y", "nfs4") + mount_slots("/scratch", "lustre")
+                + file_slots(3, "/scratch/x y/in") + file_slots(4, "<descriptor 5>") + op_slot(file_id=3)
+                + op_slot(file_id=4), pid=2)
+    assert read_trace_dir(str(tmp_path)).mounts == [("/scratch/x y", "nfs4"), ("/scratch", "lustre"), ("/", "ext4")]
+    job = job_from_traces([str(tmp_path)])
+    assert [(f.name, f.mount_point, f.fs_type) for f in job.files] == [
+        ("/scratch/run/out", "/scratch", "lustre"), ("/scratchy", "/", "ext4"),
+        ("/scratch/x y/in", "/scratch/x y", "nfs4"), ("<descriptor 5>", "", "")]
+
+
+def test_a_mount_point_without_its_name(tmp_path):
+    path = write_trace(tmp_path / "x.iot", mount_slots("/scratch", "lustre")[:tf.SLOT_BYTES] + op_slot())
+    with pytest.raises(TraceFileError, match="corrupt: MOUNT slot 0 is not followed by its 1 NAME_PART slots"):
+        read_trace_file(path)
 
 
 def test_a_name_that_runs_past_the_end(tmp_path):

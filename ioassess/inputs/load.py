@@ -101,8 +101,7 @@ def job_from_traces(paths, owner_uid=None):
     processes = traceset.processes
     start_ns = min(p.start_ns for p in processes)
     file_ids = sorted(traceset.files)
-    files = [JobFile(name=traceset.files[i].name, fs_type=FS_TYPES.get(traceset.files[i].fs_magic, ""),
-                     device=traceset.files[i].device) for i in file_ids]
+    files = [_trace_file(traceset.files[i], traceset.mounts) for i in file_ids]
     ops = _trace_op_columns(traceset.ops, file_ids, start_ns)
     traceset.ops.clear()   # its columns may be views into the op records: let them go now
     totals, size_bins, meta_kinds = _trace_summary_columns(traceset.summary, file_ids)
@@ -127,7 +126,7 @@ def job_from_traces(paths, owner_uid=None):
         start_epoch_s=start_ns / 1e9, end_epoch_s=end_epoch_s,
         nprocs=len({p.rank for p in processes if p.rank >= 0}) or len(processes),
         processes=[_trace_process(p, start_ns) for p in processes],
-        files=files, ops=ops, totals=totals, size_bins=size_bins, mounts=[],
+        files=files, ops=ops, totals=totals, size_bins=size_bins, mounts=traceset.mounts,
         inputs=[JobInput(path=os.fspath(path), kind="trace", tiers=("ops", "totals", "metadata"))
                 for path in map(os.fspath, paths) if path in read or os.path.isdir(path)],
         notes=notes, meta_kinds=meta_kinds)
@@ -167,6 +166,14 @@ _META_KIND_OF_OP = np.full(256, -1, np.int8)
 for _op, _name in tf.OP_NAMES.items():
     if tf.OP_DIRECTION[_op] == "meta":
         _META_KIND_OF_OP[_op] = META_KINDS.index(_name)
+
+
+def _trace_file(info, mounts):
+    """The JobFile of a trace's FileInfo: its mount point from the traces' MOUNT slots, its type
+    from its FILE slot's statfs magic, else as the mount table names it."""
+    mount_point, mount_type = mount_of(info.name, mounts)
+    return JobFile(name=info.name, mount_point=mount_point, fs_type=FS_TYPES.get(info.fs_magic, "") or mount_type,
+                   device=info.device)
 
 
 def _trace_op_columns(ops, file_ids, start_ns):
@@ -344,7 +351,7 @@ def _merge_two(a, b):
                                facts.stripe_count, facts.osts, f.device)
         else:
             mount_point, fs_type = mount_of(f.name, darshan.mounts)
-            files[i] = dataclasses.replace(f, mount_point=mount_point, fs_type=f.fs_type or fs_type)
+            files[i] = dataclasses.replace(f, mount_point=mount_point or f.mount_point, fs_type=f.fs_type or fs_type)
     processes = [dataclasses.replace(p, start_s=p.start_s + traced.start_epoch_s - start,
                                      end_s=p.end_s + traced.start_epoch_s - start) for p in traced.processes]
     file_positions = _index_into(files, darshan.files, key=lambda f: f.name)

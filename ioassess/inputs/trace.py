@@ -140,6 +140,7 @@ class TraceSet:
     ops: dict  # column name -> numpy array, see OP_COLUMNS; sorted by (process, start_ns)
     processes: list  # ProcessInfo
     files: dict  # file_id -> FileInfo
+    mounts: list  # (mount point, file-system type) the processes' files are under, longest first
     summary: dict  # column name -> numpy array, see SUMMARY_COLUMNS
     errors: list  # TraceFileError
     notes: list  # "PATH: caveat" per trace read whose clock could not be fitted
@@ -152,6 +153,7 @@ class _ParsedTrace:
     header: np.void
     ops: dict  # field of OP_RECORD_DTYPE -> contiguous column, in slot order
     files: dict  # file_id -> FileInfo
+    mounts: list  # (mount point, file-system type) of its MOUNT slots
     clock_pairs: np.ndarray  # (n, 2) uint64: ticks, monotonic ns; the start pair first
     summary: np.ndarray  # SUMMARY_ENTRY_DTYPE, entries in use only
     samples: np.ndarray  # PAGECACHE_RECORD_DTYPE, in slot order
@@ -285,7 +287,8 @@ def _read_traces(paths, owner_uid):
 # Slots read at a time: memory holds the op records and one chunk, never the whole file.
 READ_CHUNK_SLOTS = 1 << 20
 # Slot types other than ops: few, kept as raw rows with their slot numbers.
-_RARE_TYPES = (tf.SlotType.FILE, tf.SlotType.NAME_PART, tf.SlotType.CLOCK, tf.SlotType.PAGECACHE)
+_RARE_TYPES = (tf.SlotType.FILE, tf.SlotType.NAME_PART, tf.SlotType.CLOCK, tf.SlotType.PAGECACHE,
+               tf.SlotType.MOUNT)
 
 
 def _parse_trace_file(path, owner_uid):
@@ -306,8 +309,10 @@ def _parse_trace_file(path, owner_uid):
     clock_pairs = np.concatenate([np.array(starts, np.uint64).reshape(-1, 2),
                                   np.stack([clocks["ticks"], clocks["monotonic_ns"]], axis=1),
                                   np.array(ends, np.uint64).reshape(-1, 2)])
-    files = _parse_files(path, (size - tf.HEADER_BYTES) // tf.SLOT_BYTES, rare_slots, rare_rows)
-    return _ParsedTrace(path, header, ops, files, clock_pairs, summary, samples)
+    n_slots = (size - tf.HEADER_BYTES) // tf.SLOT_BYTES
+    files = _parse_files(path, n_slots, rare_slots, rare_rows)
+    mounts = _parse_mounts(path, n_slots, rare_slots, rare_rows)
+    return _ParsedTrace(path, header, ops, files, mounts, clock_pairs, summary, samples)
 
 
 def _read_slots(path, f, size, summary_slots, record_cap):
@@ -510,32 +515,46 @@ def _check_times(trace, offset_ns, ns_per_tick):
                                    f"ns per tick), beyond the year 2116")
 
 
-def _parse_files(path, n_slots, rare_slots, rare_rows):
-    """file_id -> FileInfo of the FILE slots, each with the name from its NAME_PART slots (rare
-    rows are in slot order, so a FILE row's name parts are the rows after it)."""
+def _named_slots(path, n_slots, rare_slots, rare_rows, slot_type, dtype):
+    """(record, name bytes) of each slot of slot_type (FILE, MOUNT), its name from the NAME_PART
+    slots that follow it (rare rows are in slot order, so its name parts are the rows after it)."""
     types = rare_rows[:, 0]
-    records = rare_rows.view(tf.FILE_RECORD_DTYPE).ravel()
+    records = rare_rows.view(dtype).ravel()
     parts = rare_rows.view(tf.NAME_PART_DTYPE).ravel()["bytes"]
-    files = {}
-    for row in np.flatnonzero(types == tf.SlotType.FILE):
+    kind = tf.SlotType(slot_type).name
+    for row in np.flatnonzero(types == slot_type):
         slot, record = int(rare_slots[row]), records[row]
         name_bytes = int(record["name_bytes"])
         if name_bytes > MAX_NAME_BYTES:
-            raise TraceFileError(path, f"corrupt: FILE slot {slot} has a name of {name_bytes} bytes, more than "
+            raise TraceFileError(path, f"corrupt: {kind} slot {slot} has a name of {name_bytes} bytes, more than "
                                        f"the recorder writes ({MAX_NAME_BYTES})")
         n_parts = -(-name_bytes // tf.NAME_PART_BYTES)
         if slot + n_parts >= n_slots:
-            raise TraceFileError(path, f"corrupt: the name of the FILE slot {slot} runs past the end of the file")
+            raise TraceFileError(path, f"corrupt: the name of the {kind} slot {slot} runs past the end of the file")
         following = slice(row + 1, row + 1 + n_parts)
         if not (np.array_equal(rare_slots[following], np.arange(slot + 1, slot + 1 + n_parts))
                 and np.all(types[following] == tf.SlotType.NAME_PART)):
-            raise TraceFileError(path, f"corrupt: FILE slot {slot} is not followed by its {n_parts} NAME_PART slots")
+            raise TraceFileError(path, f"corrupt: {kind} slot {slot} is not followed by its {n_parts} NAME_PART slots")
+        yield record, parts[following].tobytes()[:name_bytes]
+
+
+def _parse_files(path, n_slots, rare_slots, rare_rows):
+    """file_id -> FileInfo of the FILE slots (the first slot of an id when there are two)."""
+    files = {}
+    for record, name in _named_slots(path, n_slots, rare_slots, rare_rows, tf.SlotType.FILE, tf.FILE_RECORD_DTYPE):
         file_id = int(record["file_id"])
         if file_id not in files:
-            name = parts[following].tobytes()[:name_bytes]
             files[file_id] = FileInfo(file_id, name.decode("utf-8", "backslashreplace"), int(record["mode"]),
                                       int(record["device"]), int(record["inode"]), int(record["fs_magic"]))
     return files
+
+
+def _parse_mounts(path, n_slots, rare_slots, rare_rows):
+    """(mount point, file-system type) of the MOUNT slots."""
+    return [(name.decode("utf-8", "backslashreplace"),
+             record["fs_type"].split(b"\0", 1)[0].decode("utf-8", "backslashreplace"))
+            for record, name in _named_slots(path, n_slots, rare_slots, rare_rows, tf.SlotType.MOUNT,
+                                             tf.MOUNT_RECORD_DTYPE)]
 
 
 def fit_clock(ticks, monotonic_ns):
@@ -606,7 +625,7 @@ def _assemble(good, errors, notes):
     op_tables = [_op_columns(0, no_ops, pagecache_columns(no_ops, np.empty(0, tf.PAGECACHE_RECORD_DTYPE))[0],
                              0, 0, 1.0)]
     summary_tables = [_summary_columns(0, np.empty(0, tf.SUMMARY_ENTRY_DTYPE), 1.0)]
-    processes, files = [], {}
+    processes, files, mounts = [], {}, {}
     for index, (trace, (offset_ns, ns_per_tick)) in enumerate(good):
         header = trace.header
         pagecache, ignored = pagecache_columns(trace.ops, trace.samples)
@@ -618,6 +637,8 @@ def _assemble(good, errors, notes):
         summary_tables.append(_summary_columns(index, trace.summary, ns_per_tick))
         for file_id, info in trace.files.items():
             files.setdefault(file_id, info)
+        for point, fs_type in trace.mounts:
+            mounts.setdefault(point, fs_type)
     ops = _concatenate(op_tables)
     if not _sorted_by_process_and_start(ops):   # several threads' extents interleave
         order = np.lexsort((ops["start_ns"], ops["process"]))
@@ -627,7 +648,8 @@ def _assemble(good, errors, notes):
         if file_id not in files:
             name = "<other files>" if file_id == OTHER_FILES_ID else f"<unknown file 0x{file_id:016x}>"
             files[file_id] = FileInfo(file_id, name, 0, 0, 0, 0)
-    return TraceSet(ops, processes, files, summary, errors, notes)
+    mounts = sorted(mounts.items(), key=lambda mount: -len(mount[0]))
+    return TraceSet(ops, processes, files, mounts, summary, errors, notes)
 
 
 def _concatenate(tables):

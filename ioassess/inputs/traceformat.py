@@ -35,6 +35,7 @@ class SlotType(enum.IntEnum):
     NAME_PART = 3
     CLOCK = 4
     PAGECACHE = 5
+    MOUNT = 6
 
 
 class Layer(enum.IntEnum):
@@ -209,6 +210,15 @@ NAME_PART_DTYPE = np.dtype([
     ("bytes", f"S{NAME_PART_BYTES}"),  # read with .tobytes(): indexing drops trailing NULs
 ])
 
+MOUNT_RECORD_DTYPE = np.dtype([
+    ("type", "u1"),
+    ("pad", "u1", (3,)),
+    ("name_bytes", "<u4"),
+    ("device", "<u8"),
+    ("fs_type", "S32"),
+    ("pad2", "u1", (16,)),
+])
+
 CLOCK_RECORD_DTYPE = np.dtype([
     ("type", "u1"),
     ("pad", "u1", (7,)),
@@ -256,6 +266,7 @@ STRUCT_DTYPES = {
     "ioassess_op_record": OP_RECORD_DTYPE,
     "ioassess_file_record": FILE_RECORD_DTYPE,
     "ioassess_name_part": NAME_PART_DTYPE,
+    "ioassess_mount_record": MOUNT_RECORD_DTYPE,
     "ioassess_clock_record": CLOCK_RECORD_DTYPE,
     "ioassess_pagecache_record": PAGECACHE_RECORD_DTYPE,
     "ioassess_summary_entry": SUMMARY_ENTRY_DTYPE,
