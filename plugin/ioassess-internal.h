@@ -236,6 +236,7 @@ uint64_t ioassess_hash_name(const char *name);
 int ioassess_excluded(const char *path);     /* under an excluded prefix, or a Darshan log */
 
 /* ioassess-mounts.c */
+void ioassess_mounts_read(void);            /* in the helper, as the trace starts */
 void ioassess_mounts_note(const char *name);
 void ioassess_mounts_fork_child(void);
 

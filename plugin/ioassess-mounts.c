@@ -1,12 +1,14 @@
 /*
  * Mount points: which file system each recorded file is on, as the report names it (the mount
  * point and the kernel's name of its type), for the files whose FILE slot this process writes.
- * The mount table (/proc/self/mountinfo) is read once, in the helper (ioassess-private.c), when
- * the process writes its first FILE slot; a file's mount point is the longest mount point that
- * is a prefix of its name (at a '/'), the last one listed among equals (it is the one on top).
- * A MOUNT slot is written once per mount point used, before the FILE slot of the first file
- * under it. Everything here runs under ioassess_lock (or in a process with one thread, where
- * the descriptor table takes no lock), with the thread's busy flag set.
+ * The mount table (/proc/self/mountinfo) is read when the trace starts, in the helper that
+ * creates it (ioassess-writer.c: no process of its own, which would cost a process's start
+ * about as much again as the trace's creation), and parsed at the process's first FILE slot; a
+ * file's mount point is the longest mount point that is a prefix of its name (at a '/'), the
+ * last one listed among equals (it is the one on top). A MOUNT slot is written once per mount
+ * point used, before the FILE slot of the first file under it. Everything here runs under
+ * ioassess_lock (or in a process with one thread, where the descriptor table takes no lock),
+ * with the thread's busy flag set.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -27,22 +29,24 @@ struct mount {
 };
 
 static char mountinfo[MOUNTINFO_BYTES];
+static long mountinfo_bytes;              /* read into mountinfo, 0 if none */
 static struct mount mounts[MOUNTS_MAX];
-static int mount_count = -1;              /* -1: the table not read yet */
+static int mount_count = -1;              /* -1: the table not parsed yet */
 static uint8_t mount_written[MOUNTS_MAX]; /* its MOUNT slot is in this process's trace */
 
-static long read_mountinfo(void *unused)
+/* In the helper, as the trace starts: raw system calls only. */
+void ioassess_mounts_read(void)
 {
-    (void)unused;
+    mountinfo_bytes = 0;
     int fd = (int)ioassess_sys_open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
-        return -1;
-    long total = 0, n;
-    while (total < MOUNTINFO_BYTES - 1 &&
-           (n = syscall(SYS_read, fd, mountinfo + total, MOUNTINFO_BYTES - 1 - total)) > 0)
-        total += n;
+        return;
+    long n;
+    while (mountinfo_bytes < MOUNTINFO_BYTES - 1 &&
+           (n = syscall(SYS_read, fd, mountinfo + mountinfo_bytes,
+                        MOUNTINFO_BYTES - 1 - mountinfo_bytes)) > 0)
+        mountinfo_bytes += n;
     ioassess_sys_close(fd);
-    return total;
 }
 
 /* The next space-separated field of a line from *p, NUL-terminated in place; NULL at the line's
@@ -70,12 +74,10 @@ static char *field(char **p)
 
 /* "36 35 98:0 /mnt1 /mnt/parent rw,noatime master:1 - ext3 /dev/root rw": the 3rd field is
  * major:minor, the 5th the mount point, the one after "-" the type. */
-static void parse_mountinfo(long bytes)
+static void parse_mountinfo(void)
 {
     mount_count = 0;
-    if (bytes <= 0)
-        return;
-    mountinfo[bytes] = '\0';
+    mountinfo[mountinfo_bytes] = '\0';
     char *line = mountinfo;
     while (*line && mount_count < MOUNTS_MAX) {
         char *next = strchr(line, '\n');
@@ -123,7 +125,7 @@ void ioassess_mounts_note(const char *name)
     if (name[0] != '/')
         return;
     if (mount_count < 0)
-        parse_mountinfo(ioassess_private_fds(read_mountinfo, NULL));
+        parse_mountinfo();
     int i = mount_of(name);
     if (i < 0 || mount_written[i])
         return;
@@ -131,8 +133,9 @@ void ioassess_mounts_note(const char *name)
     ioassess_writer_mount(mounts[i].point, mounts[i].fs_type, mounts[i].device);
 }
 
-/* A fork child writes its own trace: its MOUNT slots again. */
+/* A fork child writes its own trace, its MOUNT slots again, from the table its start reads. */
 void ioassess_mounts_fork_child(void)
 {
+    mount_count = -1;
     memset(mount_written, 0, sizeof mount_written);
 }

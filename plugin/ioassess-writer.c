@@ -294,7 +294,7 @@ struct trace_start {
 };
 
 /* In the helper: read the files start-up needs (the process's arguments, the kernel's clock
- * source if asked), create the trace file, remember which file it is, and map its header and
+ * source if asked, the mount table), create the trace file, remember which file it is, and map its header and
  * first chunk. */
 static long start_trace_in_helper(void *arg)
 {
@@ -305,6 +305,7 @@ static long start_trace_in_helper(void *arg)
     s->cmdline_read = ioassess_read_in_helper("/proc/self/cmdline", s->cmdline, sizeof s->cmdline - 1);
     if (s->read_clock_source)
         ioassess_read_in_helper(CLOCK_SOURCE_FILE, s->clock_source, sizeof s->clock_source - 1);
+    ioassess_mounts_read();
     int fd = create_trace_file(s->prefix_bytes);
     if (fd < 0)
         return -1;
