@@ -1,8 +1,8 @@
 """The `ioassess` command line: `run` a command under the recorder, `report` on a job's traces
-and Darshan logs, `show` what traces hold, list the cause `models`, `train` the cause models of
-a file system, `calibrate` a model of this machine's file system as any user, measure the
-site's I/O-model grid (`iomodels`, docs/iomodels.md), and the `epilog` that makes a job's
-report when Slurm ends it (docs/epilog.md).
+and Darshan logs, `export` its ops for another viewer, `show` what traces hold, list the cause
+`models`, `train` the cause models of a file system, `calibrate` a model of this machine's file
+system as any user, measure the site's I/O-model grid (`iomodels`, docs/iomodels.md), and the
+`epilog` that makes a job's report when Slurm ends it (docs/epilog.md).
 
 Exit statuses and every option are documented in docs/cli.md. Known bad input (unreadable
 traces, missing directories, a missing library) ends in one `ioassess: ...` line on stderr and
@@ -35,7 +35,7 @@ from .site.iomodels import (DEFAULT_REPEATS, DEFAULT_TOTAL_BYTES, LAYOUTS, SITE_
                             measure_grid, parse_size)
 from .inputs.load import LoadError, input_kind
 from .site.probe.command import add_commands as add_probe_commands
-from .report import make_report
+from .report import export_job, make_report
 from .show import format_text, summarise
 from .inputs.trace import TraceFileError, read_trace_dir
 
@@ -126,6 +126,20 @@ def _build_parser():
                         help="the file-system probe's store, for the file system's slowdown during the job "
                              "(default: $IOASSESS_PROBE_DB, else probe_db in /etc/ioassess/epilog.conf)")
     report.set_defaults(handler=_report)
+    export = commands.add_parser(
+        "export", help="write a job's ops for another viewer (Perfetto)",
+        description="Write the ops of a job (its trace directories, or a Darshan log with DXT) in the format of "
+                    "another viewer: --perfetto, the Trace Event Format that Perfetto's UI and chrome://tracing "
+                    "open, one track per process and thread, each op a slice named and coloured by its class.")
+    export.add_argument("inputs", nargs="+", metavar="INPUT",
+                        help="a trace directory, a trace file (.iot) or a Darshan log (.darshan)")
+    export.add_argument("--perfetto", metavar="OUT.json", required=True,
+                        help="the Trace Event Format file to write")
+    export.add_argument("--model", metavar="NAME|PATH",
+                        help="the cause model that classifies the ops (default: as for `ioassess report`)")
+    export.add_argument("--owner", metavar="USER|UID", help="take only the traces this user owns (as for "
+                                                             "`ioassess report`)")
+    export.set_defaults(handler=_export)
     show = commands.add_parser("show", help="summarise trace directories",
                                description="Summarise the traces in one or more directories.")
     show.add_argument("dirs", nargs="+", metavar="DIR", help="a trace directory (or a single .iot file)")
@@ -236,6 +250,16 @@ def _report(args):
         _print_error(error)
         return USAGE_ERROR
     _print_error(f"wrote {args.output}" + (f" and {args.json}" if args.json else ""))
+    return 0
+
+
+def _export(args):
+    try:
+        ops = export_job(args.inputs, args.perfetto, args.model, trace_owner(args.inputs, args.owner))
+    except (LoadError, ModelFileError) as error:
+        _print_error(error)
+        return USAGE_ERROR
+    _print_error(f"wrote {args.perfetto}: {ops} ops")
     return 0
 
 

@@ -14,11 +14,17 @@ def replace_atomically(path, text, mode=0o600, group=-1):
     new one is complete. The file gets exactly mode (default 0600: only its owner reads it,
     whatever the umask or the mode of a file it replaces) and, when given, the group gid
     `group`, both set before it appears at path."""
+    write_atomically(path, lambda out: out.write(text), mode, group)
+
+
+def write_atomically(path, write, mode=0o600, group=-1):
+    """replace_atomically for text written piece by piece: write(out) writes it to the text file
+    out."""
     handle, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)),
                                          prefix=f".{os.path.basename(path)}.", suffix=".part")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
+            write(out)
             out.flush()
             os.fsync(out.fileno())  # so that a crash after the rename cannot leave an empty file
             os.fchown(out.fileno(), -1, group)

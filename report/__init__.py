@@ -14,6 +14,7 @@ from ioassess.site.iomodels import GridFileError, load_site_grid
 from ioassess.site.probe.during_job import find_probe_db
 
 from .assess import assess
+from .export import write_perfetto
 from .model_choice import choose_model, given_model_choice
 from .render import write_report
 
@@ -34,16 +35,10 @@ def make_report(inputs, model_name_or_path=None, html_path=None, json_path=None,
     default: the effective uid's). probe_db: the file-system probe's store; without it, the one
     find_probe_db finds, if any. Both files get exactly mode and, when given, the group gid
     `group`: 0600 by default, as the job's traces, since they name its files and command line."""
-    given = None if model_name_or_path is None else load_model(model_name_or_path, model_dirs)
     grid = find_site_grid(site_grid, stream)
     progress = Progress(1.0, stream, quiet_for_s=QUIET_FOR_S) if stream is not None and stream.isatty() else None
-    job = load_job(inputs, owner_uid)
+    job, model, path, choice = load_and_choose(inputs, model_name_or_path, owner_uid, model_dirs)
     _advance(progress, LOAD_SHARE, "loaded")
-    if given is None:
-        model, path, choice = choose_model(job, model_dirs)
-    else:
-        model, path = given, model_path(model_name_or_path, model_dirs)
-        choice = given_model_choice(job, model, path)
     assessment = json_safe(assess(job, model, path, grid, choice, find_probe_db(probe_db)))
     _advance(progress, ASSESS_SHARE, "assessed")
     if json_path:
@@ -52,6 +47,25 @@ def make_report(inputs, model_name_or_path=None, html_path=None, json_path=None,
         write_report(html_path, assessment, mode, group)
     _advance(progress, RENDER_SHARE, "written")
     return assessment
+
+
+def load_and_choose(inputs, model_name_or_path=None, owner_uid=None, model_dirs=None):
+    """(job, model, model's path, choice): the inputs loaded (load_job) and the model given, or
+    the one whose provenance fits the job best. Raises LoadError or ModelFileError (a model
+    given is loaded first: a wrong name fails before any input is read)."""
+    given = None if model_name_or_path is None else load_model(model_name_or_path, model_dirs)
+    job = load_job(inputs, owner_uid)
+    if given is None:
+        return (job, *choose_model(job, model_dirs))
+    path = model_path(model_name_or_path, model_dirs)
+    return job, given, path, given_model_choice(job, given, path)
+
+
+def export_job(inputs, perfetto_path, model_name_or_path=None, owner_uid=None, mode=0o600):
+    """`ioassess export`: the job's ops as a Trace Event Format file for Perfetto's UI
+    (export.py); returns how many ops it holds."""
+    job, model, _, _ = load_and_choose(inputs, model_name_or_path, owner_uid)
+    return write_perfetto(perfetto_path, job, model, model.name, mode)
 
 
 def find_site_grid(explicit, stream=None):

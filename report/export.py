@@ -1,0 +1,120 @@
+"""A job's ops for other viewers (`ioassess export`, docs/export.md).
+
+Perfetto: the JSON Object Format of the Trace Event Format (Chrome's trace viewer), which
+Perfetto's UI (ui.perfetto.dev) and chrome://tracing open. One process track per process of the
+job (its rank, pid and host in its name), one thread track per thread; each op known one by one
+is a complete event ("ph": "X") on its thread, named by what it did and its class ("read:
+cached"), so that the viewers, which colour slices by name, colour them by class; `cname` gives
+the trace viewer's own colour of the class. The I/O known only in aggregate (Darshan counters,
+past the recorder's record cap) has no op to draw: `otherData` says how many ops that is.
+"""
+import itertools
+import json
+import os
+
+import numpy as np
+
+from ioassess.files import write_atomically
+from ioassess.inputs.job import DIRECTIONS, LAYERS, META, META_KINDS, Flag, op_column
+from ioassess.models.plain import finite_or_none
+
+from .classify import ROW_CLASSES, classify_ops
+
+# The trace viewer's reserved colour names (catapult's color_scheme), one per class.
+CLASS_CNAMES = {"memcpy": "good", "cached": "thread_state_running", "uncached": "thread_state_iowait",
+                "slow": "terrible", "stall": "bad", "allocation": "thread_state_uninterruptible",
+                "not modelled": "generic_work"}
+META_CNAME = "thread_state_runnable"
+LAYER_PREFIX = {"posix": "", "mpiio": "MPI-IO ", "stdio": "stdio "}
+US_PER_S = 1e6
+
+
+def op_names(job, classes):
+    """Per op, its slice's name: what it did (a metadata call's kind, else its direction; the
+    layer before it when not POSIX) and, for reads and writes, its class."""
+    ops = job.ops
+    kinds = op_column(ops, "meta_kind")
+    names = []
+    for layer, direction, kind, cls in zip(ops["layer"].tolist(), ops["direction"].tolist(), kinds.tolist(),
+                                           classes.tolist()):
+        what = LAYER_PREFIX[LAYERS[layer]]
+        if direction == META:
+            what += META_KINDS[kind] if kind >= 0 else "metadata"
+        else:
+            what += DIRECTIONS[direction]
+            if direction < 2:
+                what += ": " + ROW_CLASSES[cls]
+        names.append(what)
+    return names
+
+
+def process_events(job):
+    """The metadata events that name each process track and sort them by rank."""
+    events = []
+    for index, process in enumerate(job.processes):
+        rank = f"rank {process.rank}, " if process.rank >= 0 else ""
+        exe = f" ({os.path.basename(process.exe)})" if process.exe else ""
+        host = f" on {process.hostname}" if process.hostname else ""
+        events.append({"name": "process_name", "ph": "M", "pid": index, "tid": 0,
+                       "args": {"name": f"{rank}pid {process.pid}{exe}{host}"}})
+        events.append({"name": "process_sort_index", "ph": "M", "pid": index, "tid": 0,
+                       "args": {"sort_index": index}})
+    return events
+
+
+def thread_events(job):
+    """The metadata events that name each thread track of a process."""
+    ops = job.ops
+    pairs = np.unique(np.stack([ops["process"].astype(np.int64), ops["tid"].astype(np.int64)], axis=1), axis=0)
+    return [{"name": "thread_name", "ph": "M", "pid": int(process), "tid": int(tid),
+             "args": {"name": f"thread {tid}" if tid else "ops"}} for process, tid in pairs.tolist()]
+
+
+def op_events(job, per_op):
+    """One complete event per op of Job.ops, in its order."""
+    ops = job.ops
+    classes = per_op["class"]
+    names = op_names(job, classes)
+    flags = op_column(ops, "flags")
+    files = [f.name for f in job.files]
+    for i, name in enumerate(names):
+        direction, cls = int(ops["direction"][i]), ROW_CLASSES[classes[i]]
+        args = {"file": files[ops["file"][i]], "offset": int(ops["offset"][i]), "bytes": int(ops["size"][i]),
+                "result": int(ops["result"][i])}
+        if direction < 2:
+            args["class"] = cls
+            args["lost_s"] = finite_or_none(per_op["lost_s"][i])
+        set_flags = [flag.name.lower() for flag in Flag if flags[i] & flag]
+        if set_flags:
+            args["flags"] = set_flags
+        yield {"name": name, "cat": LAYERS[ops["layer"][i]], "ph": "X",
+               "ts": float(ops["start_s"][i]) * US_PER_S, "dur": float(ops["duration_s"][i]) * US_PER_S,
+               "pid": int(ops["process"][i]), "tid": int(ops["tid"][i]),
+               "cname": META_CNAME if direction == META else CLASS_CNAMES.get(cls, "generic_work"), "args": args}
+
+
+def other_data(job, model_name):
+    """What the viewers show beside the tracks: the job, the model, and the ops not drawn."""
+    return {"job_id": job.job_id, "exe": job.exe, "start_epoch_s": finite_or_none(job.start_epoch_s),
+            "model": model_name,
+            "ops": len(job.ops["start_s"]),
+            "ops_in_aggregate_only": int(job.totals["ops"].sum()),
+            "time_unit": "ts and dur in microseconds since the job's start"}
+
+
+def write_perfetto(path, job, model, model_name, mode=0o600):
+    """The job's ops as a Trace Event Format file at path (written whole or not at all)."""
+    per_op = classify_ops(job, model)
+
+    def write(out):
+        out.write('{"displayTimeUnit": "ns", "otherData": ')
+        out.write(json.dumps(other_data(job, model_name), allow_nan=False))
+        out.write(', "traceEvents": [\n')
+        first = True
+        for event in itertools.chain(process_events(job), thread_events(job), op_events(job, per_op)):
+            out.write(("" if first else ",\n") + json.dumps(event, allow_nan=False))
+            first = False
+        out.write("\n]}\n")
+    write_atomically(path, write, mode)
+    return len(job.ops["start_s"])
+

@@ -1,0 +1,113 @@
+"""`ioassess export --perfetto`: a real job's ops (several processes and threads, data and
+metadata calls) in the Trace Event Format, checked against the format's documented keys (the
+viewers themselves cannot run here: Perfetto's trace processor downloads a binary at first use)
+and against the traces: one slice per op record, the same total duration."""
+import json
+import os
+
+import pytest
+
+from ioassess.inputs.trace import read_trace_dir
+from recorder_helpers import describe, prog, run
+
+# The Trace Event Format's keys (its document, "JSON Object Format" and "Event Descriptions").
+TOP_KEYS = {"traceEvents", "displayTimeUnit", "systemTraceEvents", "otherData", "stackFrames", "samples",
+            "controllerTraceDataKey", "powerTraceAsString"}
+EVENT_KEYS = {"name", "cat", "ph", "ts", "tts", "pid", "tid", "args", "cname", "dur", "tdur", "id", "id2", "scope",
+              "bp", "s", "sf", "stack", "esf", "estack", "bind_id", "flow_in", "flow_out"}
+METADATA_NAMES = {"process_name", "process_labels", "process_sort_index", "thread_name", "thread_sort_index"}
+# The trace viewer's reserved colour names (catapult's tracing/base/color_scheme.html).
+RESERVED_CNAMES = {"thread_state_uninterruptible", "thread_state_iowait", "thread_state_running",
+                   "thread_state_runnable", "thread_state_sleeping", "thread_state_unknown", "background_memory_dump",
+                   "light_memory_dump", "detailed_memory_dump", "vsync_highlight_color", "generic_work", "good", "bad",
+                   "terrible", "black", "grey", "white", "yellow", "olive", "rail_response", "rail_animation",
+                   "rail_idle", "rail_load", "startup", "heap_dump_stack_frame", "heap_dump_object_type",
+                   "heap_dump_child_node_arrow", "cq_build_running", "cq_build_passed", "cq_build_failed",
+                   "cq_build_abandoned", "cq_build_attempt_runnig", "cq_build_attempt_passed",
+                   "cq_build_attempt_failed"}
+
+
+@pytest.fixture
+def exported(tmp_path, ioassess, recorder_lib):
+    """forkthreads (4 threads of pwrites, 20 forked children) under the recorder, exported."""
+    result = run([prog("forkthreads"), tmp_path, "4"], preload=[recorder_lib], trace_dir=tmp_path / "traces")
+    assert result.returncode == 0, describe(result)
+    out = tmp_path / "ops.json"
+    done = ioassess("export", str(tmp_path / "traces"), "--perfetto", str(out))
+    assert done.returncode == 0, done.stderr
+    return read_trace_dir(str(tmp_path / "traces")), json.loads(out.read_text()), out, done
+
+
+def test_only_documented_keys_and_phases(exported):
+    _, trace, out, done = exported
+    assert set(trace) <= TOP_KEYS and trace["displayTimeUnit"] == "ns"
+    for event in trace["traceEvents"]:
+        assert set(event) <= EVENT_KEYS, event
+        assert event["ph"] in ("X", "M"), event
+        assert isinstance(event["pid"], int) and isinstance(event["tid"], int)
+        if event["ph"] == "M":
+            assert event["name"] in METADATA_NAMES and set(event["args"]) in ({"name"}, {"sort_index"})
+        else:
+            assert event["cname"] in RESERVED_CNAMES
+            assert event["ts"] >= 0 and event["dur"] >= 0
+    assert os.stat(out).st_mode & 0o777 == 0o600
+    assert done.stderr == f"ioassess: wrote {out}: {trace['otherData']['ops']} ops\n"
+
+
+def test_a_slice_per_op_with_the_traces_durations(exported):
+    traces, trace, _, _ = exported
+    slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert len(slices) == len(traces.ops["op"]) == trace["otherData"]["ops"] > 20 * 10 + 4 * 2000
+    assert sum(e["dur"] for e in slices) * 1e3 == pytest.approx(float(traces.ops["duration_ns"].sum()), rel=1e-9)
+    # every slice is on a named process and thread track; one process track per trace
+    named_processes = {e["pid"] for e in trace["traceEvents"] if e["name"] == "process_name"}
+    named_threads = {(e["pid"], e["tid"]) for e in trace["traceEvents"] if e["name"] == "thread_name"}
+    assert len(named_processes) == len(traces.processes)
+    assert {(e["pid"], e["tid"]) for e in slices} == named_threads
+    assert len({e["tid"] for e in slices if e["pid"] == 0}) >= 5   # the main thread and its 4 workers
+
+
+def test_slices_are_named_and_coloured_by_class(exported):
+    _, trace, _, _ = exported
+    slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    writes = [e for e in slices if e["name"].startswith("write: ")]
+    assert len(writes) == 20 * 10 + 4 * 2000
+    assert {e["name"] for e in writes} == {f"write: {e['args']['class']}" for e in writes}
+    assert all(e["args"]["bytes"] in (100, 512) and e["args"]["lost_s"] >= 0 for e in writes)
+    assert {e["name"] for e in slices} - {e["name"] for e in writes} <= {"open", "close", "stat"}
+
+
+def test_calls_of_a_thread_nest_or_follow_each_other(exported):
+    """The viewers draw a thread's slices as a stack: each one after the last ended, or inside it."""
+    _, trace, _, _ = exported
+    slices = sorted((e for e in trace["traceEvents"] if e["ph"] == "X"), key=lambda e: (e["pid"], e["tid"], e["ts"]))
+    ends = {}
+    for e in slices:
+        key = (e["pid"], e["tid"])
+        assert key not in ends or e["ts"] >= ends[key] - 1e-3, e
+        ends[key] = e["ts"] + e["dur"]
+
+
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path, ioassess):
+    out = tmp_path / "ops.json"
+    done = ioassess("export", str(tmp_path / "missing"), "--perfetto", str(out))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert str(tmp_path / "missing") in done.stderr
+    assert not out.exists() and not list(tmp_path.glob(".ops.json.*"))
+
+
+def test_a_darshan_log_with_dxt(tmp_path, ioassess):
+    """DXT segments know no threads: each rank's ops are on one track, named "ops"."""
+    from ioassess.inputs.load import load_job
+    from recorder_helpers import shipped_darshan_logs
+    log = next(p for p in shipped_darshan_logs() if os.path.basename(p) == "dxt.darshan")
+    out = tmp_path / "dxt.json"
+    done = ioassess("export", log, "--perfetto", str(out))
+    assert done.returncode == 0, done.stderr
+    trace = json.loads(out.read_text())
+    job = load_job([log])
+    slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert len(slices) == len(job.ops["start_s"]) > 0
+    assert sum(e["dur"] for e in slices) / 1e6 == pytest.approx(float(job.ops["duration_s"].sum()), rel=1e-9)
+    assert {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"} == {"ops"}
+    assert trace["otherData"]["ops_in_aggregate_only"] == int(job.totals["ops"].sum())
