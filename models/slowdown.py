@@ -16,7 +16,9 @@ import numpy as np
 from .plain import finite_list, finite_or_none
 
 TARGET_INTERVALS = 50  # the automatic width gives about this many intervals over the ops' span
-MIN_INTERVAL_SECONDS = 1.0
+# The narrowest automatic interval: a microsecond, the order of the fastest op (a cached read).
+# A job of half a second gets its 50 intervals of 10 ms like any other.
+MIN_INTERVAL_SECONDS = 1e-6
 MAX_INTERVALS = 100_000  # more would make a timeline nobody reads, and a large allocation
 QUANTILES = (0.5, 0.9, 0.99)
 QUANTILE_NAMES = ("median", "p90", "p99")
@@ -116,7 +118,7 @@ def slowdown_by_interval(start_seconds, observed_seconds, expected_seconds, kind
 
 def automatic_interval_seconds(span_seconds):
     """span / TARGET_INTERVALS rounded to the nearest (in log) of 1, 2, 5 times a power of
-    ten, and at least MIN_INTERVAL_SECONDS: 32 to 80 intervals over longer spans."""
+    ten, and at least MIN_INTERVAL_SECONDS: 32 to 80 intervals over any span longer than 50 us."""
     raw = span_seconds / TARGET_INTERVALS
     if not raw > MIN_INTERVAL_SECONDS:
         return MIN_INTERVAL_SECONDS

@@ -52,13 +52,14 @@ def test_the_slowdown_shows_when_and_where_it_happened():
 
 
 def test_automatic_width_gives_about_fifty_intervals_of_round_length():
-    for span in (60.0, 77.0, 600.0, 3600.0, 5000.0, 86_400.0, 1e6):
+    for span in (0.0005, 0.3, 1.0, 10.0, 60.0, 77.0, 600.0, 3600.0, 5000.0, 86_400.0, 1e6):
         width = automatic_interval_seconds(span)
         mantissa = width / 10 ** np.floor(np.log10(width))
         assert mantissa == pytest.approx(1) or mantissa == pytest.approx(2) or mantissa == pytest.approx(5)
         assert 32 <= span / width + 1 <= 80
     assert automatic_interval_seconds(0.0) == MIN_INTERVAL_SECONDS
-    assert automatic_interval_seconds(10.0) == MIN_INTERVAL_SECONDS  # 11 intervals: at least 1 s each
+    assert automatic_interval_seconds(1e-5) == MIN_INTERVAL_SECONDS  # 11 intervals: at least 1 us each
+    assert automatic_interval_seconds(0.5) == pytest.approx(0.01)   # a short job's 50 intervals
     start, observed, expected, kinds = ops(span_s=600.0)
     result = slowdown_by_interval(start, observed, expected, kinds)
     assert (result.interval_seconds, result.interval_count) == (10.0, 60)
