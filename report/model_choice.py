@@ -47,19 +47,21 @@ class FileSystem:
 
 
 def job_file_systems(job):
-    """The job's file systems, most I/O time first (then most files)."""
+    """The job's file systems, most I/O time first (then most files): by type and mount point,
+    or by device where the mount point is not known. A file system's device is that of its
+    files that have one (a path that was never opened or stat'ed has none)."""
     seconds = _seconds_per_file(job)
     groups = {}
     for index, file in enumerate(job.files):
         if file.fs_type in PSEUDO_TYPES:
             continue
-        key = (file.fs_type, file.mount_point, file.device)
-        total, files = groups.get(key, (0.0, 0))
-        groups[key] = (total + seconds[index], files + 1)
-    overall = sum(total for total, _ in groups.values())
+        key = (file.fs_type, file.mount_point, 0 if file.mount_point else file.device)
+        total, files, device = groups.get(key, (0.0, 0, 0))
+        groups[key] = (total + seconds[index], files + 1, device or file.device)
+    overall = sum(total for total, _, _ in groups.values())
     ordered = sorted(groups.items(), key=lambda item: (-item[1][0], -item[1][1], item[0]))
     return [FileSystem(fs_type, mount, device, total, total / overall if overall > 0 else 1.0 / len(ordered))
-            for (fs_type, mount, device), (total, _) in ordered]
+            for (fs_type, mount, _), (total, _, device) in ordered]
 
 
 def _seconds_per_file(job):

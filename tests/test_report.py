@@ -230,6 +230,11 @@ def test_every_shipped_darshan_log_gets_a_report(ioassess, tmp_path, log):
     assessment = read_json(tmp_path / "a.json")
     html = (tmp_path / "r.html").read_text()
     assert assessment["job"]["inputs"][0]["kind"] == "darshan"
+    processes = len(assessment["processes"])
+    assert ("The one process with I/O" in html) == (processes == 1)
+    assert (f"The {processes} processes with I/O" in html) == (1 < processes <= 20)
+    counted = "processes|ranks|files|ops|calls|paths|threads|hosts|records|intervals|bytes"
+    assert not re.search(rf"\b(1 ({counted})|The 0 [a-z]+)\b", re.sub(r"<[^>]+>", " ", html)), "a wrong plural"
     check_per_rank_view_of_darshan(assessment, html)
     check_darshan_unknowns_and_counts(log, assessment, html)
     if os.path.basename(log) in DXT_LOGS:
@@ -373,6 +378,11 @@ def test_thousands_of_processes_are_drawn_in_bins_with_their_maximum(ioassess, t
     (plot_svg,) = [svg for svg in re.findall(r"<svg.*?</svg>", page, re.S) if "per process" in svg]
     assert "mean of 3 processes a bar" in plot_svg and "slowest process of a bin" in plot_svg
     assert len(plot_svg) < 40_000
+    assert "The 20 processes that lost most time, of 450 with I/O." in page   # not the shell: metadata only
+    # a file system is one, whether its paths were opened or only named (no device then)
+    choice = read_json(tmp_path / "t" / "assessment.json")["model"]["choice"]
+    places = [(fs["type"], fs["mount"]) for fs in [choice["file_system"], *choice["other_file_systems"]]]
+    assert len(places) == len(set(places)), places
 
 
 def test_a_trace_and_a_darshan_log_of_other_jobs_are_refused(ioassess, tmp_path):
