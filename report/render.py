@@ -16,6 +16,10 @@ from ioassess.units import (bytes_text, clock_text, count_text, interval_text, p
 from . import svg
 from .classify import ROW_CLASSES
 
+# What the page calls each class (the JSON keeps the codes): what it means for the op.
+CLASS_LABELS = {"memcpy": "memory speed", "cached": "page cache", "uncached": "storage", "slow": "slower than storage",
+                "stall": "stall (cached, as slow as storage)", "allocation": "allocation (new pages)",
+                "not modelled": "not modelled", "counters (estimate)": "counters (estimate)"}
 CLASS_COLOURS = {"memcpy": "#2ca02c", "cached": "#1f77b4", "uncached": "#ff7f0e", "slow": "#d62728",
                  "stall": "#e377c2", "allocation": "#bcbd22", "not modelled": "#7f7f7f",
                  "counters (estimate)": "#9467bd"}
@@ -32,14 +36,14 @@ def scatter_plot(assessment, direction):
     size = np.array(sample["size"], float)[chosen]
     duration = np.array(sample["duration_s"], float)[chosen]
     classes = np.array(sample["class"])[chosen]
-    groups = [(f"{cls} ({int(np.sum(classes == cls))})", CLASS_COLOURS[cls], size[classes == cls],
+    groups = [(f"{CLASS_LABELS[cls]} ({int(np.sum(classes == cls))})", CLASS_COLOURS[cls], size[classes == cls],
                duration[classes == cls]) for cls in ROW_CLASSES if np.any(classes == cls)]
     model = assessment["model_lines"]
     lines = []
     for name, line in model["lines"].get(direction, {}).items():
         cls, layout = name.split()
         if layout == "rnd" and cls in CLASSES:  # the classes' lines; the appended line is not a class
-            lines.append((f"{cls} bound", CLASS_COLOURS[cls], False, model["size"], line["bound_s"]))
+            lines.append((f"{CLASS_LABELS[cls]} bound", CLASS_COLOURS[cls], False, model["size"], line["bound_s"]))
             if cls == "cached" and line["typical_s"]:
                 lines.append(("if cached", CLASS_COLOURS[cls], True, model["size"], line["typical_s"]))
     return markupsafe.Markup(svg.scatter_plot(f"{direction}s", groups, lines,
@@ -53,7 +57,7 @@ def timeline_plot(assessment):
         return None
     return markupsafe.Markup(svg.stacked_bars(
         "I/O time by class", series["start_s"], series["bin_s"],
-        [(cls, CLASS_COLOURS[cls], values) for cls, values in series["seconds"].items()],
+        [(CLASS_LABELS[cls], CLASS_COLOURS[cls], values) for cls, values in series["seconds"].items()],
         "I/O time per interval by class"))
 
 
@@ -189,12 +193,28 @@ def page_data(assessment):
                       "file_system": file_system_plots(assessment)}}
 
 
+def finding_number(key, value):
+    """One number behind a finding as the page shows it: "uncached ops: 4076", "lost: 1.23 s",
+    "lost share of runtime: 12.0 %", "small files bytes: 1.5 MiB"."""
+    if key.endswith("_s") and isinstance(value, (int, float)):
+        return f"{key[:-2].replace('_', ' ')}: {seconds_text(value)}"
+    name = key.replace("_", " ")
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return f"{name}: {value}"
+    if "share" in key:
+        return f"{name}: {share_text(value)}"
+    if key.endswith("bytes"):
+        return f"{name}: {bytes_text(value)}"
+    return f"{name}: {value:.4g}" if isinstance(value, float) else f"{name}: {value}"
+
+
 FILTERS = {"seconds": seconds_text, "bytes": bytes_text, "share": share_text, "rate": rate_text, "clock": clock_text,
-           "count": count_text}
+           "count": count_text, "class_label": lambda cls: CLASS_LABELS.get(cls, cls)}
 
 
 def write_report(path, assessment, mode=0o600, group=-1):
     """The report page at path, with mode and group as for ioassess.files.replace_atomically."""
     data = page_data(assessment)
     data["interval"] = interval_text
+    data["finding_number"] = finding_number
     write_page(path, TEMPLATE_DIR, "report.html.j2", data, FILTERS, mode, group)

@@ -12,6 +12,7 @@ import pytest
 
 from ioassess import read_trace_dir
 from ioassess.site.training import workload_program_path
+from ioassess.report.render import finding_number
 from ioassess.units import bytes_label, bytes_text, count_text, seconds_text
 from recorder_helpers import evict, random_data_file, shipped_darshan_logs, without_meta
 
@@ -185,6 +186,15 @@ def test_durations_read_as_three_digits_in_the_unit_that_fits(seconds, text):
     (2, "rank", "2 ranks")])
 def test_counts_take_the_plural_of_their_last_word(count, noun, text):
     assert count_text(count, noun) == text
+
+
+@pytest.mark.parametrize("key, value, text", [
+    ("uncached_ops", 4076, "uncached ops: 4076"), ("lost_s", 1.234, "lost: 1.23 s"),
+    ("lost_share_of_runtime", 0.12, "lost share of runtime: 12.0 %"),
+    ("small_files_bytes", 1536, "small files bytes: 1.5 KiB"),
+    ("worst_file", "/scratch/x", "worst file: /scratch/x"), ("slowest_rank", 3, "slowest rank: 3")])
+def test_the_numbers_behind_a_finding_read_with_their_units(key, value, text):
+    assert finding_number(key, value) == text
 
 
 @pytest.mark.parametrize("size, value, label", [
