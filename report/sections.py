@@ -2,6 +2,8 @@
 collective MPI-IO, files, access sizes, over time, the heavy tail, and the scatter sample with the
 model's lines. Each is a function of the Job and the per-op classes that returns plain data."""
 
+import re
+
 import numpy as np
 
 from ioassess.inputs.job import DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, META, MPIIO, POSIX, SYNC, WRITE, Flag, op_column
@@ -191,8 +193,38 @@ def collective_io(job, aggregation):
     }
 
 
+# The files of a language runtime rather than of the job: a Python interpreter's standard library
+# and compiled modules, installed packages. Shown apart from the job's files (runtime_files).
+RUNTIME_FILE = re.compile(r"/(site-packages|dist-packages|__pycache__)/|/lib(64)?/python[0-9.]*/")
+
+
+def is_runtime_file(name):
+    return RUNTIME_FILE.search(name) is not None
+
+
+def runtime_files(job, per_op, per_total):
+    """The I/O of the runtime's own files (RUNTIME_FILE), which the top files leave out: files,
+    ops, bytes, seconds, time lost (an interval); None when the job read or wrote none."""
+    runtime = np.array([is_runtime_file(f.name) for f in job.files], bool)
+    if not runtime.any():
+        return None
+    ops, totals = job.ops, job.totals
+    io = per_op["is_io"] & runtime[ops["file"]]
+    tio = per_total["is_io"] & runtime[totals["file"]]
+    if not (io.any() or tio.any()):
+        return None
+    lost = float(per_op["lost_s"][io].sum())
+    return {"files": len(set(ops["file"][io].tolist()) | set(totals["file"][tio].tolist())),
+            "ops": int(io.sum() + totals["ops"][tio].sum()),
+            "bytes": int(np.maximum(ops["result"][io], 0).sum() + totals["bytes"][tio].sum()),
+            "seconds": float(ops["duration_s"][io].sum() + totals["seconds"][tio].sum()),
+            "lost_low_s": lost + float(per_total["lost_low_s"][tio].sum()),
+            "lost_high_s": lost + float(per_total["lost_high_s"][tio].sum())}
+
+
 def file_table(job, per_op, per_total, top=TOP_FILES):
-    """The files that lost most time, with their access pattern."""
+    """The files that lost most time, with their access pattern; the runtime's own files are
+    left out (runtime_files)."""
     nfiles = len(job.files)
     if not nfiles:
         return []
@@ -211,7 +243,8 @@ def file_table(job, per_op, per_total, top=TOP_FILES):
     after_previous = access_pattern(ops)
     order = np.lexsort((-seconds, -lost_high))
     rows = []
-    for i in order[:top]:
+    runtime = np.array([is_runtime_file(f.name) for f in job.files], bool)
+    for i in order[~runtime[order]][:top]:
         if count[i] == 0:
             break
         member = io & (ops["file"] == i)

@@ -5,6 +5,7 @@ import os
 import re
 import signal
 import stat
+import sys
 
 import darshan
 import numpy as np
@@ -93,6 +94,27 @@ def test_report_command_writes_html_and_json(ioassess, tmp_path):
     assert assessment["format"] == "ioassess-assessment" and assessment["model"]["name"] == "mistral-lustre-2015"
     assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".part")]
+
+
+def test_the_runtimes_own_files_are_shown_apart_from_the_jobs(ioassess, tmp_path):
+    """A Python job importing a module of its site-packages (compiling it into __pycache__) and
+    reading its data: the top files are the job's; the module and its compiled copy are counted
+    apart, and in the totals."""
+    packages = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    packages.mkdir(parents=True)
+    (packages / "helper.py").write_text("VALUE = 42\n" * 200)
+    data = tmp_path / "data.bin"
+    data.write_bytes(os.urandom(1 << 16))
+    script = f"import helper; open({str(data)!r}, 'rb').read(); print(helper.VALUE)"
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", sys.executable, "-c", script,
+                      env={"PYTHONPATH": str(packages)})
+    assert result.returncode == 0 and result.stdout == "42\n", result.stderr
+    assessment = read_json(tmp_path / "t" / "assessment.json")
+    names = [f["name"] for f in assessment["top_files"]]
+    assert str(data) in names and not [name for name in names if "site-packages" in name or "__pycache__" in name]
+    runtime = assessment["runtime_files"]
+    assert runtime["files"] >= 2 and runtime["bytes"] >= len("VALUE = 42\n" * 200)   # helper.py, its .pyc
+    assert "Not in the table: the files of a language runtime" in (tmp_path / "t" / "report.html").read_text()
 
 
 def test_run_writes_the_report_also_when_the_command_fails(ioassess, tmp_path):
