@@ -26,6 +26,13 @@ CLASS_COLOURS = {"memcpy": "#2ca02c", "cached": "#1f77b4", "uncached": "#ff7f0e"
 TEMPLATE_DIR = os.path.join(os.path.dirname(__file__), "templates")
 
 
+def scatter_legend(assessment, direction, cls, drawn):
+    """A class's legend entry: its ops of the direction as the classes table counts them, and how
+    many of them are drawn when the plot shows an even sample."""
+    total = sum(row["ops"] for row in assessment["classes"] if row["class"] == cls and row["direction"] == direction)
+    return f"{CLASS_LABELS[cls]} ({total}" + (f", {drawn} drawn)" if drawn < total else ")")
+
+
 def scatter_plot(assessment, direction):
     """Durations against access size of the sampled ops of one direction, coloured by class,
     with the model's bound lines (solid) and the cached typical line (dashed), rnd layout."""
@@ -36,8 +43,8 @@ def scatter_plot(assessment, direction):
     size = np.array(sample["size"], float)[chosen]
     duration = np.array(sample["duration_s"], float)[chosen]
     classes = np.array(sample["class"])[chosen]
-    groups = [(f"{CLASS_LABELS[cls]} ({int(np.sum(classes == cls))})", CLASS_COLOURS[cls], size[classes == cls],
-               duration[classes == cls]) for cls in ROW_CLASSES if np.any(classes == cls)]
+    groups = [(scatter_legend(assessment, direction, cls, int(np.sum(classes == cls))), CLASS_COLOURS[cls],
+               size[classes == cls], duration[classes == cls]) for cls in ROW_CLASSES if np.any(classes == cls)]
     model = assessment["model_lines"]
     lines = []
     for name, line in model["lines"].get(direction, {}).items():

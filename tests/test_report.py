@@ -13,7 +13,7 @@ import pytest
 
 from ioassess import read_trace_dir
 from ioassess.site.training import workload_program_path
-from ioassess.report.render import finding_number
+from ioassess.report.render import CLASS_LABELS, finding_number
 from ioassess.units import bytes_label, bytes_text, count_text, seconds_text
 from recorder_helpers import evict, random_data_file, shipped_darshan_logs, without_meta
 
@@ -272,6 +272,16 @@ def test_every_shipped_darshan_log_gets_a_report(ioassess, tmp_path, log):
     if os.path.basename(log) in DXT_LOGS:
         assert assessment["tier"] in ("ops", "mixed") and assessment["scatter"]["ops_total"] > 0
         assert "ops drawn" in html
+        # each scatter plot's legend counts a class's ops as the classes table does, and says how many are drawn
+        plots = re.findall(r"<title>durations of (read|write)s against access size, by class</title>(.*?)</svg>",
+                           html, re.S)
+        assert plots
+        for direction, svg in plots:
+            for label, total, drawn in re.findall(r">([a-z ]+[a-z]) \((\d+)(?:, (\d+) drawn)?\)<", svg):
+                cls = {v: k for k, v in CLASS_LABELS.items()}[label]
+                assert int(total) == sum(r["ops"] for r in assessment["classes"]
+                                         if r["class"] == cls and r["direction"] == direction)
+                assert not drawn or int(drawn) < int(total)
     else:
         assert assessment["tier"] in ("counters", "none")
         assert not assessment["scatter"]["ops_total"] and "No per-op timings in the inputs." in html
