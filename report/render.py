@@ -129,15 +129,15 @@ def order_statistics_plot(assessment):
 
 
 def io_model_plot(assessment):
-    """The job's cell on Sisneros' grid, with the site's measured cells when there is a grid."""
+    """The job's cell on Sisneros' grid among the site's measured cells; None without them."""
     cell = assessment["io_model"]
-    if not cell["processes_doing_io"]:
-        return None
     site = assessment["site_grid"]
+    if not cell["processes_doing_io"] or not site or not site.get("cells"):
+        return None     # without the site's measured cells the grid would be grey cells around the job's
     measured = [(m["processes"], m["processes_per_file"], m["mib_per_s"],
                  f"{m['name']}, P = {m['processes']}, k = {m['processes_per_file']}: {rate_text(m['mib_per_s'])} "
                  f"(fastest of {count_text(m['models'], 'model')} measured)")
-                for m in (site["cells"] if site else [])]
+                for m in site["cells"]]
     return markupsafe.Markup(svg.io_model_grid(cell["processes_doing_io"], cell["processes_per_file"], cell["name"],
                                                measured))
 

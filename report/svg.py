@@ -14,6 +14,8 @@ from ioassess.units import bytes_label, seconds_label
 
 MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 64, 150, 28, 44
 FONT = 'font-family="sans-serif" font-size="11"'
+LABEL_CHAR_PX = 7   # the width of a digit at FONT's size, with room to spare
+LABEL_LINE_PX = 13  # the height of a line of FONT's text
 
 
 class _Axes:
@@ -215,8 +217,10 @@ def io_model_grid(processes, per_file, name, measured=(), width=460, height=360)
     the site measured it."""
     top = max(3, math.ceil(math.log2(max([processes, 1] + [m[0] for m in measured]))) + 1)
     axes = _Axes(width, height, (-0.5, top - 0.5), (-0.5, top - 0.5), False, False)
-    ticks = [(e, f"{2 ** e}") for e in range(top)]
-    parts = _frame(axes, "I/O model", "processes doing I/O (P)", "processes per file (k)", ticks, ticks)
+    widest = len(str(2 ** (top - 1))) * LABEL_CHAR_PX
+    parts = _frame(axes, "I/O model", "processes doing I/O (P)", "processes per file (k)",
+                   power_of_two_ticks(top, axes.plot_width / top, widest),
+                   power_of_two_ticks(top, axes.plot_height / top, LABEL_LINE_PX))
     job_cell = (round(math.log2(max(processes, 1))), round(math.log2(max(per_file, 1))))
     fastest = max((m[2] for m in measured), default=1.0)
     by_cell = {(round(math.log2(p)), round(math.log2(k))): (rate, tip) for p, k, rate, tip in measured}
@@ -241,6 +245,13 @@ def io_model_grid(processes, per_file, name, measured=(), width=460, height=360)
                     ("slower (site's sweep)", _shade(0.3), "point")]
     parts += _legend(axes, entries)
     return _svg(width, height, parts, f"I/O model grid, this job: {name}")
+
+
+def power_of_two_ticks(count, cell_px, label_px):
+    """Ticks 1, 2, 4 ... 2^(count - 1) at cells 0 .. count - 1, every so many cells that labels
+    label_px long never overlap on cells cell_px apart; the last cell always labelled."""
+    step = max(1, math.ceil(label_px / cell_px))
+    return [(e, f"{2 ** e}") for e in range(count) if (count - 1 - e) % step == 0]
 
 
 def _shade(share):

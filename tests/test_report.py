@@ -455,3 +455,21 @@ def test_reports_are_readable_by_their_owner_only(ioassess, tmp_path):
     assert {str(path): oct(stat.S_IMODE(path.stat().st_mode)) for path in written} == \
         {str(path): oct(0o600) for path in written}
     assert earlier[0].read_text().startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize("processes", [1, 64, 4096, 65536])
+def test_the_io_model_grids_labels_never_overlap(processes):
+    """Axis labels of Sisneros' grid at any rank count: each x label (at most 7 px a digit, centred)
+    clears its neighbours, each y label its neighbours' line height; the largest is always there."""
+    from ioassess.report.svg import LABEL_CHAR_PX, LABEL_LINE_PX, io_model_grid
+    page = io_model_grid(processes, processes, "shared file", [(processes, processes, 100.0, "site cell")])
+    labels = [(float(x), float(y), text)
+              for x, y, text in re.findall(r'<text x="([\d.]+)" y="([\d.]+)"[^>]*>(\d+)</text>', page)]
+    axis_y = max(y for _, y, _ in labels)
+    x_labels = sorted((x, text) for x, y, text in labels if y == axis_y)
+    axis_x = min(x for x, _, _ in labels)
+    y_labels = sorted(y for x, y, _ in labels if x == axis_x)
+    assert x_labels[-1][1] == str(max(processes, 4))   # the grid spans at least 1 .. 4
+    for (left, a), (right, b) in zip(x_labels, x_labels[1:]):
+        assert right - left >= (len(a) + len(b)) / 2 * LABEL_CHAR_PX, (a, b)
+    assert all(lower - upper >= LABEL_LINE_PX for upper, lower in zip(y_labels, y_labels[1:]))
