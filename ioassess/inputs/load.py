@@ -163,9 +163,8 @@ _JOB_FLAG_BITS = np.uint16(sum(Flag))
 # op code -> index into META_KINDS for the recorder's metadata kinds (named as the Job names
 # them), -1 for every other op
 _META_KIND_OF_OP = np.full(256, -1, np.int8)
-for _op, _name in tf.OP_NAMES.items():
-    if tf.OP_DIRECTION[_op] == "meta":
-        _META_KIND_OF_OP[_op] = META_KINDS.index(_name)
+for _op, _name in tf.META_KIND_NAMES.items():
+    _META_KIND_OF_OP[_op] = META_KINDS.index(_name)
 
 
 def _trace_file(info, mounts):
