@@ -49,8 +49,8 @@ def test_every_stdio_call_recorded_with_its_bytes_kind_and_file(program, tmp_pat
     plain_dir, rec_dir, traces = tmp_path / "plain", tmp_path / "rec", tmp_path / "traces"
     plain_dir.mkdir()
     rec_dir.mkdir()
-    plain = run([prog(program), plain_dir])
-    recorded = run([prog(program), rec_dir], preload=[recorder_lib], trace_dir=traces)
+    plain = run([prog(program), plain_dir, "popen"])
+    recorded = run([prog(program), rec_dir, "popen"], preload=[recorder_lib], trace_dir=traces)
     assert plain.returncode == 0, describe(plain)
     assert_same_run(plain, recorded)
     assert_same_tree(plain_dir, rec_dir)
