@@ -221,7 +221,7 @@ struct ioassess_header {
     char cmdline[2048];            /* arguments separated by single spaces, truncated */
 };
 
-/* One read/write/sync/metadata call of either layer. */
+/* One read/write/sync/metadata call of any layer. */
 struct ioassess_op_record {
     uint8_t type;                  /* IOASSESS_SLOT_OP */
     uint8_t op;                    /* enum ioassess_op */

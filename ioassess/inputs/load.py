@@ -354,7 +354,9 @@ def _merge_two(a, b):
     processes = [dataclasses.replace(p, start_s=p.start_s + traced.start_epoch_s - start,
                                      end_s=p.end_s + traced.start_epoch_s - start) for p in traced.processes]
     file_positions = _index_into(files, darshan.files, key=lambda f: f.name)
-    traced_layers = list(set(np.unique(traced.ops["layer"]).tolist()) | {LAYERS.index("posix")})
+    # the layers the trace records, from its ops or its totals (a layer's ops may all be past the record cap)
+    traced_layers = list(set(traced.ops["layer"].tolist()) | set(traced.totals["layer"].tolist())
+                         | {LAYERS.index("posix")})
     untraced = [(table, ~np.isin(table["layer"], traced_layers))
                 for table in (_rebased(darshan.ops, darshan.start_epoch_s - start), darshan.totals, darshan.size_bins,
                               darshan.meta_kinds)]
