@@ -55,6 +55,8 @@ def test_every_stdio_call_recorded_with_its_bytes_kind_and_file(program, tmp_pat
     assert_same_run(plain, recorded)
     assert_same_tree(plain_dir, rec_dir)
     assert b"missing: not opened, errno ENOENT" in recorded.stdout
+    assert b"errno after successful calls: fwrite 4321 fflush 4321 ftell 4321 fread 4321 fgets 4321 fclose 4321" \
+        in recorded.stdout
     assert b"same descriptor number as a: yes" in recorded.stdout
 
     ts = load(traces, meta=True)

@@ -7,7 +7,7 @@
  * no files: stdout (the caller's pipe or terminal), fmemopen, open_memstream, fopencookie
  * streams, fflush(NULL), and with "popen" a popen stream (its shell is a process of its own, which
  * a Darshan run would log apart).
- * Prints what it read and, per file, its own count of each stdio call kind as the recorder
+ * Prints what it read, errno after some successful calls (each made with errno 4321) and, per file, its own count of each stdio call kind as the recorder
  * records them: "count FILE KIND CALLS BYTES" (KIND as docs/trace-format.md names it; BYTES what
  * the calls moved), and "unwrapped-by-darshan FILE reads N writes M" for its getc/putc calls
  * (Darshan 3.5.0 wraps only _IO_getc/_IO_putc). Exit 0, or 1 with a message on a failed call. */
@@ -28,6 +28,22 @@ enum { FOPEN, FCLOSE, FREAD, FWRITE, FGETS, FPUTS, FGETC, FPUTC, FPRINTF, FSCANF
        FTELL };
 static long calls[FILES][KINDS], bytes[FILES][KINDS];
 static long darshan_unseen_reads[FILES], darshan_unseen_writes[FILES];
+
+/* errno after some successful calls, each made with errno 4321: printed, so that a run under
+ * the recorder shows the same values as a plain run. */
+enum { KEPT = 6 };
+static const char *kept_names[KEPT] = {"fwrite", "fflush", "ftell", "fread", "fgets", "fclose"};
+static int kept_errno[KEPT];
+
+static void errno_set(void)
+{
+    errno = 4321;
+}
+
+static void errno_seen(int which)
+{
+    kept_errno[which] = errno;
+}
 
 static void tally(int file, int kind, long moved)
 {
@@ -115,7 +131,9 @@ int main(int argc, char **argv)
         block[i] = (char)('a' + i % 26);
     for (int i = 0; i < INTS; i++)
         ints[i] = i * i;
+    errno_set();
     tally(0, FWRITE, (long)fwrite(block, 1, BLOCK, a));
+    errno_seen(0);
     tally(0, FWRITE, (long)(sizeof(int) * fwrite(ints, sizeof(int), INTS, a)));
     tally(0, FPRINTF, fprintf(a, "value %d %s\n", 42, opaque("word")));
     const char *two = opaque("line two\n");
@@ -125,20 +143,26 @@ int main(int argc, char **argv)
     tally(0, FPUTC, fputc('X', a) != EOF);
     tally(0, FPUTC, putc('\n', a) != EOF);
     darshan_unseen_writes[0]++;
+    errno_set();
     if (fflush(a) != 0)
         return fail("fflush");
+    errno_seen(1);
     tally(0, FFLUSH, 0);
     if (fseek(a, 0, SEEK_SET) != 0)
         return fail("fseek");
     tally(0, FSEEK, 0);
+    errno_set();
     long at = ftell(a);
+    errno_seen(2);
     tally(0, FTELL, 0);
     fpos_t start;
     fgetpos(a, &start);
     char back[BLOCK];
     int ints_back[INTS];
     volatile size_t block_size = BLOCK;   /* not known to fit: fortified, __fread_chk */
+    errno_set();
     tally(0, FREAD, (long)fread(back, 1, block_size, a));
+    errno_seen(3);
     tally(0, FREAD, (long)(sizeof(int) * fread(ints_back, sizeof(int), INTS, a)));
     long before = ftell(a);
     tally(0, FTELL, 0);
@@ -152,8 +176,10 @@ int main(int argc, char **argv)
     tally(0, FGETC, newline != EOF);
     char line[64] = {0};
     volatile int line_size = (int)sizeof line;   /* not known to fit: fortified, __fgets_chk */
+    errno_set();
     if (!fgets(line, line_size, a))
         return fail("fgets");
+    errno_seen(4);
     tally(0, FGETS, (long)strlen(line));
     int x = getc(a);
     tally(0, FGETC, x != EOF);
@@ -168,8 +194,14 @@ int main(int argc, char **argv)
            memcmp(ints, ints_back, sizeof ints) ? "differ" : "same", assigned, value, word,
            newline == '\n', line);
     printf("a: getc %c\n", x);
+    errno_set();
     if (fclose(a) != 0)
         return fail("fclose a");
+    errno_seen(5);
+    printf("errno after successful calls:");
+    for (int i = 0; i < KEPT; i++)
+        printf(" %s %d", kept_names[i], kept_errno[i]);
+    printf("\n");
     tally(0, FCLOSE, 0);
 
     /* b: a plain descriptor that takes the number a's stream had */
