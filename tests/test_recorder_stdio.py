@@ -67,13 +67,14 @@ def test_every_stdio_call_recorded_with_its_bytes_kind_and_file(program, tmp_pat
     assert counts == expected
     assert {kind for _, kind in expected} == STDIO_KINDS
     failed = ts.ops["result"] < 0
-    assert [OP_NAMES[op] for op in ts.ops["op"][failed].tolist()] == ["fopen"]
-    assert ts.ops["result"][failed].tolist() == [-errno.ENOENT]
+    assert [OP_NAMES[op] for op in ts.ops["op"][failed].tolist()] == ["fwrite", "fopen"]
+    assert ts.ops["result"][failed].tolist() == [-errno.EBADF, -errno.ENOENT]
+    assert b"fwrite to a read stream: 0, errno EBADF" in recorded.stdout
     stdio = np.isin(ts.ops["op"], [code for code, name in OP_NAMES.items() if name in STDIO_KINDS])
     assert np.all(ts.ops["offset"][stdio] == -1)
     assert np.all(ts.ops["duration_ns"][stdio] > 0)
     by_kind = {name: ts.ops["requested"][ts.ops["op"] == code].tolist() for code, name in OP_NAMES.items()}
-    assert by_kind["fwrite"] == [1000, 40] and by_kind["fread"] == [1000, 40] and by_kind["fgets"] == [64]
+    assert by_kind["fwrite"] == [1000, 40, 2] and by_kind["fread"] == [1000, 40] and by_kind["fgets"] == [64]
 
 
 def test_a_descriptor_number_reused_after_fclose_names_the_new_file(tmp_path, recorder_lib):

@@ -2,9 +2,9 @@
  * usage: stdio_ops DIR [popen]
  * Files: DIR/a (fopen "w+": fwrite, fprintf, fputs, fputc, putc, fflush, fseek, ftell, fread,
  * fscanf, fgetc, fgets, getc, rewind, fsetpos, fclose), DIR/b (open/write/close after a's
- * fclose: the same descriptor number), DIR/c (open, then fdopen "a": fputs, fclose), DIR/d
- * (freopen of a stream on c: fprintf, fclose), DIR/missing/x (a failed fopen). Streams that are
- * no files: stdout (the caller's pipe or terminal), fmemopen, open_memstream, fopencookie
+ * fclose: the same descriptor number), DIR/c (open, then fdopen "a": fputs, fclose; fopen "r"
+ * and a failed fwrite), DIR/d (freopen of the stream on c: fprintf, fclose), DIR/missing/x (a
+ * failed fopen). Streams that are no files: stdout (the caller's pipe or terminal), fmemopen, open_memstream, fopencookie
  * streams, fflush(NULL), and with "popen" a popen stream (its shell is a process of its own, which
  * a Darshan run would log apart).
  * Prints what it read, errno after some successful calls (each made with errno 4321) and, per file, its own count of each stdio call kind as the recorder
@@ -229,6 +229,10 @@ int main(int argc, char **argv)
     if (!reopened)
         return fail("fopen c");
     tally(2, FOPEN, 0);
+    errno = 0;
+    size_t none_written = fwrite("x", 1, 2, reopened);   /* a stream opened "r": fails */
+    tally(2, FWRITE, (long)none_written);
+    printf("fwrite to a read stream: %zu, errno %s\n", none_written, strerrorname_np(errno));
     reopened = freopen(path[3], "w", reopened);
     if (!reopened)
         return fail("freopen d");
