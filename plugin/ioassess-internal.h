@@ -230,6 +230,14 @@ static inline uint64_t ioassess_fnv_byte(uint64_t hash, unsigned char c)
     return (hash ^ c) * IOASSESS_FNV_PRIME;
 }
 
+/* Whether an op kind is a metadata call (direction meta): its result is a descriptor, 0, a
+ * position..., never bytes moved. */
+static inline int ioassess_op_is_meta(uint8_t op)
+{
+    return (op >= IOASSESS_OP_OPEN && op < IOASSESS_OP_COUNT) || op == IOASSESS_OP_FOPEN ||
+           op == IOASSESS_OP_FCLOSE || op == IOASSESS_OP_FSEEK || op == IOASSESS_OP_FTELL;
+}
+
 /* An op record's result: what the call returned, or -errno when it failed. */
 static inline int64_t ioassess_outcome(long result, int err)
 {

@@ -14,6 +14,7 @@ import errno
 import numpy as np
 import pytest
 
+from ioassess.inputs.trace import totals
 from ioassess.inputs.traceformat import OP_DIRECTION, OP_LAYER, OP_NAMES
 from recorder_helpers import assert_same_run, assert_same_tree, describe, load, prog, run
 
@@ -106,3 +107,26 @@ def test_stdout_is_recorded_only_when_it_is_a_file(tmp_path, recorder_lib):
     assert result.returncode == 0, describe(result)
     counts = stdio_counts(load(tmp_path / "traces", meta=True), tmp_path)
     assert counts[("out.txt", "fwrite")] == (1, 14) and counts[("out.txt", "fflush")] == (1, 0)
+
+
+def test_stdio_ops_past_the_record_cap_are_counted_exactly(tmp_path, recorder_lib):
+    """With a record cap of 10, the summary table counts every stdio op of stdio_ops by kind and
+    file, its bytes (none for fopen's descriptor or ftell's position) and its failures."""
+    kept, capped = tmp_path / "kept", tmp_path / "capped"
+    kept.mkdir()
+    capped.mkdir()
+    full = run([prog("stdio_ops"), kept], preload=[recorder_lib], trace_dir=tmp_path / "traces-kept")
+    cut = run([prog("stdio_ops"), capped], preload=[recorder_lib], trace_dir=tmp_path / "traces-capped",
+              env={"IOASSESS_MAX_RECORDS": "10"})
+    assert full.returncode == cut.returncode == 0, describe(cut)
+    ts_full, ts_cut = load(tmp_path / "traces-kept", meta=True), load(tmp_path / "traces-capped", meta=True)
+    assert len(ts_cut.ops["op"]) == 10 and ts_cut.processes[0].ops_lost == 0
+
+    def table(ts, work):
+        t = totals(ts, by=("file_id", "op"))
+        return {(ts.files[f].name.replace(str(work), "DIR"), OP_NAMES[op]): (n, nbytes, errors)
+                for f, op, n, nbytes, errors in zip(t["file_id"].tolist(), t["op"].tolist(), t["count"].tolist(),
+                                                    t["bytes_returned"].tolist(), t["errors"].tolist())
+                if OP_NAMES[op] in STDIO_KINDS and ts.files[f].name.startswith(str(work))}
+    assert table(ts_cut, capped) == table(ts_full, kept)
+    assert table(ts_cut, capped)[("DIR/a", "ftell")] == (3, 0, 0)
