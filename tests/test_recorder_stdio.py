@@ -10,6 +10,8 @@ with _FORTIFY_SOURCE (__fprintf_chk, __fgets_chk, __fread_chk).
 """
 import collections
 import errno
+import resource
+import signal
 
 import numpy as np
 import pytest
@@ -130,3 +132,14 @@ def test_stdio_ops_past_the_record_cap_are_counted_exactly(tmp_path, recorder_li
                 if OP_NAMES[op] in STDIO_KINDS and ts.files[f].name.startswith(str(work))}
     assert table(ts_cut, capped) == table(ts_full, kept)
     assert table(ts_cut, capped)[("DIR/a", "ftell")] == (3, 0, 0)
+
+
+def test_a_null_stream_crashes_as_without_the_recorder(tmp_path, recorder_lib):
+    """fputs to a NULL stream: the C library's crash (SIGSEGV), the recorder passing it on
+    untouched."""
+    def no_core():
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    plain = run([prog("stdio_ops"), tmp_path, "null"], preexec_fn=no_core)
+    recorded = run([prog("stdio_ops"), tmp_path, "null"], preload=[recorder_lib], trace_dir=tmp_path / "traces",
+                   preexec_fn=no_core)
+    assert plain.returncode == recorded.returncode == -signal.SIGSEGV, describe(recorded)

@@ -1,5 +1,7 @@
 /* stdio_ops: every stdio call the recorder times, on files in DIR, with its own count of them.
- * usage: stdio_ops DIR [popen]
+ * usage: stdio_ops DIR [popen|null]
+ * ("null": an fputs to a NULL stream, which crashes inside the C library, with or without the
+ * recorder, and nothing else)
  * Files: DIR/a (fopen "w+": fwrite, fprintf, fputs, fputc, putc, fflush, fseek, ftell, fread,
  * fscanf, fgetc, fgets, getc, rewind, fsetpos, fclose), DIR/b (open/write/close after a's
  * fclose: the same descriptor number), DIR/c (open, then fdopen "a": fputs, fclose; fopen "r"
@@ -110,9 +112,13 @@ static int not_files(int with_popen)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2 && (argc != 3 || strcmp(argv[2], "popen") != 0)) {
-        fprintf(stderr, "usage: stdio_ops DIR [popen]\n");
+    if (argc != 2 && (argc != 3 || (strcmp(argv[2], "popen") != 0 && strcmp(argv[2], "null") != 0))) {
+        fprintf(stderr, "usage: stdio_ops DIR [popen|null]\n");
         return 2;
+    }
+    if (argc == 3 && strcmp(argv[2], "null") == 0) {
+        FILE *volatile no_stream = NULL;   /* volatile: the compiler does not see it is NULL */
+        return fputs(opaque("lost"), no_stream) == EOF;
     }
     char path[FILES][4096], missing[4096];
     for (int i = 0; i < FILES; i++)
@@ -247,7 +253,7 @@ int main(int argc, char **argv)
     FILE *none = fopen(missing, "r");
     printf("missing: %s, errno %s\n", none ? "opened" : "not opened", strerrorname_np(errno));
 
-    if (not_files(argc == 3) != 0)
+    if (not_files(argc == 3) != 0)   /* "popen" */
         return 1;
     for (int f = 0; f < FILES; f++)
         for (int k = 0; k < KINDS; k++)
