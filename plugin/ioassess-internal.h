@@ -234,7 +234,7 @@ static inline uint64_t ioassess_fnv_byte(uint64_t hash, unsigned char c)
  * position..., never bytes moved. */
 static inline int ioassess_op_is_meta(uint8_t op)
 {
-    return (op >= IOASSESS_OP_OPEN && op < IOASSESS_OP_COUNT) || op == IOASSESS_OP_FOPEN ||
+    return (op >= IOASSESS_OP_OPEN && op <= IOASSESS_OP_FALLOCATE) || op == IOASSESS_OP_FOPEN ||
            op == IOASSESS_OP_FCLOSE || op == IOASSESS_OP_FSEEK || op == IOASSESS_OP_FTELL;
 }
 
