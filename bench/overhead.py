@@ -20,6 +20,8 @@ open()+close() pairs (per call: half a pair), then the single-thread 1-byte prea
 the recorder, with it and (--compare LIBRARY, say main's) with the other one, alternating. The
 added cost per call is median(with) - median(without); beside it, round by round, with minus
 the other library (for the pread loop: whether the data calls' cost changed).
+--stdio: 8-byte fwrite calls to a stream on a file instead (bench/stdio-loop.c, in the main thread,
+pinned to one CPU, batches of 1000 calls), then the single-thread 1-byte pread loop, as --meta.
 MPI-IO (when mpicc and libioassess-mpiio.so are there): 1-byte MPI_File_read_at and MPI_File_read
 calls of one MPI process (bench/mpiio-loop.c, ROMIO makes one pread of each), in batches of 100
 calls. Runs without any recorder, with libioassess.so alone (the preads under each call
@@ -57,6 +59,7 @@ LOOP = os.path.join(HERE, "out", "pread-loop")
 CLOCK_FLOOR = os.path.join(HERE, "out", "libclock-floor.so")
 MPIIO_LOOP = os.path.join(HERE, "out", "mpiio-loop")
 META_LOOP = os.path.join(HERE, "out", "meta-loop")
+STDIO_LOOP = os.path.join(HERE, "out", "stdio-loop")
 # --meta: the loops of bench/meta-loop.c, and the 1-byte pread loop beside them
 META_MODES = ("stat", "stat-rel", "missing", "openclose")
 
@@ -239,23 +242,14 @@ def compare_mpiio(program, probe_file, calls, mode, reps, cap, cpu, work_dir):
     }
 
 
-def compare_meta(probe_file, calls, reps, cap, cpu, work_dir, other_library=None):
-    """Alternating runs of each metadata loop and of the 1-byte pread loop without the
-    recorder, with it and with other_library: per loop the medians and the added ns per call."""
+def compare_loops(loops, reps, cap, cpu, work_dir, other_library=None):
+    """Alternating runs of each loop (name -> the command of a probe that prints one "median
+    mean" line) without the recorder, with it and with other_library: per loop the medians and
+    the added ns per call."""
     import ioassess
 
-    # a job's file: its path as long as a typical one (about 60 bytes), each byte hashed
-    meta_file = os.path.join(work_dir, "job-output", "step-0001", "rank-0000.dat")
-    os.makedirs(os.path.dirname(meta_file), exist_ok=True)
-    with open(meta_file, "wb") as f:
-        f.write(b"x")
-
     def run_once(config, trace_dir):
-        preload, loop, mode = config
-        if loop == "pread":
-            cmd = [LOOP, probe_file, str(calls), "1000", "0"]
-        else:
-            cmd = [META_LOOP, meta_file, str(calls), "1000", mode]
+        preload, cmd = config
         ((median, mean),), peak_kib = run_probe(cmd, 1, preload, trace_dir, cap, cpu)
         return {"median_ns": median, "mean_ns": mean, "peak_rss_kib": peak_kib}
 
@@ -263,10 +257,9 @@ def compare_meta(probe_file, calls, reps, cap, cpu, work_dir, other_library=None
     if other_library:
         libraries["other"] = [other_library]
     results = {}
-    for mode in META_MODES + ("pread",):
-        loop = "pread" if mode == "pread" else "meta"
-        configs = {name: (preload, loop, mode) for name, preload in libraries.items()}
-        runs = alternate(configs, run_once, reps, work_dir)
+    for name, cmd in loops.items():
+        runs = alternate({library: (preload, cmd) for library, preload in libraries.items()}, run_once, reps,
+                         work_dir)
         result = {"median_ns_without": middle(runs["without"], "median_ns"),
                   "median_ns_with": middle(runs["with"], "median_ns"),
                   "added_ns_median": middle(runs["with"], "median_ns") - middle(runs["without"], "median_ns"),
@@ -278,15 +271,33 @@ def compare_meta(probe_file, calls, reps, cap, cpu, work_dir, other_library=None
                           other_added_ns_median=middle(runs["other"], "median_ns") - middle(runs["without"],
                                                                                               "median_ns"),
                           with_minus_other_ns_paired=paired(runs, "with", "other"))
-        results[mode] = result
-    return {"calls": calls, "reps": reps, "record_cap": cap, "other_library": other_library,
-            "meta_file_bytes": len(meta_file), "loops": results}
+        results[name] = result
+    return {"reps": reps, "record_cap": cap, "other_library": other_library, "loops": results}
 
 
-def print_meta(measured):
-    print(f"metadata calls in the main thread, median of 1000-call batches, {measured['reps']} alternating runs of "
-          f"{measured['calls']} calls, a path of {measured['meta_file_bytes']} bytes" +
-          (f"; other: {measured['other_library']}" if measured["other_library"] else ""))
+def compare_meta(probe_file, calls, reps, cap, cpu, work_dir, other_library=None):
+    """The metadata loops and the 1-byte pread loop (compare_loops)."""
+    # a job's file: its path as long as a typical one (about 60 bytes), each byte hashed
+    meta_file = os.path.join(work_dir, "job-output", "step-0001", "rank-0000.dat")
+    os.makedirs(os.path.dirname(meta_file), exist_ok=True)
+    with open(meta_file, "wb") as f:
+        f.write(b"x")
+    loops = {mode: [META_LOOP, meta_file, str(calls), "1000", mode] for mode in META_MODES}
+    loops["pread"] = [LOOP, probe_file, str(calls), "1000", "0"]
+    return {"calls": calls, "meta_file_bytes": len(meta_file),
+            **compare_loops(loops, reps, cap, cpu, work_dir, other_library)}
+
+
+def compare_stdio(probe_file, calls, reps, cap, cpu, work_dir, other_library=None):
+    """The 8-byte fwrite loop and the 1-byte pread loop (compare_loops)."""
+    loops = {"fwrite": [STDIO_LOOP, os.path.join(work_dir, "stdio-loop.out"), str(calls), "1000"],
+             "pread": [LOOP, probe_file, str(calls), "1000", "0"]}
+    return {"calls": calls, **compare_loops(loops, reps, cap, cpu, work_dir, other_library)}
+
+
+def print_loops(title, measured):
+    print(f"{title} in the main thread, median of 1000-call batches, {measured['reps']} alternating runs of "
+          f"{measured['calls']} calls" + (f"; other: {measured['other_library']}" if measured["other_library"] else ""))
     for mode, m in measured["loops"].items():
         line = (f"  {mode:9s} without {m['median_ns_without']:.1f} ns, with {m['median_ns_with']:.1f} ns, added "
                 f"{m['added_ns_median']:.1f} ns (round by round {m['added_ns_paired']:.1f}; mean over all batches "
@@ -314,6 +325,8 @@ def main():
                         help="the single-thread part in the main thread: a process with one thread")
     parser.add_argument("--meta", action="store_true",
                         help="metadata calls (stat, open/close) and the single-thread pread loop only")
+    parser.add_argument("--stdio", action="store_true",
+                        help="8-byte fwrite calls and the single-thread pread loop only")
     args = parser.parse_args()
 
     results = {}
@@ -326,8 +339,11 @@ def main():
             f.read()
         if args.meta:
             results["meta"] = compare_meta(probe_file, args.calls, args.reps, cap, 1, work_dir, args.compare)
-            print_meta(results["meta"])
-        if not (args.only_mpiio or args.only_darshan or args.meta):
+            print_loops(f"metadata calls (a path of {results['meta']['meta_file_bytes']} bytes)", results["meta"])
+        if args.stdio:
+            results["stdio"] = compare_stdio(probe_file, args.calls, args.reps, cap, 1, work_dir, args.compare)
+            print_loops("stdio calls", results["stdio"])
+        if not (args.only_mpiio or args.only_darshan or args.meta or args.stdio):
             single = compare(probe_file, args.calls, 0 if args.main_thread else 1, args.reps, cap, cpu=1,
                              work_dir=work_dir, other_library=args.compare, call=args.call)
             threaded = compare(probe_file, args.calls // 16, 16, args.reps, cap, cpu=None, work_dir=work_dir,
@@ -335,7 +351,7 @@ def main():
             results.update(single_thread=single, threads_16=threaded,
                            ratio_16_to_1=threaded["added_ns_median"] / single["added_ns_median"])
             print_posix(args, cap, single, threaded, results["ratio_16_to_1"])
-        if not (args.only_mpiio or args.meta):
+        if not (args.only_mpiio or args.meta or args.stdio):
             darshan_lib, why_not = darshan_library()
             if darshan_lib:
                 results["darshan"] = compare_darshan(probe_file, args.reps, cap, 1, work_dir, darshan_lib)
@@ -343,11 +359,11 @@ def main():
             else:
                 print(f"  beside Darshan: not measured ({why_not})")
         program = mpiio_loop()
-        if not (args.only_darshan or args.meta) and program and ioassess.mpiio_library_path():
+        if not (args.only_darshan or args.meta or args.stdio) and program and ioassess.mpiio_library_path():
             results["mpiio"] = [compare_mpiio(program, probe_file, args.mpiio_calls, mode, args.reps, cap, 1,
                                               work_dir) for mode in ("at", "pointer")]
             print_mpiio(args, results["mpiio"])
-        elif not (args.only_darshan or args.meta):
+        elif not (args.only_darshan or args.meta or args.stdio):
             print("  MPI-IO: not measured (no mpicc, or ioassess was installed without libioassess-mpiio.so)")
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as f:

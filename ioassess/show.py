@@ -9,27 +9,30 @@ import numpy as np
 
 from .inputs import traceformat as tf
 from .escape import printable
-from .inputs.trace import OTHER_FILES_ID, totals
+from .inputs.trace import OTHER_FILES_ID, TOTAL_COLUMNS, sum_by, totals
 from .units import count_text
 
 TOP_FILES = 10
+# The layers whose bytes no other layer records: POSIX, and stdio (glibc moves a stream's buffer
+# with internal calls the recorder does not see).
+IO_LAYERS = ("posix", "stdio")
 # The text lists this many processes; the JSON lists all.
 TEXT_PROCESSES = 20
 
 
 def summarise(traceset, top_files=TOP_FILES):
     """The summary of a TraceSet: processes, hosts, files, per-op-kind, per-direction and
-    per-layer totals. Files and directions count the POSIX layer only: an MPI-IO call's bytes
-    are moved again by the POSIX calls under it."""
-    per_file = _posix_rows(totals(traceset, by=("layer", "file_id")))
-    per_file_direction = _posix_rows(totals(traceset, by=("layer", "direction", "file_id")))
+    per-layer totals. Files and directions count the POSIX and stdio layers (IO_LAYERS) only: an
+    MPI-IO call's bytes are moved again by the POSIX calls under it."""
+    per_file = _io_rows(totals(traceset, by=("layer", "file_id")), ("file_id",))
+    per_file_direction = _io_rows(totals(traceset, by=("layer", "direction", "file_id")), ("direction", "file_id"))
     named = per_file_direction["file_id"] != OTHER_FILES_ID
     data_files = set(per_file_direction["file_id"][named & (per_file_direction["direction"] != "meta")].tolist())
     all_files = set(per_file_direction["file_id"][named].tolist())
     by_bytes = np.lexsort((per_file["file_id"], -per_file["bytes_returned"]))
     hosts = collections.Counter(process.hostname for process in traceset.processes)
     per_op = totals(traceset, by=("op",))
-    per_direction = _posix_rows(totals(traceset, by=("layer", "direction")))
+    per_direction = _io_rows(totals(traceset, by=("layer", "direction")), ("direction",))
     per_layer = totals(traceset, by=("layer",))
     return {
         "process_count": len(traceset.processes),
@@ -52,9 +55,10 @@ def summarise(traceset, top_files=TOP_FILES):
     }
 
 
-def _posix_rows(grouped):
-    posix = grouped["layer"] == "posix"
-    return {key: column[posix] for key, column in grouped.items()}
+def _io_rows(grouped, keys):
+    """The rows of the I/O layers, summed over the layer per keys."""
+    io = np.isin(grouped["layer"], IO_LAYERS)
+    return sum_by({key: grouped[key][io] for key in keys}, {name: grouped[name][io] for name in TOTAL_COLUMNS})
 
 
 def _amounts(grouped, i):

@@ -8,6 +8,7 @@
  *   ioassess-posix.c   the interposed POSIX calls
  *   ioassess-meta.c    the interposed metadata calls (stat, unlink, readdir, ...), file ids of paths
  *   ioassess-mounts.c  the mount point of each recorded file (MOUNT slots)
+ *   ioassess-stdio.c   the interposed C stdio calls on FILE streams (the STDIO layer)
  *   ioassess-pagecache.c which ops are sampled, and their page-cache state (cachestat)
  *   ioassess-layer.c   the entry points of layer libraries (ioassess-layer.h)
  *
@@ -100,6 +101,9 @@ struct ioassess_thread {
                                                a recorded MPI-IO call (0 outside) */
     uint32_t next_extent_slots;             /* slots to ask for next time (grows) */
     int busy;                               /* inside recorder bookkeeping */
+    int stdio_nested;                       /* inside a recorded stdio call: the stdio calls
+                                               made in it (a stacked library's) are not
+                                               recorded (ioassess-stdio.c) */
     int capped;                             /* record cap reached: use the summary table */
     int32_t pagecache_countdown;            /* ops until this thread samples the next one */
     uint32_t pagecache_random;              /* xorshift state drawing the gaps, 0 unseeded */
@@ -226,6 +230,14 @@ static inline uint64_t ioassess_fnv_byte(uint64_t hash, unsigned char c)
     return (hash ^ c) * IOASSESS_FNV_PRIME;
 }
 
+/* Whether an op kind is a metadata call (direction meta): its result is a descriptor, 0, a
+ * position..., never bytes moved. */
+static inline int ioassess_op_is_meta(uint8_t op)
+{
+    return (op >= IOASSESS_OP_OPEN && op <= IOASSESS_OP_FALLOCATE) || op == IOASSESS_OP_FOPEN ||
+           op == IOASSESS_OP_FCLOSE || op == IOASSESS_OP_FSEEK || op == IOASSESS_OP_FTELL;
+}
+
 /* An op record's result: what the call returned, or -errno when it failed. */
 static inline int64_t ioassess_outcome(long result, int err)
 {
@@ -239,11 +251,13 @@ int ioassess_excluded(const char *path);     /* under an excluded prefix, or a D
 void ioassess_mounts_read(void);            /* in the helper, as the trace starts */
 void ioassess_mounts_note(const char *name);
 void ioassess_mounts_fork_child(void);
+/* ioassess-stdio.c */
+void ioassess_stdio_resolve(void);
 
 /* ioassess-meta.c */
 void ioassess_meta_resolve(void);
 void ioassess_meta_fork_child(void);
-void ioassess_meta_opened(int dirfd, const char *path, int flags, int fd, int err,
+void ioassess_meta_opened(uint8_t op, int dirfd, const char *path, int flags, int fd, int err,
                           uint64_t start, uint64_t end);
 uint64_t ioassess_meta_closing(int fd);
 void ioassess_meta_closed(uint8_t op, int fd, uint64_t file_id, int result, int err,

@@ -873,12 +873,12 @@ static void enter_opened(int dirfd, const char *path, int flags, int fd)
 
 /* An open the recorder timed (ioassess-posix.c): its descriptor entered in the table, then the
  * op recorded on the file the table gave it. */
-void ioassess_meta_opened(int dirfd, const char *path, int flags, int fd, int err,
+void ioassess_meta_opened(uint8_t op, int dirfd, const char *path, int flags, int fd, int err,
                           uint64_t start, uint64_t end)
 {
     if (fd >= 0)
         enter_opened(dirfd, path, flags, fd);
-    record_opened(IOASSESS_OP_OPEN, dirfd, path, flags, fd, err, start, end);
+    record_opened(op, dirfd, path, flags, fd, err, start, end);
 }
 
 /* Before a close: the file it is recorded on, 0 if it is not (a descriptor not known: a

@@ -669,7 +669,6 @@ IOASSESS_EXPORT int fdatasync(int fd)
     X(close, int, (int))                            \
     X(close_range, int, (unsigned, unsigned, int))  \
     X(closefrom, void, (int))                       \
-    X(fclose, int, (FILE *))                        \
     X(dup, int, (int))                              \
     X(dup2, int, (int, int))                        \
     X(dup3, int, (int, int, int))                   \
@@ -699,7 +698,8 @@ static inline int opened(int fd, int flags)
         if (!ioassess_active() || ioassess_self.busy)                          \
             return opened(call, flags);                                        \
         TIMED(call);                                                           \
-        ioassess_meta_opened(dirfd, path, flags, (int)result_, err_, start_, end_); \
+        ioassess_meta_opened(IOASSESS_OP_OPEN, dirfd, path, flags, (int)result_, err_, start_, \
+                             end_);                                            \
         return (int)result_;                                                   \
     } while (0)
 
@@ -813,18 +813,6 @@ IOASSESS_EXPORT void closefrom(int lowest)
         ioassess_fd_closed_range((unsigned)lowest, ~0u);
         ioassess_meta_fd_closed_range((unsigned)lowest, ~0u);
     }
-}
-
-/* fclose closes its descriptor inside libc, out of our sight. The descriptor is read from the
- * FILE itself, never with fileno(): another interposer (Darshan) counts every fileno call. */
-IOASSESS_EXPORT int fclose(FILE *stream)
-{
-    RESOLVE(fclose);
-    int fd = stream ? stream->_fileno : -1;
-    int result = real_fclose ? real_fclose(stream) : EOF;
-    if (fd >= 0)
-        ioassess_fd_closed(fd);
-    return result;
 }
 
 static inline int duplicated(int old_fd, int new_fd)
@@ -1006,4 +994,5 @@ void ioassess_posix_resolve(void)
     MOVING_CALLS(RESOLVE_REAL)
 #undef RESOLVE_REAL
     ioassess_meta_resolve();
+    ioassess_stdio_resolve();
 }

@@ -53,6 +53,8 @@ enum ioassess_slot_type {
 enum ioassess_layer {
     IOASSESS_LAYER_POSIX = 0,    /* kinds 1 .. 63: POSIX calls (libioassess.so) */
     IOASSESS_LAYER_MPIIO = 1,    /* kinds 64 .. 127: MPI-IO calls (libioassess-mpiio.so) */
+    IOASSESS_LAYER_STDIO = 2,    /* kinds 128 .. 191: C stdio calls on FILE streams
+                                    (libioassess.so) */
 };
 
 /* Operation kinds recorded in ioassess_op_record.op. POSIX: the *64 and __*_chk entry points
@@ -63,7 +65,10 @@ enum ioassess_layer {
  * the directory of an *at() call is not known). MPI-IO: the large-count MPI_File_*_c entry points
  * map to the same kind as their plain form; non-blocking kinds (iread, iwrite, ...) time the
  * call that starts the transfer, and the split collectives' *_begin calls are recorded (their
- * *_end calls are not). */
+ * *_end calls are not). stdio: one kind per call family, the _unlocked, __*_chk, __isoc99_*,
+ * v* and *64 entry points map to their plain form; records have offset -1, requested and
+ * result in bytes (docs/trace-format.md, "stdio ops"); FOPEN, FCLOSE, FSEEK and FTELL are
+ * metadata (direction meta), FFLUSH a write of the stream's buffer. */
 enum ioassess_op {
     IOASSESS_OP_READ = 1,
     IOASSESS_OP_WRITE = 2,
@@ -123,7 +128,22 @@ enum ioassess_op {
     IOASSESS_OP_MPI_FILE_READ_ORDERED_BEGIN = 90,
     IOASSESS_OP_MPI_FILE_WRITE_ORDERED_BEGIN = 91,
     IOASSESS_OP_MPI_FILE_SYNC = 92,           /* collective */
-    IOASSESS_OP_MPIIO_COUNT = 93              /* one past the last MPI-IO kind */
+    IOASSESS_OP_MPIIO_COUNT = 93,             /* one past the last MPI-IO kind */
+    IOASSESS_OP_FOPEN = 128,                  /* metadata: fopen, fdopen, freopen (*64) */
+    IOASSESS_OP_FCLOSE = 129,                 /* metadata: fclose */
+    IOASSESS_OP_FREAD = 130,                  /* fread (_unlocked, __fread_chk) */
+    IOASSESS_OP_FWRITE = 131,                 /* fwrite (_unlocked) */
+    IOASSESS_OP_FGETS = 132,                  /* fgets (_unlocked, __fgets_chk) */
+    IOASSESS_OP_FPUTS = 133,                  /* fputs (_unlocked) */
+    IOASSESS_OP_FGETC = 134,                  /* fgetc, getc, _IO_getc */
+    IOASSESS_OP_FPUTC = 135,                  /* fputc, putc, _IO_putc */
+    IOASSESS_OP_FPRINTF = 136,                /* fprintf, vfprintf (__*_chk) */
+    IOASSESS_OP_FSCANF = 137,                 /* fscanf, vfscanf (__isoc99_*) */
+    IOASSESS_OP_FFLUSH = 138,                 /* fflush of one stream (a write) */
+    IOASSESS_OP_FSEEK = 139,                  /* metadata: fseek, fseeko, fsetpos (*64),
+                                                 rewind */
+    IOASSESS_OP_FTELL = 140,                  /* metadata: ftell, ftello (*64) */
+    IOASSESS_OP_STDIO_COUNT = 141             /* one past the last stdio kind */
 };
 
 /* Clock sources (ioassess_header.clock_source). */
@@ -201,7 +221,7 @@ struct ioassess_header {
     char cmdline[2048];            /* arguments separated by single spaces, truncated */
 };
 
-/* One read/write/sync/metadata call of either layer. */
+/* One read/write/sync/metadata call of any layer. */
 struct ioassess_op_record {
     uint8_t type;                  /* IOASSESS_SLOT_OP */
     uint8_t op;                    /* enum ioassess_op */

@@ -68,8 +68,9 @@ def recommendations(a):
             numbers = {f"{cls}_ops": entry["ops"], f"{cls}_s": entry["seconds"], "lost_s": entry["lost"]}
             found.append(finding(title, text, **numbers))
     found += sync_findings(a["flushes"], head["io_s"])
-    small = sum(r["read_ops"] + r["write_ops"] for r in a["sizes"] if 0 <= r["size_high"] <= SMALL_OP_BYTES // 4)
-    total = sum(r["read_ops"] + r["write_ops"] for r in a["sizes"])
+    # system calls only: a stdio call's bytes go to the stream's buffer, which reaches the kernel in larger writes
+    small = sum(r["posix_ops"] for r in a["sizes"] if 0 <= r["size_high"] <= SMALL_OP_BYTES // 4)
+    total = sum(r["posix_ops"] for r in a["sizes"])
     if total and small / total >= SMALL_OPS_SHARE:
         found.append(finding("Many small requests",
                              "Most requests moved at most 1 KiB: each pays a system call and, on a parallel "

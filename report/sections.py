@@ -285,15 +285,14 @@ def access_pattern(ops):
 def _pattern(job, file, ops, member, after_previous):
     """A file's access pattern: Darshan's consecutive and sequential shares of its reads and
     writes, from Darshan's counters when a log counted them (every op, DXT or not), else from
-    its ops with offsets; its read share, median size and share of small ops."""
+    its ops with offsets (none: stdio ops); its read share, median size and share of small ops."""
     n = int(member.sum())
+    known = member & (ops["offset"] >= 0)
     shares, source = _darshan_pattern(job.darshan_records, file), "darshan counters"
-    if shares is None and n:
-        shares = {f"{name}_share": float(after_previous[name][member].mean()) for name in ("consecutive", "sequential")}
+    if shares is None and known.any():
+        shares = {f"{name}_share": float(after_previous[name][known].mean()) for name in ("consecutive", "sequential")}
         source = "ops"
-    if shares is None:
-        return {"ops_with_offsets": 0}
-    pattern = {"ops_with_offsets": n, "source": source, **shares}
+    pattern = {"ops_with_offsets": n, **({"source": source, **shares} if shares is not None else {})}
     if n:
         sizes = ops["size"][member]
         pattern.update({"read_share": float((ops["direction"][member] == 0).mean()),
@@ -317,12 +316,14 @@ def size_table(job, per_op, per_total):
     edges = np.array([high for _, high in DARSHAN_SIZE_BINS[:-1]])
     ops, io = job.ops, per_op["is_io"] & (job.ops["direction"] < 2)
     which = np.searchsorted(edges, ops["size"][io], side="left")
+    posix = ops["layer"][io] == POSIX
     rows = []
     for b, label in enumerate(SIZE_BIN_LABELS):
         member = which == b
         d = ops["direction"][io][member]
         rows.append({"bin": label, "size_low": DARSHAN_SIZE_BINS[b][0], "size_high": DARSHAN_SIZE_BINS[b][1],
                      "read_ops": int(np.count_nonzero(d == 0)), "write_ops": int(np.count_nonzero(d == 1)),
+                     "posix_ops": int(np.count_nonzero(member & posix)),
                      "seconds": float(ops["duration_s"][io][member].sum()),
                      "lost_s": float(per_op["lost_s"][io][member].sum()),
                      "classes": {cls: int(np.count_nonzero(per_op["class"][io][member] == code))

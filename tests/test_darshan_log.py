@@ -655,8 +655,8 @@ def test_damaged_logs_never_crash_the_process(tmp_path):
 
 
 def test_a_trace_and_the_darshan_log_of_the_same_job_make_one_job(rewrite, ioassess, tmp_path):
-    """Darshan gives the job's facts and mount table, the trace the POSIX ops; MPI-IO ops, which
-    the recorder does not see, come from Darshan's DXT."""
+    """Darshan gives the job's facts and mount table, the trace the POSIX and stdio ops; MPI-IO
+    ops, which the recorder does not see here, come from Darshan's DXT."""
     trace_dir = tmp_path / "t"
     result = ioassess("run", "--trace-dir", trace_dir, "--", "sh", "-c", f"cat /etc/hostname > {tmp_path}/out",
                       env={"SLURM_JOB_ID": "4242"})
@@ -672,8 +672,11 @@ def test_a_trace_and_the_darshan_log_of_the_same_job_make_one_job(rewrite, ioass
     (out,) = [f for f in job.files if f.name == f"{tmp_path}/out"]
     traced_out = traced.files[[f.name for f in traced.files].index(out.name)]
     assert (out.mount_point, out.fs_type) == ("/tmp", traced_out.fs_type)
-    posix, mpiio = LAYERS.index("posix"), LAYERS.index("mpiio")
-    assert np.count_nonzero(job.ops["layer"] == posix) == len(traced.ops["size"])
+    posix, mpiio, stdio = LAYERS.index("posix"), LAYERS.index("mpiio"), LAYERS.index("stdio")
+    # cat's and the shell's POSIX ops, and cat's stdio ops on out (its stdout, a file)
+    for layer in (posix, stdio):
+        assert np.count_nonzero(job.ops["layer"] == layer) == np.count_nonzero(traced.ops["layer"] == layer)
+    assert np.count_nonzero(job.ops["layer"] != mpiio) == len(traced.ops["size"])
     assert np.count_nonzero(job.ops["layer"] == mpiio) == 1
     assert job.start_epoch_s <= traced.start_epoch_s and job.end_epoch_s >= traced.end_epoch_s
 

@@ -28,6 +28,7 @@ from darshan_runtime import Unavailable, find_runtime
 from ioassess.cli import preload_with
 from ioassess.inputs.job import DIRECTIONS, LAYERS
 from ioassess.inputs.load import load_job
+from ioassess.inputs.traceformat import OP_DIRECTION, OP_LAYER, OP_NAMES
 from recorder_helpers import (assert_same_run, clean_env, killme_killed, load, prog, run, select, tool, total_table,
                               tree_digest, wait_until)
 
@@ -177,6 +178,17 @@ def stdio_case(work):
     def check(ops):
         assert ops[(str(work / "in"), "read")]["count"] == 42     # stdio's reads are inside libc: not seen
         assert (str(work / "copy"), "write") not in ops
+        assert ops[(str(work / "in"), "fread")]["count"] == 42    # the last at the end of the file
+        assert ops[(str(work / "copy"), "fwrite")]["count"] == 41
+    return cmd, check
+
+
+def stdio_ops_case(work):
+    cmd = [prog("stdio_ops"), work]
+
+    def check(ops):
+        assert ops[(str(work / "a"), "fwrite")]["bytes_returned"] == 1040
+        assert ops[(str(work / "a"), "fscanf")]["count"] == 1
     return cmd, check
 
 
@@ -190,7 +202,8 @@ def mpiio_case(work):
     return cmd, check
 
 
-CASES = {"dd": dd_case, "tar": tar_case, "python": python_case, "stdio": stdio_case, "mpiio": mpiio_case}
+CASES = {"dd": dd_case, "tar": tar_case, "python": python_case, "stdio": stdio_case, "stdio_ops": stdio_ops_case,
+         "mpiio": mpiio_case}
 
 
 def run_beside_darshan(cmd, work, logs, preload, mpi, trace_dir=None, extra_env=None):
@@ -271,9 +284,11 @@ BYTES_COUNTER = {"read": "READ", "write": "WRITTEN"}
 STANDARD_STREAMS = {"<STDIN>", "<STDOUT>", "<STDERR>"}
 
 
-def job_amounts(job):
+def job_amounts(job, as_darshan_counts=False):
     """{(file name, layer, direction): [ops, bytes]} of a Job's reads and writes, all processes,
-    ops known one by one and totals together (as the report adds them)."""
+    ops known one by one and totals together (as the report adds them). as_darshan_counts: the
+    stdio ops Darshan counts in STDIO_READS and STDIO_WRITES, those that moved bytes (not an
+    fflush, nor a read at the end of the file)."""
     found = {}
 
     def add(files, layers, directions, ops, nbytes):
@@ -284,9 +299,43 @@ def job_amounts(job):
                 amounts[0] += n
                 amounts[1] += b
     ops, totals = job.ops, job.totals
-    add(ops["file"], ops["layer"], ops["direction"], np.ones(len(ops["file"]), np.int64), np.maximum(ops["result"], 0))
+    counted = (not as_darshan_counts) | (ops["layer"] != LAYERS.index("stdio")) | (ops["result"] > 0)
+    add(ops["file"][counted], ops["layer"][counted], ops["direction"][counted],
+        np.ones(np.count_nonzero(counted), np.int64), np.maximum(ops["result"][counted], 0))
     add(totals["file"], totals["layer"], totals["direction"], totals["ops"], totals["bytes"])
     return found
+
+
+def darshan_unseen(stdout, work):
+    """{(file name, "stdio", direction): [ops, bytes]} of the getc and putc calls stdio_ops made
+    (its "unwrapped-by-darshan" lines): Darshan 3.5.0 wraps _IO_getc and _IO_putc only."""
+    unseen = {}
+    for line in stdout.decode().splitlines():
+        if line.startswith("unwrapped-by-darshan "):
+            _, file, _, reads, _, writes = line.split()
+            for direction, calls in (("read", int(reads)), ("write", int(writes))):
+                if calls:
+                    unseen[(str(work / file), "stdio", direction)] = [calls, calls]
+    return unseen
+
+
+# Files the programs read with getc, which Darshan 3.5.0 does not wrap (docs/trace-format.md,
+# "stdio ops"): Python reads its script so (CPython's tokenizer), after an fread of its first bytes.
+READ_WITH_GETC = {"python": "script.py"}
+
+
+def getc_reads(name, ts, work):
+    """darshan_unseen's amounts of the fgetc ops (getc calls) of a trace on the file the case's
+    program reads with getc, if any."""
+    if name not in READ_WITH_GETC:
+        return {}
+    path = work / READ_WITH_GETC[name]
+    calls = int(select(ts, path, "fgetc").sum())
+    return {(str(path), "stdio", "read"): [calls, calls]} if calls else {}
+
+
+def minus(amounts, unseen):
+    return {key: [n - u for n, u in zip(value, unseen.get(key, [0, 0]))] for key, value in amounts.items()}
 
 
 def darshan_amounts(records):
@@ -324,15 +373,16 @@ def summed_by_layer(amounts):
 @pytest.mark.parametrize("name", CASES)
 def test_report_of_trace_and_log_is_one_job_agreeing_with_both(name, tmp_path, darshan_runtime, ioassess):
     """`ioassess report TRACE_DIR LOG` of a stacked run is one job: per file, layer and
-    direction, its ops and bytes are the trace's for POSIX and MPI-IO and Darshan's counters for
-    STDIO (which the recorder does not record), and the trace and Darshan count the same
-    wherever both see the file."""
+    direction, its ops and bytes are the trace's, and Darshan's STDIO counters where the trace
+    has no stdio op (the streams of pipes, which the recorder does not record), and the trace and
+    Darshan count the same wherever both see the file (stdio: the calls Darshan counts, below)."""
     mpi = name == "mpiio"
     for order, preload in orders(darshan_runtime.mpi_lib if mpi else darshan_runtime.lib).items():
         work, logs, traces = tmp_path / order / "work", tmp_path / order / "logs", tmp_path / order / "traces"
         work.mkdir(parents=True)
         cmd, _ = CASES[name](work)
-        assert run_beside_darshan(cmd, work, logs, preload, mpi, trace_dir=traces).returncode == 0
+        stacked = run_beside_darshan(cmd, work, logs, preload, mpi, trace_dir=traces)
+        assert stacked.returncode == 0
         log = the_log(logs)
         result = ioassess("report", traces, log, "-o", tmp_path / order / "r.html",
                           "--json", tmp_path / order / "r.json")
@@ -344,11 +394,18 @@ def test_report_of_trace_and_log_is_one_job_agreeing_with_both(name, tmp_path, d
         merged, traced, counted = job_amounts(job), job_amounts(traced_job), darshan_amounts(darshan_records(logs))
         assert len(job.processes) == len(traced_job.processes), f"{order}: Darshan's ranks became other processes"
         assert report_layers(assessment) == summed_by_layer(merged), f"{order}: the report is not the merged job"
-        assert not any(layer == "stdio" for _, layer, _ in traced), "the recorder has no STDIO layer"
-        assert merged == {**traced, **{key: v for key, v in counted.items() if key[1] == "stdio"}}, order
+        # Darshan's STDIO counters are used only when the trace has no stdio op (Python's fopen of
+        # its script, MPICH's of its configuration files are stdio ops too)
+        traced_layers = {*traced_job.ops["layer"].tolist(), *traced_job.totals["layer"].tolist()}
+        traced_stdio = LAYERS.index("stdio") in traced_layers
+        assert traced_stdio or not name.startswith("stdio"), order
+        darshan_only = {key: v for key, v in counted.items() if key[1] == "stdio" and not traced_stdio}
+        assert merged == {**traced, **darshan_only}, order
 
-        both = traced.keys() & counted.keys()
-        assert {key: (traced[key], counted[key]) for key in both if traced[key] != counted[key]} == {}, order
+        unseen = {**darshan_unseen(stacked.stdout, work), **getc_reads(name, load(traces, meta=True), work)}
+        as_darshan = minus(job_amounts(traced_job, as_darshan_counts=True), unseen)
+        both = as_darshan.keys() & counted.keys()
+        assert {key: (as_darshan[key], counted[key]) for key in both if as_darshan[key] != counted[key]} == {}, order
         only_counted = {key for key in counted.keys() - traced.keys() if key[1] != "stdio"}
         assert {file for file, _, _ in only_counted} <= STANDARD_STREAMS, \
             f"{order}: only Darshan counted {only_counted}"
@@ -359,6 +416,56 @@ def test_report_of_trace_and_log_is_one_job_agreeing_with_both(name, tmp_path, d
             assert {file for file, _, _ in only_traced} == {str(path) for path in (work / "tree").rglob("f")}, order
         else:
             assert not only_traced, f"{order}: only the trace has {only_traced}"
+
+
+# ---- stdio: the recorder's counts are Darshan's STDIO counters ----
+
+# Darshan's STDIO counters as the recorder's stdio ops (darshan-runtime/lib/darshan-stdio.c):
+# opens are fopen, fdopen and freopen that succeeded; reads and writes the calls that moved bytes
+# (fflush apart, as STDIO_FLUSHES); seeks fseek, fsetpos and rewind that succeeded (not ftell).
+STDIO_COUNTERS = {"STDIO_OPENS": ("fopen",), "STDIO_FLUSHES": ("fflush",), "STDIO_SEEKS": ("fseek",),
+                  "STDIO_READS": ("fread", "fgets", "fgetc", "fscanf"),
+                  "STDIO_WRITES": ("fwrite", "fputs", "fputc", "fprintf")}
+STDIO_BYTES = {"STDIO_BYTES_READ": STDIO_COUNTERS["STDIO_READS"], "STDIO_BYTES_WRITTEN": STDIO_COUNTERS["STDIO_WRITES"]}
+
+
+def stdio_as_darshan(ts, unseen):
+    """{file name: {STDIO counter: value}} of a trace's stdio ops as Darshan counts them, less
+    the getc and putc calls Darshan does not see (darshan_unseen)."""
+    found = {}
+    for op, file_id, result in zip(ts.ops["op"].tolist(), ts.ops["file_id"].tolist(), ts.ops["result"].tolist()):
+        kind = OP_NAMES[op]
+        moved = OP_DIRECTION[op] != "meta" and kind != "fflush"
+        if OP_LAYER[op] != "stdio" or result < 0 or (moved and result == 0):
+            continue
+        counters = found.setdefault(ts.files[file_id].name, dict.fromkeys([*STDIO_COUNTERS, *STDIO_BYTES], 0))
+        for counter, kinds in STDIO_COUNTERS.items():
+            counters[counter] += kind in kinds
+        for counter, kinds in STDIO_BYTES.items():
+            counters[counter] += result if kind in kinds else 0
+    for (name, _, direction), (calls, nbytes) in unseen.items():
+        found[name]["STDIO_READS" if direction == "read" else "STDIO_WRITES"] -= calls
+        found[name]["STDIO_BYTES_READ" if direction == "read" else "STDIO_BYTES_WRITTEN"] -= nbytes
+    return found
+
+
+def test_stdio_counts_equal_darshans_stdio_counters(tmp_path, darshan_runtime):
+    """stdio_ops beside Darshan, in each order: per file, the trace's opens, reads, writes,
+    flushes, seeks and bytes read and written are Darshan's STDIO counters."""
+    for order, preload in orders(darshan_runtime.lib).items():
+        work, logs, traces = tmp_path / order / "work", tmp_path / order / "logs", tmp_path / order / "traces"
+        work.mkdir(parents=True)
+        cmd, _ = stdio_ops_case(work)
+        result = run_beside_darshan(cmd, work, logs, preload, mpi=False, trace_dir=traces)
+        assert result.returncode == 0, result.stderr
+        darshan_stdio = {name: {counter: counters[counter] for counter in [*STDIO_COUNTERS, *STDIO_BYTES]}
+                         for (module, name, _), counters in darshan_records(logs).items()
+                         if module == "STDIO" and name.startswith(f"{work}/")}
+        ts = load(traces, meta=True)
+        traced = stdio_as_darshan(ts, darshan_unseen(result.stdout, work))
+        traced = {name: counters for name, counters in traced.items() if name.startswith(f"{work}/")}
+        assert set(darshan_stdio) == {str(work / name) for name in ("a", "c", "d")}, order
+        assert traced == darshan_stdio, order
 
 
 # ---- ioassess run where a site preloads Darshan's MPI runtime ----

@@ -164,6 +164,24 @@ def test_threads_at_positions(sanitized, tmp_path, mode):
     assert rec.returncode == 0 and rec.stdout.count(printed) >= least, describe(rec)
 
 
+def test_stdio_calls(sanitized, tmp_path):
+    """Every wrapped stdio call, on files and on streams that are no files (tests/test_recorder_stdio.py
+    checks what is recorded)."""
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "rec").mkdir()
+    plain = subprocess.run([prog("stdio_ops"), tmp_path / "plain", "popen"], capture_output=True, timeout=60)
+    rec = run_sanitized(sanitized, [prog("stdio_ops"), tmp_path / "rec", "popen"], tmp_path / "traces")
+    assert (rec.returncode, rec.stdout) == (0, plain.stdout), describe(rec)
+    assert total_table(load(tmp_path / "traces"), by=("op",))[("fwrite",)]["count"] >= 2
+
+
+def test_stdio_threads_on_their_own_and_a_shared_stream(sanitized, tmp_path):
+    rec = run_sanitized(sanitized, [prog("stdio_threads"), tmp_path, 8, 500], tmp_path / "traces")
+    assert rec.returncode == 0, describe(rec)
+    t = total_table(load(tmp_path / "traces"), by=("op",))
+    assert (t[("fwrite",)]["count"], t[("fprintf",)]["count"]) == (8000, 4000)
+
+
 @pytest.mark.parametrize("threads", [4, 64])
 def test_fork_while_other_threads_do_io(sanitized, tmp_path, threads):
     rec = run_sanitized(sanitized, [prog("forkthreads"), tmp_path, threads], tmp_path / "traces")

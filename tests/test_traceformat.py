@@ -136,7 +136,9 @@ def test_python_mirrors_every_constant_the_header_defines():
 
 def test_op_names_directions_and_layers_cover_every_kind():
     mpiio_first = tf.Layer.MPIIO << tf.OP_LAYER_SHIFT
-    kinds = set(range(1, tf.Op.COUNT)) | set(range(mpiio_first, tf.Op.MPIIO_COUNT))
+    stdio_first = tf.Layer.STDIO << tf.OP_LAYER_SHIFT
+    kinds = (set(range(1, tf.Op.COUNT)) | set(range(mpiio_first, tf.Op.MPIIO_COUNT))
+             | set(range(stdio_first, tf.Op.STDIO_COUNT)))
     assert set(tf.OP_NAMES) == kinds == set(tf.OP_DIRECTION) == set(tf.OP_LAYER)
     assert set(tf.OP_DIRECTION.values()) == set(tf.DIRECTIONS)
     assert tf.OP_DIRECTION[tf.Op.PREADV2] == "read" and tf.OP_DIRECTION[tf.Op.PWRITEV] == "write"
@@ -151,3 +153,11 @@ def test_op_names_directions_and_layers_cover_every_kind():
         "mpi_file_read_ordered_begin"}
     assert [name for name, direction in directions.items() if direction == "sync"] == ["mpi_file_sync"]
     assert all(name.replace("read", "write") in directions for name, d in directions.items() if d == "read")
+    assert tf.Op.STDIO_COUNT <= stdio_first + (1 << tf.OP_LAYER_SHIFT)   # stdio kinds stay in their range
+    assert {op for op, layer in tf.OP_LAYER.items() if layer == "stdio"} == set(range(stdio_first, tf.Op.STDIO_COUNT))
+    stdio = {tf.OP_NAMES[op]: tf.OP_DIRECTION[op] for op in range(stdio_first, tf.Op.STDIO_COUNT)}
+    assert stdio == {"fopen": "meta", "fclose": "meta", "fread": "read", "fwrite": "write", "fgets": "read",
+                     "fputs": "write", "fgetc": "read", "fputc": "write", "fprintf": "write", "fscanf": "read",
+                     "fflush": "write", "fseek": "meta", "ftell": "meta"}
+    assert {tf.OP_NAMES[op]: tf.META_KIND_NAMES[op] for op in range(stdio_first, tf.Op.STDIO_COUNT)
+            if op in tf.META_KIND_NAMES} == {"fopen": "open", "fclose": "close", "fseek": "seek", "ftell": "seek"}

@@ -303,6 +303,36 @@ def test_threads16(pair):
     assert len(set(zip(region.tolist(), tid.tolist()))) == 16
 
 
+@pytest.mark.parametrize("program", ["stdio_ops", "stdio_ops_chk"])
+def test_stdio_calls(pair, program):
+    """Every wrapped stdio call: the program's own count of its calls on its files is the trace's."""
+    p = pair(lambda d: None)
+    plain, rec = p.run([prog(program), "{dir}", "popen"])
+    p.check(plain, rec)
+    counts = {tuple(line.split()[1:3]): int(line.split()[3]) for line in rec.stdout.decode().splitlines()
+              if line.startswith("count ")}
+    ts = load(p.trace_dir, meta=True)
+    for (name, kind), calls in counts.items():
+        assert select(ts, p.rec_dir / name, kind).sum() == calls, (name, kind)
+
+
+def test_stdio_threads(pair):
+    """Threads writing through their own streams and one shared stream."""
+    p = pair(lambda d: None)
+    threads, calls = 8, 2000
+    plain, rec = p.run([prog("stdio_threads"), "{dir}", threads, calls])
+    p.check(plain, rec, exclude=("shared",))   # its records in the order the threads ran
+    assert (p.rec_dir / "shared").stat().st_size == (p.plain_dir / "shared").stat().st_size
+    ts = p.traces()
+    for t in range(threads):
+        own = p.rec_dir / f"t{t}"
+        assert select(ts, own, "fwrite").sum() == select(ts, own, "fprintf").sum() == calls
+        assert ts.ops["result"][select(ts, own)].sum() == own.stat().st_size
+    shared = select(ts, p.rec_dir / "shared", "fwrite")
+    assert shared.sum() == threads * calls
+    assert len(set(ts.ops["tid"][shared].tolist())) == threads
+
+
 def test_shell_pipeline_fork_exec(pair, tmp_path):
     """Hundreds of processes from fork+exec: every one has a trace, with the right parent."""
     tally = prog("tally")

@@ -163,9 +163,8 @@ _JOB_FLAG_BITS = np.uint16(sum(Flag))
 # op code -> index into META_KINDS for the recorder's metadata kinds (named as the Job names
 # them), -1 for every other op
 _META_KIND_OF_OP = np.full(256, -1, np.int8)
-for _op, _name in tf.OP_NAMES.items():
-    if tf.OP_DIRECTION[_op] == "meta":
-        _META_KIND_OF_OP[_op] = META_KINDS.index(_name)
+for _op, _name in tf.META_KIND_NAMES.items():
+    _META_KIND_OF_OP[_op] = META_KINDS.index(_name)
 
 
 def _trace_file(info, mounts):
@@ -355,7 +354,9 @@ def _merge_two(a, b):
     processes = [dataclasses.replace(p, start_s=p.start_s + traced.start_epoch_s - start,
                                      end_s=p.end_s + traced.start_epoch_s - start) for p in traced.processes]
     file_positions = _index_into(files, darshan.files, key=lambda f: f.name)
-    traced_layers = list(set(np.unique(traced.ops["layer"]).tolist()) | {LAYERS.index("posix")})
+    # the layers the trace records, from its ops or its totals (a layer's ops may all be past the record cap)
+    traced_layers = list(set(traced.ops["layer"].tolist()) | set(traced.totals["layer"].tolist())
+                         | {LAYERS.index("posix")})
     untraced = [(table, ~np.isin(table["layer"], traced_layers))
                 for table in (_rebased(darshan.ops, darshan.start_epoch_s - start), darshan.totals, darshan.size_bins,
                               darshan.meta_kinds)]

@@ -197,8 +197,9 @@ def trace_file_paths(path_or_paths):
 def totals(traceset, by=("file_id", "op")):
     """Count, bytes requested and returned, errors and summed duration (ns) per group, over op
     records and summary entries alike (metadata ops return no bytes). Group keys: any of
-    GROUP_KEYS ("direction" is "read", "write", "sync" or "meta"; "layer" is "posix" or "mpiio":
-    the MPI-IO layer's bytes and time include the POSIX ops under it). Returns columns: the keys,
+    GROUP_KEYS ("direction" is "read", "write", "sync" or "meta"; "layer" is "posix", "mpiio" or
+    "stdio": the MPI-IO layer's bytes and time include the POSIX ops under it, the stdio layer's
+    are in no other layer). Returns columns: the keys,
     then TOTAL_COLUMNS, sorted by the keys."""
     unknown = set(by) - set(GROUP_KEYS)
     if unknown:

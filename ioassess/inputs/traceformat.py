@@ -41,6 +41,7 @@ class SlotType(enum.IntEnum):
 class Layer(enum.IntEnum):
     POSIX = 0
     MPIIO = 1
+    STDIO = 2
 
 
 class Op(enum.IntEnum):
@@ -101,6 +102,20 @@ class Op(enum.IntEnum):
     MPI_FILE_WRITE_ORDERED_BEGIN = 91
     MPI_FILE_SYNC = 92
     MPIIO_COUNT = 93  # one past the last MPI-IO kind, not a kind
+    FOPEN = 128  # stdio kinds; FOPEN, FCLOSE, FSEEK and FTELL are metadata
+    FCLOSE = 129
+    FREAD = 130
+    FWRITE = 131
+    FGETS = 132
+    FPUTS = 133
+    FGETC = 134
+    FPUTC = 135
+    FPRINTF = 136
+    FSCANF = 137
+    FFLUSH = 138  # a write: the stream's buffer reaches the kernel
+    FSEEK = 139
+    FTELL = 140
+    STDIO_COUNT = 141  # one past the last stdio kind, not a kind
 
 
 class ClockSource(enum.IntEnum):
@@ -131,22 +146,27 @@ class OpFlag(enum.IntFlag):
     DIRECT = 1 << 5  # POSIX: the descriptor had O_DIRECT (the op went past the page cache)
 
 
-OP_KINDS = tuple(op for op in Op if op not in (Op.COUNT, Op.MPIIO_COUNT))
+OP_KINDS = tuple(op for op in Op if op not in (Op.COUNT, Op.MPIIO_COUNT, Op.STDIO_COUNT))
 # op code -> name ("read", "pwritev2", "mpi_file_write_all", ...)
 OP_NAMES = {int(op): op.name.lower() for op in OP_KINDS}
 DIRECTIONS = ("read", "write", "sync", "meta")
 _READ_OPS = (Op.READ, Op.PREAD, Op.READV, Op.PREADV, Op.PREADV2,
-             *(op for op in Op if op.name.startswith(("MPI_FILE_READ", "MPI_FILE_IREAD"))))
+             *(op for op in Op if op.name.startswith(("MPI_FILE_READ", "MPI_FILE_IREAD"))),
+             Op.FREAD, Op.FGETS, Op.FGETC, Op.FSCANF)
 _SYNC_OPS = (Op.FSYNC, Op.FDATASYNC, Op.MPI_FILE_SYNC)
 # The metadata kinds: their result is a descriptor, 0 or -errno (readdir: 1 for an entry, 0 at
-# the end; getdents64: bytes of entries), never bytes of data moved.
-META_OPS = tuple(op for op in OP_KINDS if Op.OPEN <= op < Op.COUNT)
+# the end; getdents64: bytes of entries; ftell: the position), never bytes of data moved.
+META_OPS = (*(op for op in OP_KINDS if Op.OPEN <= op < Op.COUNT), Op.FOPEN, Op.FCLOSE, Op.FSEEK, Op.FTELL)
+# metadata op code -> its call family as the Job names it (ioassess.inputs.job.META_KINDS): the
+# stdio kinds are the open, close and seek of a stream
+META_KIND_NAMES = {int(op): {Op.FOPEN: "open", Op.FCLOSE: "close", Op.FSEEK: "seek", Op.FTELL: "seek"}.get(
+    op, op.name.lower()) for op in META_OPS}
 # op code -> "read" | "write" | "sync" | "meta"
 OP_DIRECTION = {
     int(op): "read" if op in _READ_OPS else "sync" if op in _SYNC_OPS else "meta" if op in META_OPS else "write"
     for op in OP_KINDS
 }
-# op code -> "posix" | "mpiio"
+# op code -> "posix" | "mpiio" | "stdio"
 OP_LAYER = {int(op): Layer(op >> OP_LAYER_SHIFT).name.lower() for op in OP_KINDS}
 
 HEADER_DTYPE = np.dtype([
