@@ -10,6 +10,7 @@
  *   ioassess-mounts.c  the mount point of each recorded file (MOUNT slots)
  *   ioassess-pagecache.c which ops are sampled, and their page-cache state (cachestat)
  *   ioassess-layer.c   the entry points of layer libraries (ioassess-layer.h)
+ *   ioassess-aio.c     asynchronous I/O (libaio, POSIX AIO), mapped files, io_uring instances
  *
  * Rules every file follows: the recorder's own I/O goes through raw syscalls (never through
  * an interposed symbol, so it is never recorded, by us or by a stacked library) and opens
@@ -251,6 +252,10 @@ void ioassess_meta_closed(uint8_t op, int fd, uint64_t file_id, int result, int 
 void ioassess_meta_fd_closed(int fd);
 void ioassess_meta_fd_duplicated(int old_fd, int new_fd);
 void ioassess_meta_fd_closed_range(unsigned first, unsigned last);
+
+/* ioassess-aio.c */
+void ioassess_aio_resolve(void);
+void ioassess_aio_fork_child(void);
 
 #define IOASSESS_FD_LIMIT 65536
 #define IOASSESS_FD_UNKNOWN 0u               /* not seen yet: look it up on first use */

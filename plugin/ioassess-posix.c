@@ -1006,4 +1006,5 @@ void ioassess_posix_resolve(void)
     MOVING_CALLS(RESOLVE_REAL)
 #undef RESOLVE_REAL
     ioassess_meta_resolve();
+    ioassess_aio_resolve();
 }
