@@ -681,8 +681,10 @@ void ioassess_writer_summary_add(uint8_t op, uint64_t file_id, uint64_t requeste
         bin = IOASSESS_HIST_BINS - 1;
     __atomic_add_fetch(&e->count, 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&e->bytes_requested, requested, __ATOMIC_RELAXED);
-    int is_meta = op >= IOASSESS_OP_OPEN && op < IOASSESS_OP_COUNT;  /* result: no bytes */
-    if (result > 0 && !is_meta)
+    /* metadata calls, mappings and io_uring instances: their result is no bytes */
+    int moves_no_data = (op >= IOASSESS_OP_OPEN && op <= IOASSESS_OP_FALLOCATE) ||
+                        op == IOASSESS_OP_MMAP || op == IOASSESS_OP_IO_URING;
+    if (result > 0 && !moves_no_data)
         __atomic_add_fetch(&e->bytes_returned, (uint64_t)result, __ATOMIC_RELAXED);
     else if (result < 0)
         __atomic_add_fetch(&e->errors, 1, __ATOMIC_RELAXED);
