@@ -3,8 +3,9 @@
 - fio's libaio engine (4 KiB random O_DIRECT reads, iodepth 8): every request recorded, once,
   as an asynchronous read whose median duration is within 10 % of fio's own median completion
   latency (clat_ns, from its JSON output);
-- fio's io_uring engine: the instance is recorded, and the report (HTML and JSON) says that its
-  I/O is not timed;
+- fio's io_uring engine (its ring set up through syscall()), and rings set up by raw system
+  calls as liburing does (found at exit, tests/progs/rawring.c): each instance recorded once, and
+  the report (HTML and JSON) says that their I/O is not timed;
 - tests/progs/posixaio.c (aio_read, aio_write, aio_fsync, lio_listio, aio_suspend, aio_error,
   aio_return): every request recorded with its kind, offset, bytes and result;
 - tests/progs/libaio_edges.c: libaio's vector and sync requests, a batch reaped in parts, and
@@ -141,3 +142,16 @@ def test_libaio_requests_and_hostile_calls(tmp_path, recorder_lib):
         requests_printed(plain.stdout)
     assert all(r["flags"] == OpFlag.ASYNC for r in rows if r["kind"] != "pread")
     assert [r["kind"] for r in rows].count("pread") == 0, "syscall(SYS_pread64) is not a libc pread"
+
+
+def test_io_uring_instances_of_raw_system_calls_found_at_exit(tmp_path, recorder_lib):
+    """Rings set up by raw system calls (liburing's way) are found by the scan at exit, the one
+    set up through syscall() when it is made, and none is counted twice."""
+    plain = run([prog("rawring"), 3])
+    recorded = run([prog("rawring"), 3], preload=[recorder_lib], trace_dir=tmp_path / "traces")
+    assert_same_run(plain, recorded)
+    assert plain.stdout == b"rings 4\n"
+    ts = load(tmp_path / "traces", meta=True)
+    rings = op_rows(ts, select(ts, op="io_uring"))
+    assert len(rings) == 4
+    assert sorted(r["requested"] for r in rings) == [0, 0, 0, 8], "the syscall() ring's entries, at its setup"
