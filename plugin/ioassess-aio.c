@@ -55,6 +55,23 @@
             real_##name = (__typeof__(real_##name))dlsym(RTLD_NEXT, #name);    \
     } while (0)
 
+/* A call whose next definition does not exist fails as an unknown system call would. */
+#define RESOLVE_OR_FAIL(name, failure)                                         \
+    do {                                                                       \
+        RESOLVE(name);                                                         \
+        if (unlikely(!real_##name)) {                                          \
+            errno = ENOSYS;                                                    \
+            return failure;                                                    \
+        }                                                                      \
+    } while (0)
+
+/* The POSIX AIO calls also need glibc's aio_error (a request done or not). */
+#define RESOLVE_POSIX_AIO(name)                                                \
+    do {                                                                       \
+        RESOLVE_OR_FAIL(aio_error, -1);                                        \
+        RESOLVE_OR_FAIL(name, -1);                                             \
+    } while (0)
+
 /* ---- requests in flight ---- */
 
 #define PENDING_SLOTS 4096u
@@ -394,11 +411,7 @@ static void submitted(const struct aiocb *cb, uint8_t op, uint64_t start)
 
 #define SUBMIT(name, op, call)                                                 \
     do {                                                                       \
-        RESOLVE(name);                                                         \
-        if (unlikely(!real_##name)) {                                          \
-            errno = ENOSYS;                                                    \
-            return -1;                                                         \
-        }                                                                      \
+        RESOLVE_POSIX_AIO(name);                                               \
         if (!recording())                                                      \
             return (call);                                                     \
         uint64_t start_ = ioassess_ticks_start(ioassess_config.use_tsc);       \
@@ -488,12 +501,7 @@ static int listed(int mode, struct aiocb *const list[], int count, uint64_t star
 
 #define LIST(name)                                                             \
     do {                                                                       \
-        RESOLVE(name);                                                         \
-        RESOLVE(aio_error);                                                    \
-        if (unlikely(!real_##name || !real_aio_error)) {                       \
-            errno = ENOSYS;                                                    \
-            return -1;                                                         \
-        }                                                                      \
+        RESOLVE_POSIX_AIO(name);                                               \
         if (!recording() || count <= 0 || !OPAQUE(list))                       \
             return real_##name(mode, list, count, sig);                        \
         uint64_t start_ = ioassess_ticks_start(ioassess_config.use_tsc);       \
@@ -516,12 +524,7 @@ IOASSESS_EXPORT int lio_listio64(int mode, struct aiocb64 *const list[], int cou
 /* A request found done: the first such look is its completion time. */
 #define ERROR(name)                                                            \
     do {                                                                       \
-        RESOLVE(name);                                                         \
-        RESOLVE(aio_error);                                                    \
-        if (unlikely(!real_##name || !real_aio_error)) {                                          \
-            errno = ENOSYS;                                                    \
-            return -1;                                                         \
-        }                                                                      \
+        RESOLVE_POSIX_AIO(name);                                               \
         int status_ = real_##name(cb);                                         \
         if (status_ != EINPROGRESS && status_ >= 0 && recording()) {           \
             uint64_t now_ = ioassess_ticks_end(ioassess_config.use_tsc);       \
@@ -543,12 +546,7 @@ IOASSESS_EXPORT int aio_error64(const struct aiocb64 *cb)
 
 #define SUSPEND(name)                                                          \
     do {                                                                       \
-        RESOLVE(name);                                                         \
-        RESOLVE(aio_error);                                                    \
-        if (unlikely(!real_##name || !real_aio_error)) {                       \
-            errno = ENOSYS;                                                    \
-            return -1;                                                         \
-        }                                                                      \
+        RESOLVE_POSIX_AIO(name);                                               \
         int result_ = real_##name(list, count, timeout);                       \
         if (result_ == 0 && recording())                                       \
             seen_done((const struct aiocb *const *)list, count,                \
@@ -572,12 +570,7 @@ IOASSESS_EXPORT int aio_suspend64(const struct aiocb64 *const list[], int count,
  * done when first seen done, or now. */
 #define RETURN(name)                                                           \
     do {                                                                       \
-        RESOLVE(name);                                                         \
-        RESOLVE(aio_error);                                                    \
-        if (unlikely(!real_##name || !real_aio_error)) {                       \
-            errno = ENOSYS;                                                    \
-            return -1;                                                         \
-        }                                                                      \
+        RESOLVE_POSIX_AIO(name);                                               \
         if (!recording())                                                      \
             return real_##name(cb);                                            \
         struct ioassess_thread *t_ = &ioassess_self;                           \
@@ -744,11 +737,7 @@ static inline uint16_t map_flags(int prot, int flags)
  * instance. Anonymous mappings pass straight through. */
 #define MMAP(name)                                                             \
     do {                                                                       \
-        RESOLVE(name);                                                         \
-        if (unlikely(!real_##name)) {                                          \
-            errno = ENOSYS;                                                    \
-            return MAP_FAILED;                                                 \
-        }                                                                      \
+        RESOLVE_OR_FAIL(name, MAP_FAILED);                                     \
         if (likely((flags & MAP_ANONYMOUS) || fd < 0))                         \
             return real_##name(addr, length, prot, flags, fd, offset);         \
         struct ioassess_ofd *o_ = ioassess_tracked(fd);                        \
