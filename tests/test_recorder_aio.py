@@ -35,7 +35,7 @@ def fio(tmp_path, engine, trace_dir, recorder_lib, ops=FIO_OPS):
     return json.loads(result.stdout)["jobs"][0]["read"]
 
 
-def test_fio_libaio_every_request_timed_as_fio_times_it(tmp_path, recorder_lib):
+def test_fio_libaio_every_request_timed_as_fio_times_it(tmp_path, recorder_lib, ioassess):
     stats = fio(tmp_path, "libaio", tmp_path / "traces", recorder_lib)
     ts = load(tmp_path / "traces")
     reads = select(ts, tmp_path / "fio.dat", "aio_read")
@@ -48,6 +48,21 @@ def test_fio_libaio_every_request_timed_as_fio_times_it(tmp_path, recorder_lib):
     recorded_median = float(np.median(ops["duration_ns"][reads]))
     fio_median = stats["clat_ns"]["percentile"]["50.000000"]
     assert abs(recorded_median - fio_median) <= 0.1 * fio_median, (recorded_median, fio_median)
+
+    # The report: in the layer table flagged async, counted once in the I/O time, and said to overlap.
+    result = ioassess("report", tmp_path / "traces", "-o", tmp_path / "r.html", "--json", tmp_path / "a.json")
+    assert result.returncode == 0, result.stderr
+    assessment = json.loads((tmp_path / "a.json").read_text())
+    (read_row,) = [row for row in assessment["layers"] if row["direction"] == "read"]
+    assert read_row["posix"]["ops"] == read_row["posix"]["flagged"]["async"]["ops"] == FIO_OPS
+    assert read_row["posix"]["flagged"]["direct"]["ops"] == FIO_OPS
+    seconds = float(ops["duration_ns"][reads].sum()) / 1e9
+    assert assessment["asynchronous"]["ops"] == assessment["asynchronous"]["libaio"]["ops"] == FIO_OPS
+    assert abs(assessment["asynchronous"]["seconds"] - seconds) < 1e-6
+    assert sum(row["ops"] for row in assessment["classes"] if row["direction"] == "read") == FIO_OPS
+    html = (tmp_path / "r.html").read_text()
+    assert f"{FIO_OPS} asynchronous requests ({FIO_OPS} by libaio)" in html
+    assert "runs from its submission to its completion" in html and "overlap" in html
 
 
 def test_fio_io_uring_named_and_untimed_in_the_report(tmp_path, recorder_lib, ioassess):
