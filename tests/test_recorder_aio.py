@@ -16,6 +16,7 @@
 Output, exit status and files are the same without the recorder (tests/test_transparency.py has
 them among its programs too)."""
 import json
+import re
 
 import numpy as np
 
@@ -63,6 +64,23 @@ def test_fio_libaio_every_request_timed_as_fio_times_it(tmp_path, recorder_lib, 
     html = (tmp_path / "r.html").read_text()
     assert f"{FIO_OPS} asynchronous requests ({FIO_OPS} by libaio)" in html
     assert "runs from its submission to its completion" in html and "overlap" in html
+
+
+def test_requests_in_flight_together_overlap_and_the_report_says_so(tmp_path, recorder_lib, ioassess):
+    """32 requests in flight: summed, their durations are many times the time fio ran, and the
+    page says that the I/O time overlaps instead of presenting it as time waited."""
+    result = run([tool("fio"), "--name=deep", f"--filename={tmp_path / 'fio.dat'}", "--size=16M", "--rw=randread",
+                  "--bs=4k", "--direct=1", "--ioengine=libaio", "--iodepth=32", "--number_ios=4000",
+                  "--output-format=json"], cwd=tmp_path, preload=[recorder_lib], trace_dir=tmp_path / "traces")
+    assert result.returncode == 0, result.stderr
+    report = ioassess("report", tmp_path / "traces", "-o", tmp_path / "r.html", "--json", tmp_path / "a.json")
+    assert report.returncode == 0, report.stderr
+    assessment = json.loads((tmp_path / "a.json").read_text())
+    busiest = assessment["per_process"]["io"]["max"]["seconds"]
+    assert busiest > 2 * assessment["job"]["runtime_s"], (busiest, assessment["job"]["runtime_s"])
+    html = (tmp_path / "r.html").read_text()
+    assert re.search(r'id="overlapping-io">I/O time is summed over calls: a process with [^<]* had calls in flight at '
+                     r'the same time \(asynchronous requests, or several threads\), so they overlap', html)
 
 
 def test_fio_io_uring_named_and_untimed_in_the_report(tmp_path, recorder_lib, ioassess):
