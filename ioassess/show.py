@@ -27,7 +27,8 @@ def summarise(traceset, top_files=TOP_FILES):
     per_file = _io_rows(totals(traceset, by=("layer", "file_id")), ("file_id",))
     per_file_direction = _io_rows(totals(traceset, by=("layer", "direction", "file_id")), ("direction", "file_id"))
     named = per_file_direction["file_id"] != OTHER_FILES_ID
-    data_files = set(per_file_direction["file_id"][named & (per_file_direction["direction"] != "meta")].tolist())
+    moved_data = np.isin(per_file_direction["direction"], ("read", "write", "sync"))
+    data_files = set(per_file_direction["file_id"][named & moved_data].tolist())
     all_files = set(per_file_direction["file_id"][named].tolist())
     by_bytes = np.lexsort((per_file["file_id"], -per_file["bytes_returned"]))
     hosts = collections.Counter(process.hostname for process in traceset.processes)

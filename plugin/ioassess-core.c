@@ -247,6 +247,7 @@ static void after_fork_in_child(void)
     ioassess_fd_fork_child();
     ioassess_meta_fork_child();
     ioassess_mounts_fork_child();
+    ioassess_aio_fork_child();
     if (ioassess_writer_start() != 0)
         __atomic_store_n(&ioassess_state, IOASSESS_STATE_DISABLED, __ATOMIC_RELEASE);
     ioassess_leave(&ioassess_self);

@@ -11,6 +11,7 @@
  *   ioassess-stdio.c   the interposed C stdio calls on FILE streams (the STDIO layer)
  *   ioassess-pagecache.c which ops are sampled, and their page-cache state (cachestat)
  *   ioassess-layer.c   the entry points of layer libraries (ioassess-layer.h)
+ *   ioassess-aio.c     asynchronous I/O (libaio, POSIX AIO), mapped files, io_uring instances
  *
  * Rules every file follows: the recorder's own I/O goes through raw syscalls (never through
  * an interposed symbol, so it is never recorded, by us or by a stacked library) and opens
@@ -230,12 +231,13 @@ static inline uint64_t ioassess_fnv_byte(uint64_t hash, unsigned char c)
     return (hash ^ c) * IOASSESS_FNV_PRIME;
 }
 
-/* Whether an op kind is a metadata call (direction meta): its result is a descriptor, 0, a
- * position..., never bytes moved. */
-static inline int ioassess_op_is_meta(uint8_t op)
+/* Whether an op kind's result is not bytes moved: a metadata call's (a descriptor, 0, a
+ * position...), a mapping's or an io_uring instance's. */
+static inline int ioassess_op_moves_no_data(uint8_t op)
 {
     return (op >= IOASSESS_OP_OPEN && op <= IOASSESS_OP_FALLOCATE) || op == IOASSESS_OP_FOPEN ||
-           op == IOASSESS_OP_FCLOSE || op == IOASSESS_OP_FSEEK || op == IOASSESS_OP_FTELL;
+           op == IOASSESS_OP_FCLOSE || op == IOASSESS_OP_FSEEK || op == IOASSESS_OP_FTELL ||
+           op == IOASSESS_OP_MMAP || op == IOASSESS_OP_IO_URING;
 }
 
 /* An op record's result: what the call returned, or -errno when it failed. */
@@ -265,6 +267,10 @@ void ioassess_meta_closed(uint8_t op, int fd, uint64_t file_id, int result, int 
 void ioassess_meta_fd_closed(int fd);
 void ioassess_meta_fd_duplicated(int old_fd, int new_fd);
 void ioassess_meta_fd_closed_range(unsigned first, unsigned last);
+
+/* ioassess-aio.c */
+void ioassess_aio_resolve(void);
+void ioassess_aio_fork_child(void);
 
 #define IOASSESS_FD_LIMIT 65536
 #define IOASSESS_FD_UNKNOWN 0u               /* not seen yet: look it up on first use */

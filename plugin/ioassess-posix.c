@@ -995,4 +995,5 @@ void ioassess_posix_resolve(void)
 #undef RESOLVE_REAL
     ioassess_meta_resolve();
     ioassess_stdio_resolve();
+    ioassess_aio_resolve();
 }

@@ -98,7 +98,17 @@ enum ioassess_op {
     IOASSESS_OP_CLOSEDIR = 24,                /* closedir */
     IOASSESS_OP_TRUNCATE = 25,                /* truncate, ftruncate (*64) */
     IOASSESS_OP_FALLOCATE = 26,               /* fallocate, posix_fallocate (*64) */
-    IOASSESS_OP_COUNT = 27,                   /* one past the last POSIX kind */
+    IOASSESS_OP_AIO_READ = 27,                /* asynchronous (flag ASYNC): libaio's
+                                                 IOCB_CMD_PREAD(V), POSIX aio_read; timed
+                                                 from submission to completion */
+    IOASSESS_OP_AIO_WRITE = 28,               /* IOCB_CMD_PWRITE(V), aio_write */
+    IOASSESS_OP_AIO_SYNC = 29,                /* IOCB_CMD_FSYNC/FDSYNC, aio_fsync */
+    IOASSESS_OP_MMAP = 30,                    /* mmap of a recorded file: not I/O time (the
+                                                 page faults are not timed); requested is
+                                                 the length, flags IOASSESS_OP_MAP_* */
+    IOASSESS_OP_IO_URING = 31,                /* one io_uring instance seen (its I/O is not
+                                                 timed): result its descriptor */
+    IOASSESS_OP_COUNT = 32,                   /* one past the last POSIX kind */
     IOASSESS_OP_MPI_FILE_READ = 64,           /* individual file pointer */
     IOASSESS_OP_MPI_FILE_WRITE = 65,
     IOASSESS_OP_MPI_FILE_READ_AT = 66,        /* explicit offset */
@@ -187,6 +197,16 @@ enum ioassess_end_reason {
                                                    (aggregator work) */
 #define IOASSESS_OP_DIRECT (1u << 5)            /* POSIX: the descriptor had O_DIRECT: the op
                                                    went past the page cache (never sampled) */
+#define IOASSESS_OP_ASYNC (1u << 6)             /* POSIX: an asynchronous request (AIO_*): its
+                                                   time runs from submission to completion and
+                                                   overlaps other ops of its thread */
+#define IOASSESS_OP_POSIX_AIO (1u << 7)         /* POSIX: ... made with POSIX AIO (aio_read,
+                                                   lio_listio, ...), else with libaio */
+#define IOASSESS_OP_MAP_READ (1u << 8)          /* MMAP: PROT_READ */
+#define IOASSESS_OP_MAP_WRITE (1u << 9)         /* MMAP: PROT_WRITE */
+#define IOASSESS_OP_MAP_EXEC (1u << 10)         /* MMAP: PROT_EXEC */
+#define IOASSESS_OP_MAP_SHARED (1u << 11)       /* MMAP: MAP_SHARED (stores reach the file),
+                                                   else MAP_PRIVATE */
 
 /* At offset 0; padded to IOASSESS_HEADER_BYTES. Strings are NUL-terminated. */
 struct ioassess_header {

@@ -681,7 +681,7 @@ void ioassess_writer_summary_add(uint8_t op, uint64_t file_id, uint64_t requeste
         bin = IOASSESS_HIST_BINS - 1;
     __atomic_add_fetch(&e->count, 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&e->bytes_requested, requested, __ATOMIC_RELAXED);
-    if (result > 0 && !ioassess_op_is_meta(op))    /* a metadata call's result is no bytes */
+    if (result > 0 && !ioassess_op_moves_no_data(op))   /* metadata, mappings, io_uring instances */
         __atomic_add_fetch(&e->bytes_returned, (uint64_t)result, __ATOMIC_RELAXED);
     else if (result < 0)
         __atomic_add_fetch(&e->errors, 1, __ATOMIC_RELAXED);

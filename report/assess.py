@@ -21,9 +21,9 @@ from .findings import recommendations
 from .io_model import io_model_cell, site_grid_placement, write_throughput
 from .metadata import known_only_from_metadata, metadata_section
 from .processes import launcher_processes, per_process_view, pid_or_none, process_io, process_table, shared_record_ranks
-from .sections import (aggregator_work, class_table, collective_io, file_system_while_running, file_table, flushes,
-                       kernel_word, layer_table, model_lines, runtime_files, scatter_sample, size_table,
-                       slowdown_timeline, tail_statistics, timeline)
+from .sections import (aggregator_work, asynchronous_io, class_table, collective_io, file_system_while_running,
+                       file_table, flushes, io_uring_instances, kernel_word, layer_table, mapped_files, model_lines,
+                       runtime_files, scatter_sample, size_table, slowdown_timeline, tail_statistics, timeline)
 
 FORMAT = "ioassess-assessment"
 FORMAT_VERSION = 1
@@ -55,6 +55,9 @@ def assess(job, model, model_source="", site_grid=None, model_choice=None, probe
         "classes": class_table(job, per_op, per_total),
         "flushes": flushes(job, model),
         "layers": layer_table(job),
+        "asynchronous": asynchronous_io(job, per_op),
+        "mapped_files": mapped_files(job),
+        "io_uring": io_uring_instances(job),
         "collective_io": collective_io(job, aggregation),
         "top_files": file_table(job, per_op, per_total),
         "runtime_files": runtime_files(job, per_op, per_total),

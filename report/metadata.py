@@ -39,7 +39,7 @@ def metadata_calls(job):
 
 
 def known_only_from_metadata(job):
-    """(files, processes): how many of Job.files are named only by metadata rows, and how many
+    """(files, processes): how many of Job.files are named only by metadata rows (or mappings), and how many
     of a Darshan log's processes are (ranks whose records hold only metadata calls). The job's
     facts count neither, so that `files` and `processes_recorded` keep their meaning: files and
     processes with I/O, or named without any call."""
@@ -48,7 +48,8 @@ def known_only_from_metadata(job):
     records = job.darshan_records
     io_files = set(ops["file"][other_op].tolist()) | set(totals["file"][other_total].tolist()) | \
         set(job.size_bins["file"].tolist()) | set(records["file"].tolist())
-    meta_files = set(ops["file"][~other_op].tolist()) | set(totals["file"][~other_total].tolist())
+    meta_files = set(ops["file"][~other_op].tolist()) | set(totals["file"][~other_total].tolist()) | \
+        set(job.mapped_files["file"].tolist())   # named by a mapping only: no I/O call either
     named_ranks = set(records["fastest_rank"].tolist()) | set(records["slowest_rank"].tolist())
     io_processes = set(ops["process"][other_op].tolist()) | set(totals["process"][other_total].tolist()) | \
         set(job.size_bins["process"].tolist())

@@ -424,3 +424,55 @@ def model_lines(model, sizes=tuple(2 ** np.arange(0, 25))):
             "bound_s": line.bound.predict(size).tolist(),
             "typical_s": line.typical.predict(size).tolist() if line.typical is not None else None}
     return {"size": size.tolist(), "lines": lines}
+
+
+def asynchronous_io(job, per_op):
+    """The asynchronous requests (flag ASYNC: libaio, POSIX AIO) among the I/O ops: how many,
+    their bytes and seconds, by interface. Their seconds run from submission to completion and
+    requests in flight together overlap, so summed they may exceed the time waited. None
+    without any."""
+    flags = op_column(job.ops, "flags")
+    asynchronous = per_op["is_io"] & (flags & Flag.ASYNC != 0)
+    if not asynchronous.any():
+        return None
+    posix_aio = asynchronous & (flags & Flag.POSIX_AIO != 0)
+    return {**_amounts(job.ops, asynchronous), "processes": len(np.unique(job.ops["process"][asynchronous])),
+            "libaio": _amounts(job.ops, asynchronous & ~posix_aio), "posix_aio": _amounts(job.ops, posix_aio)}
+
+
+TOP_MAPPED_FILES = 20
+
+
+def mapped_files(job):
+    """The files the processes mapped into memory (Job.mapped_files, successful mappings): how
+    many mappings of how many files and bytes, and per file (the TOP_MAPPED_FILES most mapped
+    bytes) its mappings, bytes, processes, protection ("r", "w", "x" of any mapping) and whether
+    any was shared. The page faults of mapped I/O are not timed. None without mappings."""
+    rows = job.mapped_files
+    ok = rows["result"] >= 0
+    if not ok.any():
+        return None
+    files = rows["file"][ok]
+    per_file = np.bincount(files, rows["bytes"][ok].astype(float), len(job.files))
+    listed = []
+    for i in np.argsort(-per_file, kind="stable")[:TOP_MAPPED_FILES].tolist():
+        if not per_file[i]:
+            break
+        here = files == i
+        protection = "".join(letter for letter, name in (("r", "read"), ("w", "write"), ("x", "exec"))
+                             if rows[name][ok][here].any())
+        listed.append({"name": job.files[i].name, "mappings": int(here.sum()), "bytes": int(per_file[i]),
+                       "processes": len(np.unique(rows["process"][ok][here])), "protection": protection,
+                       "shared": bool(rows["shared"][ok][here].any())})
+    return {"mappings": int(ok.sum()), "bytes": int(rows["bytes"][ok].sum()), "files": len(np.unique(files)),
+            "failed": int(np.count_nonzero(~ok)), "processes": len(np.unique(rows["process"][ok])),
+            "top": listed}
+
+
+def io_uring_instances(job):
+    """The io_uring instances the recorder saw: how many, in how many processes; their I/O is
+    not timed. None without any."""
+    counts = [p.io_uring_instances for p in job.processes]
+    if not any(counts):
+        return None
+    return {"instances": int(sum(counts)), "processes": sum(1 for n in counts if n)}

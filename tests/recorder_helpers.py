@@ -22,7 +22,7 @@ import pytest
 
 from ioassess import read_trace_dir, totals
 from ioassess.site.training import workload_program_path
-from ioassess.inputs.trace import META_KIND
+from ioassess.inputs.trace import DATA_KIND
 from ioassess.inputs.traceformat import OP_NAMES
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -164,8 +164,9 @@ def trace_files(trace_dir):
 
 def load(trace_dir, meta=False):
     """The TraceSet of a trace directory; the test fails if any trace file could not be read.
-    Metadata ops (open, stat, close, ...: direction meta) are left out unless meta: the tests of
-    reads, writes and syncs count those alone (tests/test_recorder_meta.py has the others)."""
+    Metadata ops (open, stat, close, ...: direction meta), mappings and io_uring instances are left
+    out unless meta: the tests of reads, writes and syncs count those alone
+    (tests/test_recorder_meta.py and tests/test_recorder_aio.py have the others)."""
     ts = read_trace_dir(str(trace_dir))
     assert not ts.errors, "unreadable traces: " + "; ".join(str(e) for e in ts.errors)
     if meta:
@@ -174,11 +175,11 @@ def load(trace_dir, meta=False):
 
 
 def without_meta(ts):
-    """The TraceSet as it was before metadata ops were recorded: without their op records and
-    summary entries, the files only they name, and with the processes' counts of kept and
-    summarised ops of the others (the record cap counts both)."""
-    kept = ~META_KIND[ts.ops["op"]]
-    kept_summary = ~META_KIND[ts.summary["op"]]
+    """The TraceSet as it was before metadata ops, mappings and io_uring instances were recorded:
+    without their op records and summary entries, the files only they name, and with the
+    processes' counts of kept and summarised ops of the others (the record cap counts both)."""
+    kept = DATA_KIND[ts.ops["op"]]
+    kept_summary = DATA_KIND[ts.summary["op"]]
     ops = {name: column[kept] for name, column in ts.ops.items()}
     summary = {name: column[kept_summary] for name, column in ts.summary.items()}
     named = set(ops["file_id"].tolist()) | set(summary["file_id"].tolist())

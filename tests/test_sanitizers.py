@@ -17,7 +17,7 @@ from collections import defaultdict
 
 import pytest
 
-from recorder_helpers import REPO, clean_env, describe, killme_killed, load, prog, select, total_table
+from recorder_helpers import REPO, clean_env, describe, killme_killed, load, prog, select, tool, total_table
 
 SANITIZERS = {
     # name: (runtime library, options variable, its options besides log_path)
@@ -218,3 +218,26 @@ def test_sigkill_mid_write(sanitized, tmp_path):
     (process,) = ts.processes
     assert process.end_reason == "running/killed"
     assert completed <= int(select(ts, data, "pwrite").sum()) <= completed + 1
+
+
+@pytest.mark.parametrize("program, args, requests", [("posixaio", [], 28), ("libaio_edges", [], 9), ("mapfiles", [], 4),
+                                                     ("rawring", ["3"], 4)])
+def test_asynchronous_io_and_mappings(sanitized, tmp_path, program, args, requests):
+    """POSIX AIO (glibc's own threads complete the requests), libaio and its misuse, syscall(),
+    mapped files and io_uring rings found at exit: as many records as under the plain recorder
+    (tests/test_recorder_aio.py checks them)."""
+    (tmp_path / "w").mkdir()
+    rec = run_sanitized(sanitized, [prog(program), *(args or [tmp_path / "w"])], tmp_path / "traces")
+    assert rec.returncode == 0, describe(rec)
+    t = total_table(load(tmp_path / "traces", meta=True), by=("op",))
+    assert sum(row["count"] for (op,), row in t.items() if op.startswith("aio_") or op in ("mmap", "io_uring")) == \
+        requests, t
+
+
+def test_fio_libaio(sanitized, tmp_path):
+    """fio's libaio engine, requests in flight 8 at a time: every one recorded once."""
+    rec = run_sanitized(sanitized, [tool("fio"), "--name=r", f"--filename={tmp_path / 'f.dat'}", "--size=4M",
+                                    "--rw=randread", "--bs=4k", "--direct=1", "--ioengine=libaio", "--iodepth=8",
+                                    "--number_ios=500", "--output-format=json"], tmp_path / "traces")
+    assert rec.returncode == 0, describe(rec)
+    assert total_table(load(tmp_path / "traces"), by=("op",))[("aio_read",)]["count"] == 500

@@ -392,3 +392,29 @@ def test_shell_pipeline_fork_exec(pair, tmp_path):
     reads_f = select(ts, p.rec_dir / "f", "read")
     assert len(set(ts.ops["process"][reads_f].tolist())) == loops
     assert select(ts, counters["rec"], "write").sum() == len(started)
+
+
+@pytest.mark.parametrize("program, args", [("posixaio", ["{dir}"]), ("libaio_edges", ["{dir}"]),
+                                           ("mapfiles", ["{dir}"]), ("rawring", ["3"])])
+def test_asynchronous_io_and_mappings(pair, program, args):
+    """POSIX AIO, libaio (and its misuse), syscall(), mapped files and io_uring rings: the same
+    output, errno values and files (tests/test_recorder_aio.py checks what is recorded)."""
+    p = pair(lambda d: None)
+    plain, rec = p.run([prog(program), *args])
+    p.check(plain, rec, normalise=lambda out: out.replace(bytes(p.plain_dir), b"{dir}").replace(bytes(p.rec_dir),
+                                                                                                   b"{dir}"))
+    assert plain.returncode == 0, plain.stderr
+
+
+def test_fio_libaio_writes(pair):
+    """fio's libaio engine writing a file (a fixed pattern at fio's repeatable random offsets):
+    the same exit status and file; every request recorded (fio's own output holds timings, so
+    it is not compared)."""
+    p = pair(lambda d: None)
+    plain, rec = p.run([tool("fio"), "--name=w", "--filename={dir}/w.dat", "--size=4M", "--rw=randwrite", "--bs=4k",
+                        "--ioengine=libaio", "--iodepth=4", "--buffer_pattern=0x5a5aa5a5", "--fsync_on_close=1",
+                        "--output-format=json"])
+    assert plain.returncode == rec.returncode == 0, rec.stderr
+    assert_same_tree(p.plain_dir, p.rec_dir)
+    ts = p.traces()
+    assert select(ts, p.rec_dir / "w.dat", "aio_write").sum() == 1024

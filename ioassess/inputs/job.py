@@ -55,6 +55,9 @@ class Flag(enum.IntFlag):
     UNDER_MPIIO = 1 << 3       # a POSIX call made inside an MPI-IO call
     UNDER_COLLECTIVE = 1 << 4  # a POSIX call made inside a collective MPI-IO call: aggregator work
     DIRECT = 1 << 5            # a POSIX call on a descriptor with O_DIRECT: it went past the page cache
+    ASYNC = 1 << 6             # an asynchronous request (libaio, POSIX AIO): its time runs from its
+                               # submission to its completion, and overlaps its process's other ops
+    POSIX_AIO = 1 << 7         # ... made with POSIX AIO (aio_read, lio_listio, ...), else with libaio
 
 
 # The page-cache state of an op's pages just before the call, as the kernel gave it
@@ -123,6 +126,22 @@ META_KIND_COLUMNS = {
     "ops": np.int64,
 }
 
+# The files a process mapped into memory (the recorder's traces: mmap of a recorded file), one
+# row per mapping. The I/O a mapping makes is page faults, which nothing times: these rows are
+# not ops and hold no time.
+MAPPED_FILE_COLUMNS = {
+    "process": np.int32,       # index into Job.processes
+    "file": np.int32,          # index into Job.files
+    "bytes": np.int64,         # the mapping's length
+    "offset": np.int64,        # the file offset it starts at
+    "read": np.bool_,          # PROT_READ
+    "write": np.bool_,         # PROT_WRITE
+    "exec": np.bool_,          # PROT_EXEC
+    "shared": np.bool_,        # MAP_SHARED (stores reach the file), else MAP_PRIVATE
+    "result": np.int64,        # 0, or -errno for a mapping that failed
+}
+
+
 # Darshan's access-size histogram bins (POSIX_SIZE_READ_0_100 ... _1G_PLUS): (low, high].
 DARSHAN_SIZE_BINS = ((0, 100), (100, 1 << 10), (1 << 10, 10 << 10), (10 << 10, 100 << 10),
                      (100 << 10, 1 << 20), (1 << 20, 4 << 20), (4 << 20, 10 << 20),
@@ -172,6 +191,7 @@ class JobProcess:
                               # kernel refused it: none after that), "off" (IOASSESS_PAGECACHE=0);
                               # "unknown" for Darshan's processes
     pagecache_samples: int = 0
+    io_uring_instances: int = 0  # io_uring instances the recorder saw (their I/O is not timed)
 
 
 @dataclasses.dataclass
@@ -214,6 +234,8 @@ class Job:
     darshan_records: dict = dataclasses.field(default_factory=lambda: empty_columns(DARSHAN_RECORD_COLUMNS))
     # META_KIND_COLUMNS; empty when no input counts metadata calls by kind
     meta_kinds: dict = dataclasses.field(default_factory=lambda: empty_columns(META_KIND_COLUMNS))
+    # MAPPED_FILE_COLUMNS; empty without recorder traces, or when no process mapped a file
+    mapped_files: dict = dataclasses.field(default_factory=lambda: empty_columns(MAPPED_FILE_COLUMNS))
 
     @property
     def runtime_s(self):

@@ -18,9 +18,9 @@ import shutil
 import numpy as np
 
 from . import traceformat as tf
-from .job import (ALL_OP_COLUMNS, DARSHAN_RECORD_COLUMNS, LAYERS, META, META_KIND_COLUMNS, META_KINDS, NO_IO_NOTE,
-                  PAGECACHE_COLUMNS, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Flag, Job, JobFile, JobInput, JobProcess,
-                  concatenate_columns, empty_columns, mount_of, with_optional_columns)
+from .job import (ALL_OP_COLUMNS, DARSHAN_RECORD_COLUMNS, LAYERS, MAPPED_FILE_COLUMNS, META, META_KIND_COLUMNS,
+                  META_KINDS, NO_IO_NOTE, PAGECACHE_COLUMNS, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Flag, Job, JobFile,
+                  JobInput, JobProcess, concatenate_columns, empty_columns, mount_of, with_optional_columns)
 from .trace import DIRECTION_OF_OP, TraceFileError, read_trace_dir, sum_by, summarise_errors
 
 # statfs f_type -> file system name, for the ones an HPC job meets.
@@ -102,9 +102,11 @@ def job_from_traces(paths, owner_uid=None):
     start_ns = min(p.start_ns for p in processes)
     file_ids = sorted(traceset.files)
     files = [_trace_file(traceset.files[i], traceset.mounts) for i in file_ids]
-    ops = _trace_op_columns(traceset.ops, file_ids, start_ns)
+    mapped_files, rings = _process_facts(traceset, file_ids)
+    ops = _trace_op_columns(_rows(traceset.ops, _IS_OP[traceset.ops["op"]]), file_ids, start_ns)
     traceset.ops.clear()   # its columns may be views into the op records: let them go now
-    totals, size_bins, meta_kinds = _trace_summary_columns(traceset.summary, file_ids)
+    totals, size_bins, meta_kinds = _trace_summary_columns(_rows(traceset.summary, _IS_OP[traceset.summary["op"]]),
+                                                           file_ids)
     ends = [p.end_ns for p in processes]
     last_op_end = float(np.max(ops["start_s"] + ops["duration_s"])) if len(ops["start_s"]) else 0.0
     end_epoch_s = (max(ends) / 1e9 if None not in ends
@@ -125,11 +127,48 @@ def job_from_traces(paths, owner_uid=None):
         exe=first.exe, cmdline=first.cmdline, user=_owner(first.path),
         start_epoch_s=start_ns / 1e9, end_epoch_s=end_epoch_s,
         nprocs=len({p.rank for p in processes if p.rank >= 0}) or len(processes),
-        processes=[_trace_process(p, start_ns) for p in processes],
+        processes=[_trace_process(p, start_ns, int(n)) for p, n in zip(processes, rings)],
         files=files, ops=ops, totals=totals, size_bins=size_bins, mounts=traceset.mounts,
         inputs=[JobInput(path=os.fspath(path), kind="trace", tiers=("ops", "totals", "metadata"))
                 for path in map(os.fspath, paths) if path in read or os.path.isdir(path)],
-        notes=notes, meta_kinds=meta_kinds)
+        notes=notes, meta_kinds=meta_kinds, mapped_files=mapped_files)
+
+
+# The trace's kinds that are ops of a Job (reads, writes, syncs, metadata calls); the others,
+# mappings and io_uring instances, are facts of their process (_process_facts).
+_IS_OP = np.zeros(256, bool)
+_IS_OP[[op for op, direction in tf.OP_DIRECTION.items() if direction in ("read", "write", "sync", "meta")]] = True
+
+
+def _rows(table, keep):
+    """The table's rows where keep is set (the table itself when it keeps all: no copy)."""
+    return table if keep.all() else {name: column[keep] for name, column in table.items()}
+
+
+def _process_facts(traceset, file_ids):
+    """Job.mapped_files (MAPPED_FILE_COLUMNS) from the trace's MMAP records, and per process the
+    io_uring instances seen (its IO_URING records). Past the record cap a summary entry stands
+    for its mappings of one file and size bucket: one row of their summed length, at offset -1,
+    protection and sharing not known (all false)."""
+    ops, summary = traceset.ops, traceset.summary
+    file_index = np.array(file_ids, np.uint64)
+    mapped = ops["op"] == tf.Op.MMAP
+    flags = ops["flags"][mapped]
+    listed = {"process": ops["process"][mapped], "file": np.searchsorted(file_index, ops["file_id"][mapped]),
+              "bytes": ops["requested"][mapped].view(np.int64), "offset": ops["offset"][mapped],
+              "read": flags & tf.OpFlag.MAP_READ != 0, "write": flags & tf.OpFlag.MAP_WRITE != 0,
+              "exec": flags & tf.OpFlag.MAP_EXEC != 0, "shared": flags & tf.OpFlag.MAP_SHARED != 0,
+              "result": ops["result"][mapped]}
+    counted = summary["op"] == tf.Op.MMAP
+    n = int(counted.sum())
+    summed = {"process": summary["process"][counted], "file": np.searchsorted(file_index, summary["file_id"][counted]),
+              "bytes": summary["bytes_requested"][counted], "offset": np.full(n, -1),
+              **{name: np.zeros(n, bool) for name in ("read", "write", "exec", "shared")},
+              "result": np.where(summary["errors"][counted] > 0, -1, 0)}
+    rings = (np.bincount(ops["process"][ops["op"] == tf.Op.IO_URING], minlength=len(traceset.processes))
+             + np.bincount(summary["process"][summary["op"] == tf.Op.IO_URING],
+                           summary["count"][summary["op"] == tf.Op.IO_URING], len(traceset.processes)).astype(int))
+    return concatenate_columns(MAPPED_FILE_COLUMNS, [listed, summed]), rings
 
 
 def _pagecache_notes(processes):
@@ -147,12 +186,13 @@ def _pagecache_notes(processes):
     return notes
 
 
-def _trace_process(p, start_ns):
+def _trace_process(p, start_ns, io_uring_instances):
     return JobProcess(rank=p.rank, hostname=p.hostname, pid=p.pid, exe=p.exe,
                       start_s=(p.start_ns - start_ns) / 1e9,
                       end_s=(p.end_ns - start_ns) / 1e9 if p.end_ns is not None else math.nan,
                       end_reason=p.end_reason, exit_status=p.exit_status, source="trace",
-                      pagecache=p.pagecache, pagecache_samples=p.pagecache_samples)
+                      pagecache=p.pagecache, pagecache_samples=p.pagecache_samples,
+                      io_uring_instances=io_uring_instances)
 
 
 # op code -> index into LAYERS (the reader has refused unknown codes)
@@ -384,7 +424,8 @@ def _merge_two(a, b):
         nprocs=max(darshan.nprocs, traced.nprocs), processes=processes, files=files, ops=ops,
         totals=totals, size_bins=size_bins, mounts=darshan.mounts or traced.mounts,
         inputs=traced.inputs + darshan_inputs, notes=traced.notes + darshan.notes, darshan_records=records,
-        meta_kinds=concatenate_columns(META_KIND_COLUMNS, [traced.meta_kinds, kept_meta_kinds]))
+        meta_kinds=concatenate_columns(META_KIND_COLUMNS, [traced.meta_kinds, kept_meta_kinds]),
+        mapped_files=traced.mapped_files)
 
 
 def _rebased(ops, shift_s):

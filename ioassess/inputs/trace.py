@@ -196,10 +196,11 @@ def trace_file_paths(path_or_paths):
 
 def totals(traceset, by=("file_id", "op")):
     """Count, bytes requested and returned, errors and summed duration (ns) per group, over op
-    records and summary entries alike (metadata ops return no bytes). Group keys: any of
-    GROUP_KEYS ("direction" is "read", "write", "sync" or "meta"; "layer" is "posix", "mpiio" or
-    "stdio": the MPI-IO layer's bytes and time include the POSIX ops under it, the stdio layer's
-    are in no other layer). Returns columns: the keys,
+    records and summary entries alike (metadata ops, mappings and io_uring instances return no
+    bytes). Group keys: any of GROUP_KEYS ("direction" is one of traceformat.DIRECTIONS: "read",
+    "write", "sync", "meta", "mmap" or "io_uring"; "layer" is "posix", "mpiio" or "stdio": the
+    MPI-IO layer's bytes and time include the POSIX ops under it, the stdio layer's are in no
+    other layer). Returns columns: the keys,
     then TOTAL_COLUMNS, sorted by the keys."""
     unknown = set(by) - set(GROUP_KEYS)
     if unknown:
@@ -208,7 +209,7 @@ def totals(traceset, by=("file_id", "op")):
     values = {
         "count": np.concatenate([np.ones(len(ops["op"]), np.int64), summary["count"]]),
         "bytes_requested": np.concatenate([ops["requested"].astype(np.int64), summary["bytes_requested"]]),
-        "bytes_returned": np.concatenate([np.where(META_KIND[ops["op"]], 0, np.maximum(ops["result"], 0)),
+        "bytes_returned": np.concatenate([np.where(DATA_KIND[ops["op"]], np.maximum(ops["result"], 0), 0),
                                           summary["bytes_returned"]]),
         "errors": np.concatenate([(ops["result"] < 0).astype(np.int64), summary["errors"]]),
         "duration_ns": np.concatenate([ops["duration_ns"], summary["duration_ns"]]),
@@ -229,6 +230,8 @@ for _op, _direction in tf.OP_DIRECTION.items():
     DIRECTION_OF_OP[_op] = tf.DIRECTIONS.index(_direction)
 # The metadata kinds (direction "meta"): their result is a descriptor, 0 or -errno, not bytes.
 META_KIND = DIRECTION_OF_OP == tf.DIRECTIONS.index("meta")
+# The kinds that move data (reads, writes, syncs); the others' result is a descriptor, 0 or -errno.
+DATA_KIND = DIRECTION_OF_OP < tf.DIRECTIONS.index("meta")
 
 
 def _group_key(table, key):

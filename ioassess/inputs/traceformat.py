@@ -71,7 +71,12 @@ class Op(enum.IntEnum):
     CLOSEDIR = 24
     TRUNCATE = 25
     FALLOCATE = 26
-    COUNT = 27  # one past the last POSIX kind, not a kind
+    AIO_READ = 27  # asynchronous requests (flag ASYNC): from submission to completion
+    AIO_WRITE = 28
+    AIO_SYNC = 29
+    MMAP = 30  # an mmap of a recorded file (direction "mmap": not I/O, not metadata)
+    IO_URING = 31  # an io_uring instance seen (direction "io_uring"): its I/O is not timed
+    COUNT = 32  # one past the last POSIX kind, not a kind
     MPI_FILE_READ = 64
     MPI_FILE_WRITE = 65
     MPI_FILE_READ_AT = 66
@@ -144,26 +149,35 @@ class OpFlag(enum.IntFlag):
     UNDER_MPIIO = 1 << 3  # POSIX: made inside an MPI-IO call
     UNDER_COLLECTIVE = 1 << 4  # POSIX: made inside a collective MPI-IO call (aggregator work)
     DIRECT = 1 << 5  # POSIX: the descriptor had O_DIRECT (the op went past the page cache)
+    ASYNC = 1 << 6  # POSIX: an asynchronous request, timed from submission to completion
+    POSIX_AIO = 1 << 7  # POSIX: ... made with POSIX AIO (else libaio)
+    MAP_READ = 1 << 8  # MMAP: PROT_READ
+    MAP_WRITE = 1 << 9  # MMAP: PROT_WRITE
+    MAP_EXEC = 1 << 10  # MMAP: PROT_EXEC
+    MAP_SHARED = 1 << 11  # MMAP: MAP_SHARED (else MAP_PRIVATE)
 
 
 OP_KINDS = tuple(op for op in Op if op not in (Op.COUNT, Op.MPIIO_COUNT, Op.STDIO_COUNT))
 # op code -> name ("read", "pwritev2", "mpi_file_write_all", ...)
 OP_NAMES = {int(op): op.name.lower() for op in OP_KINDS}
-DIRECTIONS = ("read", "write", "sync", "meta")
-_READ_OPS = (Op.READ, Op.PREAD, Op.READV, Op.PREADV, Op.PREADV2,
+# "mmap" and "io_uring": facts about the process, neither I/O time nor metadata calls.
+DIRECTIONS = ("read", "write", "sync", "meta", "mmap", "io_uring")
+_READ_OPS = (Op.READ, Op.PREAD, Op.READV, Op.PREADV, Op.PREADV2, Op.AIO_READ,
              *(op for op in Op if op.name.startswith(("MPI_FILE_READ", "MPI_FILE_IREAD"))),
              Op.FREAD, Op.FGETS, Op.FGETC, Op.FSCANF)
-_SYNC_OPS = (Op.FSYNC, Op.FDATASYNC, Op.MPI_FILE_SYNC)
+_SYNC_OPS = (Op.FSYNC, Op.FDATASYNC, Op.AIO_SYNC, Op.MPI_FILE_SYNC)
+_OWN_DIRECTION = {Op.MMAP: "mmap", Op.IO_URING: "io_uring"}
 # The metadata kinds: their result is a descriptor, 0 or -errno (readdir: 1 for an entry, 0 at
 # the end; getdents64: bytes of entries; ftell: the position), never bytes of data moved.
-META_OPS = (*(op for op in OP_KINDS if Op.OPEN <= op < Op.COUNT), Op.FOPEN, Op.FCLOSE, Op.FSEEK, Op.FTELL)
+META_OPS = (*(op for op in OP_KINDS if Op.OPEN <= op <= Op.FALLOCATE), Op.FOPEN, Op.FCLOSE, Op.FSEEK, Op.FTELL)
 # metadata op code -> its call family as the Job names it (ioassess.inputs.job.META_KINDS): the
 # stdio kinds are the open, close and seek of a stream
 META_KIND_NAMES = {int(op): {Op.FOPEN: "open", Op.FCLOSE: "close", Op.FSEEK: "seek", Op.FTELL: "seek"}.get(
     op, op.name.lower()) for op in META_OPS}
-# op code -> "read" | "write" | "sync" | "meta"
+# op code -> "read" | "write" | "sync" | "meta" | "mmap" | "io_uring"
 OP_DIRECTION = {
-    int(op): "read" if op in _READ_OPS else "sync" if op in _SYNC_OPS else "meta" if op in META_OPS else "write"
+    int(op): _OWN_DIRECTION.get(op) or ("read" if op in _READ_OPS else "sync" if op in _SYNC_OPS
+                                        else "meta" if op in META_OPS else "write")
     for op in OP_KINDS
 }
 # op code -> "posix" | "mpiio" | "stdio"
