@@ -3,7 +3,7 @@
 Perfetto: the JSON Object Format of the Trace Event Format (Chrome's trace viewer), which
 Perfetto's UI (ui.perfetto.dev) and chrome://tracing open. One process track per process of the
 job (its rank, pid and host in its name), one thread track per thread; each op known one by one
-is a complete event ("ph": "X") on its thread, named by what it did and its class ("read:
+is a complete event ("ph": "X") on its thread (an asynchronous request an async "b"/"e" pair), named by what it did and its class ("read:
 cached"), so that the viewers, which colour slices by name, colour them by class; `cname` gives
 the trace viewer's own colour of the class. The I/O known only in aggregate (Darshan counters,
 past the recorder's record cap) has no op to draw: `otherData` says how many ops that is.
@@ -71,7 +71,10 @@ def thread_events(job):
 
 
 def op_events(job, per_op):
-    """One complete event per op of Job.ops, in its order."""
+    """Per op of Job.ops, in its order, its slice: a complete event ("X"), or for an asynchronous
+    request (flag ASYNC), which overlaps its thread's other ops, an async pair ("b" at its
+    submission, "e" at its completion, the op's index as id) that the viewers draw on a track of
+    its own beside the thread's."""
     ops = job.ops
     classes = per_op["class"]
     names = op_names(job, classes)
@@ -87,10 +90,15 @@ def op_events(job, per_op):
         set_flags = [flag.name.lower() for flag in Flag if flags[i] & flag]
         if set_flags:
             args["flags"] = set_flags
-        yield {"name": name, "cat": LAYERS[ops["layer"][i]], "ph": "X",
-               "ts": float(ops["start_s"][i]) * US_PER_S, "dur": float(ops["duration_s"][i]) * US_PER_S,
-               "pid": int(ops["process"][i]), "tid": int(ops["tid"][i]),
-               "cname": META_CNAME if direction == META else CLASS_CNAMES.get(cls, "generic_work"), "args": args}
+        event = {"name": name, "cat": LAYERS[ops["layer"][i]], "pid": int(ops["process"][i]),
+                 "tid": int(ops["tid"][i]), "ts": float(ops["start_s"][i]) * US_PER_S,
+                 "cname": META_CNAME if direction == META else CLASS_CNAMES.get(cls, "generic_work"), "args": args}
+        duration = float(ops["duration_s"][i]) * US_PER_S
+        if flags[i] & Flag.ASYNC:
+            yield {**event, "ph": "b", "id": i}
+            yield {**event, "ph": "e", "id": i, "ts": event["ts"] + duration, "args": {}}
+        else:
+            yield {**event, "ph": "X", "dur": duration}
 
 
 def other_data(job, model_name):

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from ioassess.inputs.trace import read_trace_dir
-from recorder_helpers import describe, prog, run
+from recorder_helpers import describe, prog, run, tool
 
 # The Trace Event Format's keys (its document, "JSON Object Format" and "Event Descriptions").
 TOP_KEYS = {"traceEvents", "displayTimeUnit", "systemTraceEvents", "otherData", "stackFrames", "samples",
@@ -43,7 +43,7 @@ def test_only_documented_keys_and_phases(exported):
     assert set(trace) <= TOP_KEYS and trace["displayTimeUnit"] == "ns"
     for event in trace["traceEvents"]:
         assert set(event) <= EVENT_KEYS, event
-        assert event["ph"] in ("X", "M"), event
+        assert event["ph"] in ("X", "M", "b", "e"), event
         assert isinstance(event["pid"], int) and isinstance(event["tid"], int)
         if event["ph"] == "M":
             assert event["name"] in METADATA_NAMES and set(event["args"]) in ({"name"}, {"sort_index"})
@@ -111,3 +111,24 @@ def test_a_darshan_log_with_dxt(tmp_path, ioassess):
     assert sum(e["dur"] for e in slices) / 1e6 == pytest.approx(float(job.ops["duration_s"].sum()), rel=1e-9)
     assert {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"} == {"ops"}
     assert trace["otherData"]["ops_in_aggregate_only"] == int(job.totals["ops"].sum())
+
+
+def test_fios_asynchronous_requests_are_async_slices(tmp_path, ioassess, recorder_lib):
+    """fio's libaio requests overlap on its thread: each is an async pair ("b" at submission, "e"
+    at completion, one id), so that the thread's own slices still nest."""
+    result = run([tool("fio"), "--name=aio", f"--filename={tmp_path / 'fio.dat'}", "--size=4M", "--rw=randread",
+                  "--bs=4k", "--direct=1", "--ioengine=libaio", "--iodepth=8", "--number_ios=500"],
+                 cwd=tmp_path, preload=[recorder_lib], trace_dir=tmp_path / "traces")
+    assert result.returncode == 0, describe(result)
+    out = tmp_path / "ops.json"
+    assert ioassess("export", str(tmp_path / "traces"), "--perfetto", str(out)).returncode == 0
+    events = json.loads(out.read_text())["traceEvents"]
+    begins = {e["id"]: e for e in events if e["ph"] == "b"}
+    ends = {e["id"]: e for e in events if e["ph"] == "e"}
+    assert len(begins) == len(ends) == 500 and begins.keys() == ends.keys()
+    assert all(begins[i]["name"].startswith("read: ") and "async" in begins[i]["args"]["flags"] and
+               ends[i]["ts"] >= begins[i]["ts"] and (ends[i]["pid"], ends[i]["tid"], ends[i]["cat"]) ==
+               (begins[i]["pid"], begins[i]["tid"], begins[i]["cat"]) for i in begins)
+    traces = read_trace_dir(str(tmp_path / "traces"))
+    slices = [e for e in events if e["ph"] == "X"]
+    assert len(slices) + len(begins) == len(traces.ops["op"])
