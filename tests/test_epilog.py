@@ -750,7 +750,7 @@ def _cgroups(pid):
     try:
         with open(f"/proc/{pid}/cgroup") as f:
             return f.read().splitlines()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):   # gone before it was opened, or while read
         return []
 
 
