@@ -51,22 +51,6 @@
 #define IORING_OFF_SQ_RING 0L           /* the offset of an io_uring's first ring mapping */
 #define IO_URING_LINK "anon_inode:[io_uring]"
 
-#define RESOLVE(name)                                                          \
-    do {                                                                       \
-        if (unlikely(!real_##name))                                            \
-            real_##name = (__typeof__(real_##name))dlsym(RTLD_NEXT, #name);    \
-    } while (0)
-
-/* A call whose next definition does not exist fails as an unknown system call would. */
-#define RESOLVE_OR_FAIL(name, failure)                                         \
-    do {                                                                       \
-        RESOLVE(name);                                                         \
-        if (unlikely(!real_##name)) {                                          \
-            errno = ENOSYS;                                                    \
-            return failure;                                                    \
-        }                                                                      \
-    } while (0)
-
 /* The POSIX AIO calls also need glibc's aio_error (a request done or not). */
 #define RESOLVE_POSIX_AIO(name)                                                \
     do {                                                                       \

@@ -282,11 +282,6 @@ __attribute__((destructor)) static void at_unload(void)
 /* ---- process life cycle calls ---- */
 
 #define REAL(name) real_##name
-#define RESOLVE(name)                                                          \
-    do {                                                                       \
-        if (unlikely(!real_##name))                                            \
-            real_##name = (__typeof__(real_##name))dlsym(RTLD_NEXT, #name);    \
-    } while (0)
 
 static void (*real_exit)(int);
 static void (*real__exit)(int);

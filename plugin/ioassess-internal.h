@@ -45,6 +45,25 @@
 #pragma GCC visibility push(hidden)
 
 #define IOASSESS_EXPORT __attribute__((visibility("default")))
+
+/* An interposed call's next definition (a stacked library's, or libc's), looked up with
+ * dlsym(RTLD_NEXT) at its first use into the wrapper's real_NAME (the file includes dlfcn.h). */
+#define RESOLVE(name)                                                          \
+    do {                                                                       \
+        if (unlikely(!real_##name))                                            \
+            real_##name = (__typeof__(real_##name))dlsym(RTLD_NEXT, #name);    \
+    } while (0)
+
+/* The same in a wrapper that returns `failure` as an unknown system call would (errno ENOSYS)
+ * when there is no next definition, so that its timed path calls it without another test. */
+#define RESOLVE_OR_FAIL(name, failure)                                         \
+    do {                                                                       \
+        RESOLVE(name);                                                         \
+        if (unlikely(!real_##name)) {                                          \
+            errno = ENOSYS;                                                    \
+            return failure;                                                    \
+        }                                                                      \
+    } while (0)
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 

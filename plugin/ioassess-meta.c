@@ -40,22 +40,6 @@
 #define PATH_SET_SLOTS 65536u          /* ids of paths seen: up to 3/4 of this in use */
 #define PATH_SET_FULL (PATH_SET_SLOTS / 4 * 3)
 
-#define RESOLVE(name)                                                          \
-    do {                                                                       \
-        if (unlikely(!real_##name))                                            \
-            real_##name = (__typeof__(real_##name))dlsym(RTLD_NEXT, #name);    \
-    } while (0)
-
-/* A call whose next definition does not exist fails as an unknown system call would. */
-#define RESOLVE_META(name)                                                     \
-    do {                                                                       \
-        RESOLVE(name);                                                         \
-        if (unlikely(!real_##name)) {                                          \
-            errno = ENOSYS;                                                    \
-            return -1;                                                         \
-        }                                                                      \
-    } while (0)
-
 /* glibc declares most of these calls' pointer arguments nonnull, and so would let the compiler
  * drop our tests of them; an application may still pass NULL (the call then fails or crashes
  * as it would without us, never in our code). A pointer passed through this is tested. */
@@ -610,49 +594,49 @@ META_CALLS(DECLARE_REAL)
 
 IOASSESS_EXPORT int stat(const char *path, struct stat *buf)
 {
-    RESOLVE_META(stat);
+    RESOLVE_OR_FAIL(stat, -1);
     PATH_CALL(IOASSESS_OP_STAT, AT_FDCWD, path, buf, real_stat(path, buf));
 }
 
 IOASSESS_EXPORT int stat64(const char *path, struct stat64 *buf)
 {
-    RESOLVE_META(stat64);
+    RESOLVE_OR_FAIL(stat64, -1);
     PATH_CALL(IOASSESS_OP_STAT, AT_FDCWD, path, (const struct stat *)buf, real_stat64(path, buf));
 }
 
 IOASSESS_EXPORT int lstat(const char *path, struct stat *buf)
 {
-    RESOLVE_META(lstat);
+    RESOLVE_OR_FAIL(lstat, -1);
     PATH_CALL(IOASSESS_OP_STAT, AT_FDCWD, path, buf, real_lstat(path, buf));
 }
 
 IOASSESS_EXPORT int lstat64(const char *path, struct stat64 *buf)
 {
-    RESOLVE_META(lstat64);
+    RESOLVE_OR_FAIL(lstat64, -1);
     PATH_CALL(IOASSESS_OP_STAT, AT_FDCWD, path, (const struct stat *)buf, real_lstat64(path, buf));
 }
 
 IOASSESS_EXPORT int fstat(int fd, struct stat *buf)
 {
-    RESOLVE_META(fstat);
+    RESOLVE_OR_FAIL(fstat, -1);
     FD_CALL(IOASSESS_OP_STAT, fd, real_fstat(fd, buf));
 }
 
 IOASSESS_EXPORT int fstat64(int fd, struct stat64 *buf)
 {
-    RESOLVE_META(fstat64);
+    RESOLVE_OR_FAIL(fstat64, -1);
     FD_CALL(IOASSESS_OP_STAT, fd, real_fstat64(fd, buf));
 }
 
 IOASSESS_EXPORT int fstatat(int dirfd, const char *path, struct stat *buf, int flags)
 {
-    RESOLVE_META(fstatat);
+    RESOLVE_OR_FAIL(fstatat, -1);
     AT_CALL(IOASSESS_OP_STAT, dirfd, path, flags, buf, real_fstatat(dirfd, path, buf, flags));
 }
 
 IOASSESS_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *buf, int flags)
 {
-    RESOLVE_META(fstatat64);
+    RESOLVE_OR_FAIL(fstatat64, -1);
     AT_CALL(IOASSESS_OP_STAT, dirfd, path, flags, (const struct stat *)buf, real_fstatat64(dirfd, path, buf, flags));
 }
 
@@ -661,7 +645,7 @@ IOASSESS_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *buf, i
 IOASSESS_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask,
                           struct statx *buf)
 {
-    RESOLVE_META(statx);
+    RESOLVE_OR_FAIL(statx, -1);
     AT_CALL(IOASSESS_OP_STAT, dirfd, path, flags, NULL,
             real_statx(dirfd, path, flags, mask, buf));
 }
@@ -669,44 +653,44 @@ IOASSESS_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask,
 /* The stat interface of glibc before 2.33, which binaries built then still call. */
 IOASSESS_EXPORT int __xstat(int version, const char *path, struct stat *buf)
 {
-    RESOLVE_META(__xstat);
+    RESOLVE_OR_FAIL(__xstat, -1);
     PATH_CALL(IOASSESS_OP_STAT, AT_FDCWD, path, buf, real___xstat(version, path, buf));
 }
 
 IOASSESS_EXPORT int __xstat64(int version, const char *path, struct stat64 *buf)
 {
-    RESOLVE_META(__xstat64);
+    RESOLVE_OR_FAIL(__xstat64, -1);
     PATH_CALL(IOASSESS_OP_STAT, AT_FDCWD, path, (const struct stat *)buf, real___xstat64(version, path, buf));
 }
 
 IOASSESS_EXPORT int __lxstat(int version, const char *path, struct stat *buf)
 {
-    RESOLVE_META(__lxstat);
+    RESOLVE_OR_FAIL(__lxstat, -1);
     PATH_CALL(IOASSESS_OP_STAT, AT_FDCWD, path, buf, real___lxstat(version, path, buf));
 }
 
 IOASSESS_EXPORT int __lxstat64(int version, const char *path, struct stat64 *buf)
 {
-    RESOLVE_META(__lxstat64);
+    RESOLVE_OR_FAIL(__lxstat64, -1);
     PATH_CALL(IOASSESS_OP_STAT, AT_FDCWD, path, (const struct stat *)buf, real___lxstat64(version, path, buf));
 }
 
 IOASSESS_EXPORT int __fxstat(int version, int fd, struct stat *buf)
 {
-    RESOLVE_META(__fxstat);
+    RESOLVE_OR_FAIL(__fxstat, -1);
     FD_CALL(IOASSESS_OP_STAT, fd, real___fxstat(version, fd, buf));
 }
 
 IOASSESS_EXPORT int __fxstat64(int version, int fd, struct stat64 *buf)
 {
-    RESOLVE_META(__fxstat64);
+    RESOLVE_OR_FAIL(__fxstat64, -1);
     FD_CALL(IOASSESS_OP_STAT, fd, real___fxstat64(version, fd, buf));
 }
 
 IOASSESS_EXPORT int __fxstatat(int version, int dirfd, const char *path, struct stat *buf,
                                int flags)
 {
-    RESOLVE_META(__fxstatat);
+    RESOLVE_OR_FAIL(__fxstatat, -1);
     AT_CALL(IOASSESS_OP_STAT, dirfd, path, flags, buf,
             real___fxstatat(version, dirfd, path, buf, flags));
 }
@@ -714,7 +698,7 @@ IOASSESS_EXPORT int __fxstatat(int version, int dirfd, const char *path, struct 
 IOASSESS_EXPORT int __fxstatat64(int version, int dirfd, const char *path, struct stat64 *buf,
                                  int flags)
 {
-    RESOLVE_META(__fxstatat64);
+    RESOLVE_OR_FAIL(__fxstatat64, -1);
     AT_CALL(IOASSESS_OP_STAT, dirfd, path, flags, (const struct stat *)buf,
             real___fxstatat64(version, dirfd, path, buf, flags));
 }
@@ -723,38 +707,38 @@ IOASSESS_EXPORT int __fxstatat64(int version, int dirfd, const char *path, struc
 
 IOASSESS_EXPORT int access(const char *path, int mode)
 {
-    RESOLVE_META(access);
+    RESOLVE_OR_FAIL(access, -1);
     PATH_CALL(IOASSESS_OP_ACCESS, AT_FDCWD, path, NULL, real_access(path, mode));
 }
 
 IOASSESS_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 {
-    RESOLVE_META(faccessat);
+    RESOLVE_OR_FAIL(faccessat, -1);
     AT_CALL(IOASSESS_OP_ACCESS, dirfd, path, flags, NULL,
             real_faccessat(dirfd, path, mode, flags));
 }
 
 IOASSESS_EXPORT int euidaccess(const char *path, int mode)
 {
-    RESOLVE_META(euidaccess);
+    RESOLVE_OR_FAIL(euidaccess, -1);
     PATH_CALL(IOASSESS_OP_ACCESS, AT_FDCWD, path, NULL, real_euidaccess(path, mode));
 }
 
 IOASSESS_EXPORT int eaccess(const char *path, int mode)
 {
-    RESOLVE_META(eaccess);
+    RESOLVE_OR_FAIL(eaccess, -1);
     PATH_CALL(IOASSESS_OP_ACCESS, AT_FDCWD, path, NULL, real_eaccess(path, mode));
 }
 
 IOASSESS_EXPORT int unlink(const char *path)
 {
-    RESOLVE_META(unlink);
+    RESOLVE_OR_FAIL(unlink, -1);
     PATH_CALL(IOASSESS_OP_UNLINK, AT_FDCWD, path, NULL, real_unlink(path));
 }
 
 IOASSESS_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 {
-    RESOLVE_META(unlinkat);
+    RESOLVE_OR_FAIL(unlinkat, -1);
     PATH_CALL((flags & AT_REMOVEDIR) ? IOASSESS_OP_RMDIR : IOASSESS_OP_UNLINK, dirfd, path,
               NULL, real_unlinkat(dirfd, path, flags));
 }
@@ -776,7 +760,7 @@ static inline int mkdir_recorded(const char *path, mode_t mode)
 
 IOASSESS_EXPORT STARTUP_SAFE int mkdir(const char *path, mode_t mode)
 {
-    RESOLVE_META(mkdir);
+    RESOLVE_OR_FAIL(mkdir, -1);
     if (__atomic_load_n(&ioassess_state, __ATOMIC_ACQUIRE) != IOASSESS_STATE_ACTIVE)
         return real_mkdir(path, mode);
     return mkdir_recorded(path, mode);
@@ -784,27 +768,27 @@ IOASSESS_EXPORT STARTUP_SAFE int mkdir(const char *path, mode_t mode)
 
 IOASSESS_EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
 {
-    RESOLVE_META(mkdirat);
+    RESOLVE_OR_FAIL(mkdirat, -1);
     PATH_CALL(IOASSESS_OP_MKDIR, dirfd, path, NULL, real_mkdirat(dirfd, path, mode));
 }
 
 IOASSESS_EXPORT int rmdir(const char *path)
 {
-    RESOLVE_META(rmdir);
+    RESOLVE_OR_FAIL(rmdir, -1);
     PATH_CALL(IOASSESS_OP_RMDIR, AT_FDCWD, path, NULL, real_rmdir(path));
 }
 
 /* A rename is recorded on its old path. */
 IOASSESS_EXPORT int rename(const char *old_path, const char *new_path)
 {
-    RESOLVE_META(rename);
+    RESOLVE_OR_FAIL(rename, -1);
     PATH_CALL(IOASSESS_OP_RENAME, AT_FDCWD, old_path, NULL, real_rename(old_path, new_path));
 }
 
 IOASSESS_EXPORT int renameat(int old_dirfd, const char *old_path, int new_dirfd,
                              const char *new_path)
 {
-    RESOLVE_META(renameat);
+    RESOLVE_OR_FAIL(renameat, -1);
     PATH_CALL(IOASSESS_OP_RENAME, old_dirfd, old_path, NULL,
               real_renameat(old_dirfd, old_path, new_dirfd, new_path));
 }
@@ -812,7 +796,7 @@ IOASSESS_EXPORT int renameat(int old_dirfd, const char *old_path, int new_dirfd,
 IOASSESS_EXPORT int renameat2(int old_dirfd, const char *old_path, int new_dirfd,
                               const char *new_path, unsigned flags)
 {
-    RESOLVE_META(renameat2);
+    RESOLVE_OR_FAIL(renameat2, -1);
     PATH_CALL(IOASSESS_OP_RENAME, old_dirfd, old_path, NULL,
               real_renameat2(old_dirfd, old_path, new_dirfd, new_path, flags));
 }
@@ -945,49 +929,49 @@ void ioassess_meta_fd_closed_range(unsigned first, unsigned last)
 
 IOASSESS_EXPORT int mkstemp(char *template)
 {
-    RESOLVE_META(mkstemp);
+    RESOLVE_OR_FAIL(mkstemp, -1);
     MKSTEMP(real_mkstemp(template), 0);
 }
 
 IOASSESS_EXPORT int mkstemp64(char *template)
 {
-    RESOLVE_META(mkstemp64);
+    RESOLVE_OR_FAIL(mkstemp64, -1);
     MKSTEMP(real_mkstemp64(template), 0);
 }
 
 IOASSESS_EXPORT int mkostemp(char *template, int flags)
 {
-    RESOLVE_META(mkostemp);
+    RESOLVE_OR_FAIL(mkostemp, -1);
     MKSTEMP(real_mkostemp(template, flags), flags);
 }
 
 IOASSESS_EXPORT int mkostemp64(char *template, int flags)
 {
-    RESOLVE_META(mkostemp64);
+    RESOLVE_OR_FAIL(mkostemp64, -1);
     MKSTEMP(real_mkostemp64(template, flags), flags);
 }
 
 IOASSESS_EXPORT int mkstemps(char *template, int suffix_len)
 {
-    RESOLVE_META(mkstemps);
+    RESOLVE_OR_FAIL(mkstemps, -1);
     MKSTEMP(real_mkstemps(template, suffix_len), 0);
 }
 
 IOASSESS_EXPORT int mkstemps64(char *template, int suffix_len)
 {
-    RESOLVE_META(mkstemps64);
+    RESOLVE_OR_FAIL(mkstemps64, -1);
     MKSTEMP(real_mkstemps64(template, suffix_len), 0);
 }
 
 IOASSESS_EXPORT int mkostemps(char *template, int suffix_len, int flags)
 {
-    RESOLVE_META(mkostemps);
+    RESOLVE_OR_FAIL(mkostemps, -1);
     MKSTEMP(real_mkostemps(template, suffix_len, flags), flags);
 }
 
 IOASSESS_EXPORT int mkostemps64(char *template, int suffix_len, int flags)
 {
-    RESOLVE_META(mkostemps64);
+    RESOLVE_OR_FAIL(mkostemps64, -1);
     MKSTEMP(real_mkostemps64(template, suffix_len, flags), flags);
 }
 
@@ -1107,13 +1091,13 @@ IOASSESS_EXPORT int readdir64_r(DIR *dir, struct dirent64 *entry, struct dirent6
 /* getdents64: the bytes of entries returned, 0 at the end. */
 IOASSESS_EXPORT ssize_t getdents64(int fd, void *buf, size_t bytes)
 {
-    RESOLVE_META(getdents64);
+    RESOLVE_OR_FAIL(getdents64, -1);
     FD_CALL(IOASSESS_OP_READDIR, fd, real_getdents64(fd, buf, bytes));
 }
 
 IOASSESS_EXPORT int closedir(DIR *dir)
 {
-    RESOLVE_META(closedir);
+    RESOLVE_OR_FAIL(closedir, -1);
     int fd = stream_fd(dir);
     uint64_t id = OPAQUE(dir) ? ioassess_meta_closing(fd) : 0;
     if (!id)
@@ -1127,37 +1111,37 @@ IOASSESS_EXPORT int closedir(DIR *dir)
 
 IOASSESS_EXPORT int truncate(const char *path, off_t length)
 {
-    RESOLVE_META(truncate);
+    RESOLVE_OR_FAIL(truncate, -1);
     PATH_CALL(IOASSESS_OP_TRUNCATE, AT_FDCWD, path, NULL, real_truncate(path, length));
 }
 
 IOASSESS_EXPORT int truncate64(const char *path, off_t length)
 {
-    RESOLVE_META(truncate64);
+    RESOLVE_OR_FAIL(truncate64, -1);
     PATH_CALL(IOASSESS_OP_TRUNCATE, AT_FDCWD, path, NULL, real_truncate64(path, length));
 }
 
 IOASSESS_EXPORT int ftruncate(int fd, off_t length)
 {
-    RESOLVE_META(ftruncate);
+    RESOLVE_OR_FAIL(ftruncate, -1);
     FD_CALL(IOASSESS_OP_TRUNCATE, fd, real_ftruncate(fd, length));
 }
 
 IOASSESS_EXPORT int ftruncate64(int fd, off_t length)
 {
-    RESOLVE_META(ftruncate64);
+    RESOLVE_OR_FAIL(ftruncate64, -1);
     FD_CALL(IOASSESS_OP_TRUNCATE, fd, real_ftruncate64(fd, length));
 }
 
 IOASSESS_EXPORT int fallocate(int fd, int mode, off_t offset, off_t length)
 {
-    RESOLVE_META(fallocate);
+    RESOLVE_OR_FAIL(fallocate, -1);
     FD_CALL(IOASSESS_OP_FALLOCATE, fd, real_fallocate(fd, mode, offset, length));
 }
 
 IOASSESS_EXPORT int fallocate64(int fd, int mode, off_t offset, off_t length)
 {
-    RESOLVE_META(fallocate64);
+    RESOLVE_OR_FAIL(fallocate64, -1);
     FD_CALL(IOASSESS_OP_FALLOCATE, fd, real_fallocate64(fd, mode, offset, length));
 }
 
@@ -1213,13 +1197,13 @@ static int changed_dir(int result)
 
 IOASSESS_EXPORT int chdir(const char *path)
 {
-    RESOLVE_META(chdir);
+    RESOLVE_OR_FAIL(chdir, -1);
     return changed_dir(real_chdir(path));
 }
 
 IOASSESS_EXPORT int fchdir(int fd)
 {
-    RESOLVE_META(fchdir);
+    RESOLVE_OR_FAIL(fchdir, -1);
     return changed_dir(real_fchdir(fd));
 }
 

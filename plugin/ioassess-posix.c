@@ -17,26 +17,9 @@
 
 #include "ioassess-internal.h"
 
-#define RESOLVE(name)                                                          \
-    do {                                                                       \
-        if (unlikely(!real_##name))                                            \
-            real_##name = (__typeof__(real_##name))dlsym(RTLD_NEXT, #name);    \
-    } while (0)
-
 /* A call whose next definition does not exist fails as an unknown system call would. */
 #define CALL_REAL(name, ...)                                                   \
     (likely(real_##name != NULL) ? real_##name(__VA_ARGS__) : (errno = ENOSYS, -1))
-
-/* The same for the timed data calls, checked once on entry so that the timed path calls the
- * next definition without another test. */
-#define RESOLVE_DATA(name)                                                     \
-    do {                                                                       \
-        RESOLVE(name);                                                         \
-        if (unlikely(!real_##name)) {                                          \
-            errno = ENOSYS;                                                    \
-            return -1;                                                         \
-        }                                                                      \
-    } while (0)
 
 /* ---- offsets ---- */
 
@@ -348,7 +331,7 @@ static inline const void *iov_base(const struct iovec *iov, int count, ssize_t r
 /* The path of a read(), from entry to record (every data call follows it; pread skips the
  * position steps 4 and 7):
  *  1. read() (below) is the application's read: the loader finds this library's symbol first.
- *     RESOLVE_DATA checks that the next definition (libc's, or a stacked library's) was found;
+ *     RESOLVE_OR_FAIL checks that the next definition (libc's, or a stacked library's) was found;
  *     ioassess_posix_resolve looked them all up at load. SEQUENTIAL expands the rest.
  *  2. ioassess_tracked (ioassess-internal.h): ioassess_active (one acquire load of the state;
  *     the process's first call starts the recorder, ioassess_init), then the descriptor's slot
@@ -512,99 +495,99 @@ DATA_CALLS(DECLARE_REAL)
 
 IOASSESS_EXPORT ssize_t read(int fd, void *buf, size_t count)
 {
-    RESOLVE_DATA(read);
+    RESOLVE_OR_FAIL(read, -1);
     SEQUENTIAL(IOASSESS_OP_READ, fd, buf, count, 0, real_read(fd, buf, count));
 }
 
 IOASSESS_EXPORT ssize_t __read_chk(int fd, void *buf, size_t count, size_t buflen)
 {
-    RESOLVE_DATA(__read_chk);
+    RESOLVE_OR_FAIL(__read_chk, -1);
     SEQUENTIAL(IOASSESS_OP_READ, fd, buf, count, 0, real___read_chk(fd, buf, count, buflen));
 }
 
 IOASSESS_EXPORT ssize_t write(int fd, const void *buf, size_t count)
 {
-    RESOLVE_DATA(write);
+    RESOLVE_OR_FAIL(write, -1);
     SEQUENTIAL(IOASSESS_OP_WRITE, fd, buf, count, 1, real_write(fd, buf, count));
 }
 
 IOASSESS_EXPORT ssize_t pread(int fd, void *buf, size_t count, off_t offset)
 {
-    RESOLVE_DATA(pread);
+    RESOLVE_OR_FAIL(pread, -1);
     POSITIONAL(IOASSESS_OP_PREAD, fd, buf, count, offset, 0, real_pread(fd, buf, count, offset));
 }
 
 IOASSESS_EXPORT ssize_t pread64(int fd, void *buf, size_t count, off_t offset)
 {
-    RESOLVE_DATA(pread64);
+    RESOLVE_OR_FAIL(pread64, -1);
     POSITIONAL(IOASSESS_OP_PREAD, fd, buf, count, offset, 0,
                real_pread64(fd, buf, count, offset));
 }
 
 IOASSESS_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t count, off_t offset, size_t buflen)
 {
-    RESOLVE_DATA(__pread_chk);
+    RESOLVE_OR_FAIL(__pread_chk, -1);
     POSITIONAL(IOASSESS_OP_PREAD, fd, buf, count, offset, 0,
                real___pread_chk(fd, buf, count, offset, buflen));
 }
 
 IOASSESS_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t count, off_t offset, size_t buflen)
 {
-    RESOLVE_DATA(__pread64_chk);
+    RESOLVE_OR_FAIL(__pread64_chk, -1);
     POSITIONAL(IOASSESS_OP_PREAD, fd, buf, count, offset, 0,
                real___pread64_chk(fd, buf, count, offset, buflen));
 }
 
 IOASSESS_EXPORT ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset)
 {
-    RESOLVE_DATA(pwrite);
+    RESOLVE_OR_FAIL(pwrite, -1);
     POSITIONAL(IOASSESS_OP_PWRITE, fd, buf, count, offset, 1,
                real_pwrite(fd, buf, count, offset));
 }
 
 IOASSESS_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t count, off_t offset)
 {
-    RESOLVE_DATA(pwrite64);
+    RESOLVE_OR_FAIL(pwrite64, -1);
     POSITIONAL(IOASSESS_OP_PWRITE, fd, buf, count, offset, 1,
                real_pwrite64(fd, buf, count, offset));
 }
 
 IOASSESS_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 {
-    RESOLVE_DATA(readv);
+    RESOLVE_OR_FAIL(readv, -1);
     VECTOR(IOASSESS_OP_READV, fd, iov, iovcnt, -1, 0, real_readv(fd, iov, iovcnt));
 }
 
 IOASSESS_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
-    RESOLVE_DATA(writev);
+    RESOLVE_OR_FAIL(writev, -1);
     VECTOR(IOASSESS_OP_WRITEV, fd, iov, iovcnt, -1, 1, real_writev(fd, iov, iovcnt));
 }
 
 IOASSESS_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int iovcnt, off_t offset)
 {
-    RESOLVE_DATA(preadv);
+    RESOLVE_OR_FAIL(preadv, -1);
     VECTOR(IOASSESS_OP_PREADV, fd, iov, iovcnt, offset, 0,
            real_preadv(fd, iov, iovcnt, offset));
 }
 
 IOASSESS_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int iovcnt, off_t offset)
 {
-    RESOLVE_DATA(preadv64);
+    RESOLVE_OR_FAIL(preadv64, -1);
     VECTOR(IOASSESS_OP_PREADV, fd, iov, iovcnt, offset, 0,
            real_preadv64(fd, iov, iovcnt, offset));
 }
 
 IOASSESS_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int iovcnt, off_t offset)
 {
-    RESOLVE_DATA(pwritev);
+    RESOLVE_OR_FAIL(pwritev, -1);
     VECTOR(IOASSESS_OP_PWRITEV, fd, iov, iovcnt, offset, 1,
            real_pwritev(fd, iov, iovcnt, offset));
 }
 
 IOASSESS_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int iovcnt, off_t offset)
 {
-    RESOLVE_DATA(pwritev64);
+    RESOLVE_OR_FAIL(pwritev64, -1);
     VECTOR(IOASSESS_OP_PWRITEV, fd, iov, iovcnt, offset, 1,
            real_pwritev64(fd, iov, iovcnt, offset));
 }
@@ -612,7 +595,7 @@ IOASSESS_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int iovcnt, o
 IOASSESS_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int iovcnt, off_t offset,
                                 int flags)
 {
-    RESOLVE_DATA(preadv2);
+    RESOLVE_OR_FAIL(preadv2, -1);
     VECTOR(IOASSESS_OP_PREADV2, fd, iov, iovcnt, offset, 0,
            real_preadv2(fd, iov, iovcnt, offset, flags));
 }
@@ -620,7 +603,7 @@ IOASSESS_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int iovcnt, off
 IOASSESS_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int iovcnt, off_t offset,
                                    int flags)
 {
-    RESOLVE_DATA(preadv64v2);
+    RESOLVE_OR_FAIL(preadv64v2, -1);
     VECTOR(IOASSESS_OP_PREADV2, fd, iov, iovcnt, offset, 0,
            real_preadv64v2(fd, iov, iovcnt, offset, flags));
 }
@@ -628,7 +611,7 @@ IOASSESS_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int iovcnt, 
 IOASSESS_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int iovcnt, off_t offset,
                                  int flags)
 {
-    RESOLVE_DATA(pwritev2);
+    RESOLVE_OR_FAIL(pwritev2, -1);
     VECTOR(IOASSESS_OP_PWRITEV2, fd, iov, iovcnt, offset, (flags & RWF_APPEND) ? WRITE_AT_END : 1,
            real_pwritev2(fd, iov, iovcnt, offset, flags));
 }
@@ -636,20 +619,20 @@ IOASSESS_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int iovcnt, of
 IOASSESS_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int iovcnt, off_t offset,
                                     int flags)
 {
-    RESOLVE_DATA(pwritev64v2);
+    RESOLVE_OR_FAIL(pwritev64v2, -1);
     VECTOR(IOASSESS_OP_PWRITEV2, fd, iov, iovcnt, offset, (flags & RWF_APPEND) ? WRITE_AT_END : 1,
            real_pwritev64v2(fd, iov, iovcnt, offset, flags));
 }
 
 IOASSESS_EXPORT int fsync(int fd)
 {
-    RESOLVE_DATA(fsync);
+    RESOLVE_OR_FAIL(fsync, -1);
     SYNC(IOASSESS_OP_FSYNC, fd, real_fsync(fd));
 }
 
 IOASSESS_EXPORT int fdatasync(int fd)
 {
-    RESOLVE_DATA(fdatasync);
+    RESOLVE_OR_FAIL(fdatasync, -1);
     SYNC(IOASSESS_OP_FDATASYNC, fd, real_fdatasync(fd));
 }
 

@@ -38,23 +38,6 @@
 #undef fputc
 #undef putc
 
-#define RESOLVE(name)                                                          \
-    do {                                                                       \
-        if (unlikely(!real_##name))                                            \
-            real_##name = (__typeof__(real_##name))dlsym(RTLD_NEXT, #name);    \
-    } while (0)
-
-/* A call whose next definition does not exist fails as an unknown system call would, with the
- * call's own failure value. */
-#define RESOLVE_STDIO(name, failure)                                           \
-    do {                                                                       \
-        RESOLVE(name);                                                         \
-        if (unlikely(!real_##name)) {                                          \
-            errno = ENOSYS;                                                    \
-            return failure;                                                    \
-        }                                                                      \
-    } while (0)
-
 /* GCC knows these calls' streams as nonnull and would drop our tests of them; an application
  * may still pass NULL (the call then fails or crashes as without us, never in our code). */
 #define OPAQUE(p) ({ __typeof__(p) p_ = (p); __asm__("" : "+r"(p_)); p_; })
@@ -163,7 +146,7 @@ static inline uint64_t items_bytes(size_t size, size_t items)
 /* fread, fwrite: requested size x nmemb, result size x the items moved. */
 #define ITEMS(op, name, ptr, size, nmemb, stream, ...)                         \
     do {                                                                       \
-        RESOLVE_STDIO(name, 0);                                                \
+        RESOLVE_OR_FAIL(name, 0);                                                \
         struct ioassess_ofd *o_ = stream_file(stream);                         \
         if (!o_)                                                               \
             return real_##name(__VA_ARGS__);                                   \
@@ -211,7 +194,7 @@ IOASSESS_EXPORT size_t fwrite_unlocked(const void *ptr, size_t size, size_t nmem
 /* fgets: requested the buffer's size, result the length of the line it stored. */
 #define FGETS(name, s, size, stream, ...)                                      \
     do {                                                                       \
-        RESOLVE_STDIO(name, NULL);                                             \
+        RESOLVE_OR_FAIL(name, NULL);                                             \
         struct ioassess_ofd *o_ = stream_file(stream);                         \
         if (!o_)                                                               \
             return real_##name(__VA_ARGS__);                                   \
@@ -239,7 +222,7 @@ IOASSESS_EXPORT char *__fgets_chk(char *s, size_t slen, int size, FILE *stream)
 /* fputs: the string's length (measured after the call, which read it whole), or -errno. */
 #define FPUTS(name, s, stream)                                                 \
     do {                                                                       \
-        RESOLVE_STDIO(name, EOF);                                              \
+        RESOLVE_OR_FAIL(name, EOF);                                              \
         struct ioassess_ofd *o_ = stream_file(stream);                         \
         if (!o_)                                                               \
             return real_##name(s, stream);                                     \
@@ -265,7 +248,7 @@ IOASSESS_EXPORT int fputs_unlocked(const char *s, FILE *stream)
 /* fgetc, getc: one byte, 0 at the end of the file, or -errno. */
 #define GETC(name)                                                             \
     do {                                                                       \
-        RESOLVE_STDIO(name, EOF);                                              \
+        RESOLVE_OR_FAIL(name, EOF);                                              \
         struct ioassess_ofd *o_ = stream_file(stream);                         \
         if (!o_)                                                               \
             return real_##name(stream);                                        \
@@ -293,7 +276,7 @@ IOASSESS_EXPORT int _IO_getc(FILE *stream)
 /* fputc, putc: one byte, or -errno (EOF is returned only on an error). */
 #define PUTC(name)                                                             \
     do {                                                                       \
-        RESOLVE_STDIO(name, EOF);                                              \
+        RESOLVE_OR_FAIL(name, EOF);                                              \
         struct ioassess_ofd *o_ = stream_file(stream);                         \
         if (!o_)                                                               \
             return real_##name(c, stream);                                     \
@@ -355,25 +338,25 @@ static int printed_chk(FILE *stream, int flag, const char *format, va_list args)
 
 IOASSESS_EXPORT int fprintf(FILE *stream, const char *format, ...)
 {
-    RESOLVE_STDIO(vfprintf, -1);
+    RESOLVE_OR_FAIL(vfprintf, -1);
     VARIADIC(format, printed(stream, format, args));
 }
 
 IOASSESS_EXPORT int vfprintf(FILE *stream, const char *format, va_list args)
 {
-    RESOLVE_STDIO(vfprintf, -1);
+    RESOLVE_OR_FAIL(vfprintf, -1);
     return printed(stream, format, args);
 }
 
 IOASSESS_EXPORT int __fprintf_chk(FILE *stream, int flag, const char *format, ...)
 {
-    RESOLVE_STDIO(__vfprintf_chk, -1);
+    RESOLVE_OR_FAIL(__vfprintf_chk, -1);
     VARIADIC(format, printed_chk(stream, flag, format, args));
 }
 
 IOASSESS_EXPORT int __vfprintf_chk(FILE *stream, int flag, const char *format, va_list args)
 {
-    RESOLVE_STDIO(__vfprintf_chk, -1);
+    RESOLVE_OR_FAIL(__vfprintf_chk, -1);
     return printed_chk(stream, flag, format, args);
 }
 
@@ -413,25 +396,25 @@ IOASSESS_EXPORT int plain_vfscanf(FILE *stream, const char *format, va_list args
 
 IOASSESS_EXPORT int plain_fscanf(FILE *stream, const char *format, ...)
 {
-    RESOLVE_STDIO(vfscanf, EOF);
+    RESOLVE_OR_FAIL(vfscanf, EOF);
     VARIADIC(format, scanned(stream, format, args, real_vfscanf));
 }
 
 IOASSESS_EXPORT int plain_vfscanf(FILE *stream, const char *format, va_list args)
 {
-    RESOLVE_STDIO(vfscanf, EOF);
+    RESOLVE_OR_FAIL(vfscanf, EOF);
     return scanned(stream, format, args, real_vfscanf);
 }
 
 IOASSESS_EXPORT int __isoc99_fscanf(FILE *stream, const char *format, ...)
 {
-    RESOLVE_STDIO(__isoc99_vfscanf, EOF);
+    RESOLVE_OR_FAIL(__isoc99_vfscanf, EOF);
     VARIADIC(format, scanned(stream, format, args, real___isoc99_vfscanf));
 }
 
 IOASSESS_EXPORT int __isoc99_vfscanf(FILE *stream, const char *format, va_list args)
 {
-    RESOLVE_STDIO(__isoc99_vfscanf, EOF);
+    RESOLVE_OR_FAIL(__isoc99_vfscanf, EOF);
     return scanned(stream, format, args, real___isoc99_vfscanf);
 }
 
@@ -440,7 +423,7 @@ IOASSESS_EXPORT int __isoc99_vfscanf(FILE *stream, const char *format, va_list a
 /* A call that returns 0 or, failing, -1 or EOF with errno: recorded as 0 or -errno. */
 #define STATUS_CALL(op, name, type, failure, ...)                              \
     do {                                                                       \
-        RESOLVE_STDIO(name, failure);                                          \
+        RESOLVE_OR_FAIL(name, failure);                                          \
         struct ioassess_ofd *o_ = stream_file(stream);                         \
         if (!o_)                                                               \
             return real_##name(__VA_ARGS__);                                   \
@@ -561,7 +544,7 @@ static FILE *stream_opened(FILE *stream, const char *path, const char *mode, int
 
 #define FOPEN(name)                                                            \
     do {                                                                       \
-        RESOLVE_STDIO(name, NULL);                                             \
+        RESOLVE_OR_FAIL(name, NULL);                                             \
         if (!stdio_on())                                                       \
             return real_##name(path, mode);                                    \
         TIMED_OPEN(real_##name(path, mode));                                   \
@@ -582,7 +565,7 @@ IOASSESS_EXPORT FILE *fopen64(const char *path, const char *mode)
  * the same number: the old one is forgotten first. A NULL path reopens the same file. */
 #define FREOPEN(name)                                                          \
     do {                                                                       \
-        RESOLVE_STDIO(name, NULL);                                             \
+        RESOLVE_OR_FAIL(name, NULL);                                             \
         int old_fd_ = OPAQUE(stream) ? stream->_fileno : -1;                   \
         if (!stdio_on()) {                                                     \
             FILE *reopened_ = real_##name(path, mode, stream);                 \
@@ -610,7 +593,7 @@ IOASSESS_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *stream
  * it inside libc, so its status flags are read again then. */
 IOASSESS_EXPORT FILE *fdopen(int fd, const char *mode)
 {
-    RESOLVE_STDIO(fdopen, NULL);
+    RESOLVE_OR_FAIL(fdopen, NULL);
     struct ioassess_ofd *o = stdio_on() ? ioassess_tracked(fd) : NULL;
     if (!o || !(__atomic_load_n(&o->flags, __ATOMIC_RELAXED) & IOASSESS_OFD_REGULAR))
         return real_fdopen(fd, mode);
@@ -630,7 +613,7 @@ IOASSESS_EXPORT FILE *fdopen(int fd, const char *mode)
  * flush fails). */
 IOASSESS_EXPORT int fclose(FILE *stream)
 {
-    RESOLVE_STDIO(fclose, EOF);
+    RESOLVE_OR_FAIL(fclose, EOF);
     int fd = OPAQUE(stream) ? stream->_fileno : -1;
     struct ioassess_ofd *o_ = stream_file(stream);
     if (!o_) {
