@@ -992,11 +992,7 @@ static inline int stream_fd(DIR *dir)
 
 IOASSESS_EXPORT DIR *opendir(const char *path)
 {
-    RESOLVE(opendir);
-    if (unlikely(!real_opendir)) {
-        errno = ENOSYS;
-        return NULL;
-    }
+    RESOLVE_OR_FAIL(opendir, NULL);
     if (!meta_on())
         return real_opendir(path);
     TIMED_DIR(real_opendir(path));
@@ -1011,11 +1007,7 @@ IOASSESS_EXPORT DIR *opendir(const char *path)
 
 IOASSESS_EXPORT DIR *fdopendir(int fd)
 {
-    RESOLVE(fdopendir);
-    if (unlikely(!real_fdopendir)) {
-        errno = ENOSYS;
-        return NULL;
-    }
+    RESOLVE_OR_FAIL(fdopendir, NULL);
     uint64_t id = meta_on() ? fd_id(fd) : 0;
     if (!id)
         return real_fdopendir(fd);
@@ -1029,11 +1021,7 @@ IOASSESS_EXPORT DIR *fdopendir(int fd)
  * around the call to tell the end from an error, and puts the caller's value back. */
 #define READDIR(name, entry_type)                                              \
     do {                                                                       \
-        RESOLVE(name);                                                         \
-        if (unlikely(!real_##name)) {                                          \
-            errno = ENOSYS;                                                    \
-            return NULL;                                                       \
-        }                                                                      \
+        RESOLVE_OR_FAIL(name, NULL);                                           \
         uint64_t id_ = meta_on() && OPAQUE(dir) ? fd_id(stream_fd(dir)) : 0;   \
         if (!id_)                                                              \
             return real_##name(dir);                                           \
