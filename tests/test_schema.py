@@ -15,12 +15,21 @@ import jsonschema
 import pytest
 
 from conftest import _installed_cli
+from ioassess.inputs.job import DIRECTIONS, LAYERS, META, META_KINDS, Flag
 from ioassess.inputs.load import load_job
+from ioassess.models.families import HEAD_FAMILIES, TAIL_FAMILIES
 from ioassess.models.modelfile import DEFAULT_MODEL, load_model
+from ioassess.models.slowdown import EXCLUSION_REASONS
 from ioassess.report import make_report
 from ioassess.report.assess import FORMAT, FORMAT_VERSION, assess
+from ioassess.report.classify import ROW_CLASSES
+from ioassess.report.ground_truth import KERNEL_STATES
+from ioassess.report.metadata import UNKNOWN_KIND
+from ioassess.report.model_choice import MATCHES
 from ioassess.report.schema import CHECK_SCHEMA_ENV, SCHEMA_PATH, SchemaMismatch, check_assessment, load_schema
+from ioassess.report.sections import SIZE_BIN_LABELS
 from ioassess.site import epilog
+from ioassess.site.probe.target import OPS as PROBE_OPS
 from recorder_helpers import REPO, clean_env, shipped_darshan_logs
 
 # The module (ioassess.report.assess is the function).
@@ -34,11 +43,30 @@ def test_the_schema_is_a_2020_12_schema_of_this_format_version():
     assert schema["properties"]["format"] == {"const": FORMAT}
     assert schema["properties"]["version"] == {"const": FORMAT_VERSION}
     assert schema["$id"].endswith(f":{FORMAT_VERSION}") and f"version {FORMAT_VERSION}" in schema["title"]
+    sections = {key: value for key, value in schema["properties"].items() if key not in ("format", "version")}
+    assert sections == {key: {"$ref": f"#/$defs/{key}"} for key in sections}   # each section: one entry of $defs
+    assert set(schema["required"]) == set(schema["properties"])
 
 
 def test_the_schema_is_in_the_package_data():
     assert os.path.dirname(SCHEMA_PATH) == os.path.dirname(assess_module.__file__)
     assert '"ioassess.report": ["templates/*.j2", "assessment.schema.json"]' in (REPO / "setup.py").read_text()
+
+
+def test_the_schemas_closed_sets_are_the_codes():
+    defs = load_schema()["$defs"]
+    assert defs["class"]["enum"] == list(ROW_CLASSES)
+    assert defs["op_class"]["enum"] == list(ROW_CLASSES[:-1])
+    assert defs["direction"]["enum"] == list(DIRECTIONS[:META])
+    assert defs["layer"]["enum"] == list(LAYERS)
+    assert defs["metadata_kind"]["enum"] == [*META_KINDS, UNKNOWN_KIND]
+    assert defs["family"]["enum"] == [family.name for family in HEAD_FAMILIES + TAIL_FAMILIES]
+    assert list(defs["kernel_table"]["properties"]) == list(KERNEL_STATES)
+    assert defs["model"]["properties"]["choice"]["properties"]["match"]["enum"] == list(MATCHES)
+    assert defs["sizes"]["items"]["properties"]["bin"]["enum"] == list(SIZE_BIN_LABELS)
+    assert list(defs["slowdown"]["properties"]["excluded"]["properties"]) == list(EXCLUSION_REASONS)
+    assert list(defs["layer_amounts"]["properties"]["flagged"]["properties"]) == [flag.name.lower() for flag in Flag]
+    assert list(defs["probe_target"]["properties"]["ops"]["properties"]) == list(PROBE_OPS)
 
 
 def test_the_fields_table_of_the_docs_lists_the_schemas_sections():
