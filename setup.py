@@ -34,7 +34,7 @@ setup(
               "ioassess.site.probe"],
     package_data={"ioassess.models": ["pretrained/*.json"], "ioassess.site": ["templates/*.j2"],
                   "ioassess.site.probe": ["templates/*.j2"],
-                  "ioassess.report": ["templates/*.j2"]},
+                  "ioassess.report": ["templates/*.j2", "assessment.schema.json"]},
     cmdclass={"build_py": BuildPyWithRecorder},
     distclass=BinaryDistribution,
 )

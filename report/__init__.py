@@ -3,7 +3,6 @@ assessment, plain JSON-serialisable data (assess.py) -> self-contained report.ht
 templates/report.html.j2) and assessment.json.
 """
 import json
-import math
 
 from ioassess.escape import printable
 from ioassess.files import replace_atomically
@@ -17,6 +16,7 @@ from .assess import assess
 from .export import write_perfetto
 from .model_choice import choose_model, given_model_choice
 from .render import write_report
+from .schema import json_safe
 
 # Shares of the work, for the progress bar.
 LOAD_SHARE, ASSESS_SHARE, RENDER_SHARE = 0.5, 0.2, 0.3
@@ -87,17 +87,6 @@ def find_site_grid(explicit, stream=None):
 def _advance(progress, share, label):
     if progress is not None:
         progress.advance(share, label)
-
-
-def json_safe(value):
-    """The value with every non-finite float replaced by None (JSON has no NaN)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: json_safe(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(item) for item in value]
-    return value
 
 
 __all__ = ["assess", "json_safe", "make_report", "write_report"]

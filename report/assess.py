@@ -21,6 +21,7 @@ from .findings import recommendations
 from .io_model import io_model_cell, site_grid_placement, write_throughput
 from .metadata import known_only_from_metadata, metadata_section
 from .processes import launcher_processes, per_process_view, pid_or_none, process_io, process_table, shared_record_ranks
+from .schema import check_if_asked
 from .sections import (aggregator_work, asynchronous_io, class_table, collective_io, file_system_while_running,
                        file_table, flushes, io_uring_instances, kernel_word, layer_table, mapped_files, model_lines,
                        runtime_files, scatter_sample, size_table, slowdown_timeline, tail_statistics, timeline)
@@ -34,7 +35,8 @@ def assess(job, model, model_source="", site_grid=None, model_choice=None, probe
     I/O-model grid to place the job on, {"path", "grid"} (a grid of ioassess.site.iomodels.load_grid),
     or {"path", "problem"} for one that could not be used. model_choice: how the model was
     chosen and why (report.model_choice), or None. probe_db: the file-system probe's store, or
-    None."""
+    None. With IOASSESS_CHECK_SCHEMA=1 (the tests) it raises report.schema.SchemaMismatch when
+    the assessment breaks its JSON Schema (report/assessment.schema.json)."""
     per_op = classify_ops(job, model)
     per_total = estimate_totals(job, model)
     per_process = process_io(job, per_op, per_total)
@@ -75,6 +77,7 @@ def assess(job, model, model_source="", site_grid=None, model_choice=None, probe
         "metadata": metadata_section(job, headline["io_s"]),
     }
     assessment["recommendations"] = recommendations(assessment)
+    check_if_asked(assessment)
     return assessment
 
 

@@ -5,8 +5,9 @@ Perfetto's UI (ui.perfetto.dev) and chrome://tracing open. One process track per
 job (its rank, pid and host in its name), one thread track per thread; each op known one by one
 is a complete event ("ph": "X") on its thread (an asynchronous request an async "b"/"e" pair),
 named by what it did and its class ("read: cached"), so that the viewers, which colour slices by
-name, colour them by class; `cname` gives the trace viewer's own colour of the class. The I/O known only in aggregate (Darshan counters,
-past the recorder's record cap) has no op to draw: `otherData` says how many ops that is.
+name, colour them by class; `cname` gives the trace viewer's own colour of the class. The I/O
+known only in aggregate (Darshan counters, past the recorder's record cap) has no op to draw:
+`otherData` says how many ops that is.
 """
 import itertools
 import json

@@ -3,7 +3,8 @@ links to models/ and report/) with the recorder compiled into ioassess/lib (`mak
 test` also installs the checkout with `pip install -e .`, so that the `ioassess` command and
 every process the tests start, whatever its directory or user, run the same code). The
 repository root goes first on sys.path and into PYTHONPATH here, before anything imports
-ioassess.
+ioassess. IOASSESS_CHECK_SCHEMA=1 is set here for the session: every assessment the tests make,
+in this process or in one they start, is checked against report/assessment.schema.json.
 
 Shared fixtures for tests that run real programs under the real recorder:
 
@@ -56,8 +57,13 @@ sys.path.insert(0, str(REPO))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
 
 import ioassess as installed_package  # noqa: E402  (after the path fix above)
+from ioassess.report.schema import CHECK_SCHEMA_ENV  # noqa: E402
 
-from recorder_helpers import TEST_USER, system_user  # noqa: E402
+from recorder_helpers import TEST_USER, is_ioassess_setting, system_user  # noqa: E402
+
+# Every assessment the tests make, here or in a process they start (which inherits it: see
+# is_ioassess_setting), is checked against its JSON Schema (report/schema.py).
+os.environ[CHECK_SCHEMA_ENV] = "1"
 
 RUN_TIMEOUT_S = 300
 JOB_ID_VARIABLES = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID")
@@ -94,7 +100,7 @@ def recorder_lib():
 def run_recorded(recorder_lib):
     def run(cmd, trace_dir, env=None):
         os.makedirs(trace_dir, mode=0o700, exist_ok=True)
-        inherited = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD" and not k.startswith("IOASSESS_")}
+        inherited = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD" and not is_ioassess_setting(k)}
         full_env = {**inherited, **(env or {})}
         preload = [full_env["LD_PRELOAD"]] if full_env.get("LD_PRELOAD") else []
         full_env["LD_PRELOAD"] = ":".join(preload + [recorder_lib])
@@ -108,7 +114,7 @@ def _installed_cli(args, env):
     """The argument list and environment of the installed CLI run as a user runs it, with no
     batch-system or recorder variables from outside."""
     base = {k: v for k, v in os.environ.items()
-            if k not in JOB_ID_VARIABLES and k != "LD_PRELOAD" and not k.startswith("IOASSESS_")}
+            if k not in JOB_ID_VARIABLES and k != "LD_PRELOAD" and not is_ioassess_setting(k)}
     return [sys.executable, "-m", "ioassess", *map(str, args)], {**base, **(env or {})}
 
 

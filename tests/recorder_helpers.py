@@ -24,6 +24,7 @@ from ioassess import read_trace_dir, totals
 from ioassess.site.training import workload_program_path
 from ioassess.inputs.trace import DATA_KIND
 from ioassess.inputs.traceformat import OP_NAMES
+from ioassess.report.schema import CHECK_SCHEMA_ENV
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 PROGS = REPO / "tests" / "progs"
@@ -78,10 +79,18 @@ def system_user(name, home="/nonexistent"):
         return pwd.getpwnam(name)
 
 
+def is_ioassess_setting(name):
+    """Whether an environment variable is one of the recorder's or the tool's IOASSESS_* settings,
+    which must not leak from outside into a process a test starts. IOASSESS_CHECK_SCHEMA is not:
+    conftest.py sets it for the session, and every process the tests start inherits it, so that
+    each assessment made anywhere is checked against the schema (report/schema.py)."""
+    return name.startswith("IOASSESS_") and name != CHECK_SCHEMA_ENV
+
+
 def clean_env(extra=None):
     """The environment of a test run: the current one without any recorder, batch-system or
     launcher variable, with a fixed locale and time zone, plus `extra`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("IOASSESS_") and k not in RECORDER_ENV}
+    env = {k: v for k, v in os.environ.items() if not is_ioassess_setting(k) and k not in RECORDER_ENV}
     env.update(LC_ALL="C", LANG="C", TZ="UTC")
     env.update(extra or {})
     return env
@@ -264,9 +273,9 @@ def shipped_darshan_logs():
 
 
 __all__ = ["ATTACKER_USER", "BIN", "OP_CODES", "REPO", "TEST_USER", "assert_same_run", "assert_same_tree",
-           "clean_env", "completed_pwrites", "describe", "evict", "file_id", "has_file", "load", "op_rows",
-           "processes_by_pid", "prog", "random_data_file", "run", "select", "shipped_darshan_logs", "stop_after",
-           "system_user", "tool", "total_table", "trace_files", "tree_digest", "wait_until"]
+           "clean_env", "completed_pwrites", "describe", "evict", "file_id", "has_file", "is_ioassess_setting", "load",
+           "op_rows", "processes_by_pid", "prog", "random_data_file", "run", "select", "shipped_darshan_logs",
+           "stop_after", "system_user", "tool", "total_table", "trace_files", "tree_digest", "wait_until"]
 
 
 def wait_until(reached, what, proc):

@@ -16,7 +16,7 @@ import pytest
 
 from ioassess import recorder_library_path
 from ioassess.site.iomodels import SITE_GRID_PATH, GridFileError, load_grid, load_site_grid, place_on_grid, save_grid
-from recorder_helpers import prog
+from recorder_helpers import is_ioassess_setting, prog
 
 pytestmark = pytest.mark.mpi
 
@@ -42,7 +42,7 @@ EXPECTED_MODELS = {
 def ioassess_command(*args, env=None, **popen_options):
     """The installed command line, as the conftest's `ioassess` fixture runs it (usable from a
     module-scoped fixture)."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith("IOASSESS_")}
+    base = {k: v for k, v in os.environ.items() if not is_ioassess_setting(k)}
     return subprocess.run([sys.executable, "-m", "ioassess", *map(str, args)], cwd="/", env={**base, **(env or {})},
                           capture_output=True, text=True, timeout=120, **popen_options)
 
@@ -181,7 +181,7 @@ def processes_naming(path):
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_sweep_ends_its_job_and_removes_its_files(tmp_path, signum):
     (tmp_path / "data").mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("IOASSESS_")}
+    env = {k: v for k, v in os.environ.items() if not is_ioassess_setting(k)}
     job = subprocess.Popen([sys.executable, "-m", "ioassess", "iomodels", "--dir", tmp_path / "data",
                             "--total-bytes", "64M", "--processes", "4", "--ranks-per-node", "2", "--repeats", "3",
                             "-o", tmp_path / "grid.json"], cwd="/", env=env, stdout=subprocess.PIPE,

@@ -19,7 +19,7 @@ from ioassess import OP_DIRECTION, read_trace_dir
 from ioassess.site.iomodels import load_grid, place_on_grid
 from ioassess.units import rate_text
 from ioassess.inputs.traceformat import OP_LAYER
-from recorder_helpers import PROGS
+from recorder_helpers import PROGS, is_ioassess_setting
 
 pytestmark = pytest.mark.mpi
 
@@ -83,7 +83,7 @@ def test_an_8_rank_job_in_each_layout_is_named_and_counted(ioassess, tmp_path, l
 
 def test_plain_ld_preload_of_mpiexec_gives_one_trace_per_rank(ioassess, recorder_lib, tmp_path):
     (tmp_path / "data").mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("IOASSESS_")}
+    env = {k: v for k, v in os.environ.items() if not is_ioassess_setting(k)}
     env.update(LD_PRELOAD=recorder_lib, IOASSESS_TRACE_DIR=str(tmp_path / "t"))
     run = subprocess.run([shutil.which("mpiexec"), "-n", str(RANKS), str(MPI_LAYOUTS), "fpp", str(tmp_path / "data")],
                          env=env, capture_output=True, text=True, timeout=120)
@@ -121,7 +121,7 @@ def site_grid(tmp_path_factory):
     """A grid measured by `ioassess iomodels`: 4 ranks on 2 simulated nodes, 16 MiB a model."""
     base = tmp_path_factory.mktemp("grid")
     (base / "data").mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("IOASSESS_")}
+    env = {k: v for k, v in os.environ.items() if not is_ioassess_setting(k)}
     made = subprocess.run([sys.executable, "-m", "ioassess", "iomodels", "--dir", str(base / "data"), "--total-bytes",
                            "16M", "--processes", "4", "--ranks-per-node", "2", "--repeats", "1", "-o",
                            str(base / "grid.json")], cwd="/", env=env, capture_output=True, text=True, timeout=300)

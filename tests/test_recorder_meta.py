@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from ioassess.inputs.traceformat import META_KIND_NAMES, OP_DIRECTION, OP_LAYER, OP_NAMES, OpFlag
-from recorder_helpers import describe, load, op_rows, prog, run
+from recorder_helpers import describe, is_ioassess_setting, load, op_rows, prog, run
 
 # the POSIX layer's metadata kinds (tests/test_recorder_stdio.py has the stdio layer's)
 META_KINDS = {name for code, name in OP_NAMES.items() if OP_DIRECTION[code] == "meta" and OP_LAYER[code] == "posix"}
@@ -182,7 +182,7 @@ def run_straced(cmd, cwd, tmp_path, recorder_lib, env=None):
         old_log.unlink()
     traces = tmp_path / "traces"
     traces.mkdir(mode=0o700)
-    full_env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD" and not k.startswith("IOASSESS_")}
+    full_env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD" and not is_ioassess_setting(k)}
     full_env.update(env or {})
     full_env = {k: v for k, v in full_env.items() if v is not None}   # None: not set
     result = subprocess.run(

@@ -22,6 +22,7 @@ import zlib
 import pytest
 import websocket
 from conftest import JOB_ID_VARIABLES
+from recorder_helpers import is_ioassess_setting
 
 pytestmark = pytest.mark.browser
 
@@ -70,7 +71,7 @@ def report(recorder_lib, tmp_path_factory):
     base = tmp_path_factory.mktemp("browser")
     files = [base / "work" / SCRIPT_NAME, base / "work" / QUOTES_NAME, base / "work" / "plain.dat"]
     env = {k: v for k, v in os.environ.items()
-           if k not in JOB_ID_VARIABLES and k != "LD_PRELOAD" and not k.startswith("IOASSESS_")}
+           if k not in JOB_ID_VARIABLES and k != "LD_PRELOAD" and not is_ioassess_setting(k)}
     env["IOASSESS_SITE_GRID"] = str(hostile_site_grid(base, env))
     result = subprocess.run([sys.executable, "-m", "ioassess", "run", "--trace-dir", str(base / "traces"), "--",
                              "sh", "-c", WORKLOAD, "workload", *map(str, files)],

@@ -51,6 +51,9 @@ OUTPUT_TAIL = 4096
 # The longest line the epilog logs, in characters.
 LOG_LINE_LIMIT = 2000
 PR_SET_CHILD_SUBREAPER = 36   # <linux/prctl.h>
+# The epilog's variables its worker gets (report.schema.CHECK_SCHEMA_ENV, named here so that the
+# epilog does not import the report before it needs it).
+PASSED_TO_WORKER = ("IOASSESS_CHECK_SCHEMA",)
 # The worker's program, run by `python -I -c`: argv[1] the directory ioassess is imported from
 # (put first, as PYTHONPATH would be, when it is not on the isolated interpreter's path, as for
 # an installation on PYTHONPATH), argv[2] the file descriptor of its result.
@@ -451,8 +454,11 @@ def worker_command(result_fd):
 def _worker_environment(job):
     """A small, fixed environment: none of the job's variables, no LD_PRELOAD (no recorder or
     Darshan in the epilog), no PYTHON* variable, and a HOME where no library finds the user's
-    configuration files."""
-    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "USER": job.user, "LOGNAME": job.user, "HOME": "/nonexistent"}
+    configuration files; IOASSESS_CHECK_SCHEMA when the epilog has it (the tests: the worker's
+    assessment is checked against its schema, report/schema.py)."""
+    checked = {name: os.environ[name] for name in PASSED_TO_WORKER if name in os.environ}
+    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "USER": job.user, "LOGNAME": job.user, "HOME": "/nonexistent",
+            **checked}
 
 
 def become_child_subreaper():
