@@ -36,6 +36,7 @@ from .site.iomodels import (DEFAULT_REPEATS, DEFAULT_TOTAL_BYTES, LAYOUTS, SITE_
 from .inputs.load import LoadError, input_kind
 from .site.probe.command import add_commands as add_probe_commands
 from .report import export_job, make_report
+from .report.summary import text_summary
 from .show import format_text, summarise
 from .inputs.trace import TraceFileError, read_trace_dir
 
@@ -113,8 +114,11 @@ def _build_parser():
     report.add_argument("--model", metavar="NAME|PATH",
                         help="a cause model name (see `ioassess models`) or file (default: the one whose provenance "
                              "fits the job's file systems and hosts best)")
-    report.add_argument("-o", "--output", metavar="REPORT.html", default="report.html",
-                        help="the HTML report to write (default: report.html)")
+    report.add_argument("-o", "--output", metavar="REPORT.html",
+                        help="the HTML report to write (default: report.html, none with --format text)")
+    report.add_argument("--format", choices=("html", "text"), default="html",
+                        help="html: write the HTML report; text: print a short summary on standard output (what "
+                             "the batch job's output shows), and the HTML report only with -o")
     report.add_argument("--json", metavar="ASSESSMENT.json", help="also write the assessment as JSON")
     report.add_argument("--owner", metavar="USER|UID",
                         help="take only the traces this user owns (default: yours; when run as root, the owner of "
@@ -242,14 +246,19 @@ def _show(args):
 
 
 def _report(args):
+    output = args.output or ("report.html" if args.format == "html" else None)
     try:
         owner_uid = trace_owner(args.inputs, args.owner)
-        make_report(args.inputs, args.model, args.output, args.json, sys.stderr, args.site_grid, owner_uid,
-                    probe_db=args.probe_db)
+        assessment = make_report(args.inputs, args.model, output, args.json, sys.stderr, args.site_grid, owner_uid,
+                                 probe_db=args.probe_db)
     except (LoadError, ModelFileError, GridFileError) as error:
         _print_error(error)
         return USAGE_ERROR
-    _print_error(f"wrote {args.output}" + (f" and {args.json}" if args.json else ""))
+    if args.format == "text":
+        sys.stdout.write(text_summary(assessment, output))
+    written = [path for path in (output, args.json) if path]
+    if written:
+        _print_error("wrote " + " and ".join(written))
     return 0
 
 

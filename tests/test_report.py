@@ -14,7 +14,7 @@ import pytest
 from ioassess import read_trace_dir
 from ioassess.site.training import workload_program_path
 from ioassess.report.render import CLASS_LABELS, finding_number
-from ioassess.units import bytes_label, bytes_text, count_text, seconds_text
+from ioassess.units import bytes_label, bytes_text, count_text, seconds_text, share_text
 from recorder_helpers import evict, random_data_file, shipped_darshan_logs, without_meta
 
 FILE_BYTES = 512 << 20   # 8192 slots of READ_BYTES: few reads find a page an earlier read brought in
@@ -115,6 +115,30 @@ def test_the_runtimes_own_files_are_shown_apart_from_the_jobs(ioassess, tmp_path
     runtime = assessment["runtime_files"]
     assert runtime["files"] >= 2 and runtime["bytes"] >= len("VALUE = 42\n" * 200)   # helper.py, its .pyc
     assert "Not in the table: the files of a language runtime" in (tmp_path / "t" / "report.html").read_text()
+
+
+def test_the_text_summary_is_the_assessments_in_a_few_lines(ioassess, tmp_path):
+    """--format text: the summary on standard output (the job's command with its control
+    characters escaped, its I/O time and time lost as the assessment has them), no HTML report
+    unless -o asks for one."""
+    data = tmp_path / "data"
+    data.write_bytes(os.urandom(1 << 20))
+    traces = tmp_path / "t"
+    assert ioassess("run", "--trace-dir", traces, "--", "sh", "-c", 'cat "$0" >/dev/null', data,
+                    "\x1b[31mred").returncode == 0
+    result = ioassess("report", traces, "--format", "text", "--json", tmp_path / "a.json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / "report.html").exists() and result.stderr == f"ioassess: wrote {tmp_path / 'a.json'}\n"
+    a = read_json(tmp_path / "a.json")
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("ioassess: sh -c ") and "\\x1b[31mred" in lines[0] and "\x1b" not in result.stdout
+    assert lines[1] == (f"  I/O time {seconds_text(a['headline']['io_s'])}; lost compared with cached I/O "
+                        f"{seconds_text(a['headline']['lost_high_s'])} "
+                        f"({share_text(a['headline']['lost_share_of_io'])} of the I/O time)")
+    titles = [r["title"] for r in a["recommendations"][:3]]
+    assert [line.split(". ", 1)[1] for line in lines if line.startswith("    ")] == titles
+    html = ioassess("report", traces, "--format", "text", "-o", tmp_path / "r.html", cwd=tmp_path)
+    assert html.stdout.splitlines()[-1] == f"  the report: {tmp_path / 'r.html'}" and (tmp_path / "r.html").exists()
 
 
 def test_run_writes_the_report_also_when_the_command_fails(ioassess, tmp_path):
