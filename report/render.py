@@ -113,6 +113,21 @@ def file_system_plots(assessment):
             if plot]
 
 
+def order_statistics_undrawn(assessment):
+    """(kind, why) of the op kinds with tail statistics but no curve in the order-statistics
+    plot: no order statistics (too few points, all equal, ...), or no finite ratio to draw (a
+    zero median, or a tail whose expected maximum is infinite)."""
+    undrawn = []
+    for kind, tail in assessment["tails"].items():
+        order = tail.get("order_statistics")
+        if not order:
+            undrawn.append((kind, tail["status"]))
+        elif not any(value is not None for value in order["ratio_to_median"]):
+            undrawn.append((kind, "its median is 0" if not order["median_seconds"] else
+                            "its fitted tail is so heavy that the expected maximum is not finite"))
+    return undrawn
+
+
 def order_statistics_plot(assessment):
     """E[max of n] over the median, per op kind: how the tail stretches a request striped
     over n servers."""
@@ -196,6 +211,7 @@ def page_data(assessment):
             "plots": {"scatter": [p for p in (scatter_plot(assessment, d) for d in ("read", "write")) if p],
                       "timeline": timeline_plot(assessment), "slowdown": slowdown_plot(assessment),
                       "order_statistics": order_statistics_plot(assessment),
+                      "order_statistics_undrawn": order_statistics_undrawn(assessment),
                       "io_model": io_model_plot(assessment), "per_process": per_process_plot(assessment),
                       "file_system": file_system_plots(assessment)}}
 

@@ -497,3 +497,20 @@ def test_the_io_model_grids_labels_never_overlap(processes):
     for (left, a), (right, b) in zip(x_labels, x_labels[1:]):
         assert right - left >= (len(a) + len(b)) / 2 * LABEL_CHAR_PX, (a, b)
     assert all(lower - upper >= LABEL_LINE_PX for upper, lower in zip(y_labels, y_labels[1:]))
+
+
+def test_a_kind_without_an_order_statistics_curve_is_said_why(tmp_path):
+    """dxt.darshan's reads have a tail so heavy that their expected maximum is not finite (no
+    curve to draw), and its writes, made too few for order statistics here, neither: the page
+    says why of each."""
+    from ioassess.report import make_report
+    from ioassess.report.render import write_report
+    log = next(p for p in shipped_darshan_logs() if os.path.basename(p) == "dxt.darshan")
+    assessment = make_report([log])
+    assert {"read", "write"} <= set(assessment["tails"])
+    assessment["tails"]["write"].update(status="too few points", order_statistics=None)
+    write_report(tmp_path / "r.html", assessment)
+    page = (tmp_path / "r.html").read_text()
+    assert "No order-statistics curve for writes: too few points." in page
+    assert ("No order-statistics curve for reads: its fitted tail is so heavy that the expected maximum is not "
+            "finite.") in page
