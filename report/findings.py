@@ -27,13 +27,21 @@ NOT_STORAGE_FINDINGS = (
 )
 
 
-def finding(title, text, **numbers):
-    """A finding: its title, what it means and what to do, and the numbers that triggered it."""
-    return {"title": title, "text": text, "numbers": numbers}
+def finding(title, text, at_stake_s, **numbers):
+    """A finding: its title, what it means and what to do, the seconds at stake (the time of the
+    ops it is about that a fix could save, at most; None when it is not about time), and the
+    numbers that triggered it."""
+    return {"title": title, "text": text, "at_stake_s": at_stake_s, "numbers": numbers}
+
+
+def by_seconds_at_stake(found):
+    """The findings, most seconds at stake first, those not about time last (stable)."""
+    return sorted(found, key=lambda f: -f["at_stake_s"] if f["at_stake_s"] is not None else float("inf"))
 
 
 def recommendations(a):
-    """Findings with the numbers that triggered them; each {"title", "text", "numbers"}."""
+    """Findings with the numbers that triggered them, most seconds at stake first; each
+    {"title", "text", "at_stake_s", "numbers"}."""
     found = []
     head = a["headline"]
     lost_mid = (head["lost_low_s"] + head["lost_high_s"]) / 2
@@ -47,43 +55,45 @@ def recommendations(a):
     if share is not None and share < LOST_SHARE_WORTH_A_LOOK:
         found.append(finding("I/O time lost is small",
                              "Compared with cached I/O the job lost little time: tuning its I/O would gain little.",
-                             lost_s=lost_mid, lost_share_of_runtime=share))
+                             None, lost_s=lost_mid, lost_share_of_runtime=share))
     uncached = by_class["uncached"]
     if uncached["lost"] > 0 and lost_mid > 0 and uncached["lost"] >= 0.5 * lost_mid:
         found.append(finding("Most lost time is uncached I/O",
                              "Reads went to the storage device instead of the page cache; writes waited for "
                              "the device (partial pages of uncached files are read first) or for new page-cache "
                              "memory. Larger, aligned, sequential requests, reading data once, or a staging "
-                             "copy in fast storage reduce this.",
+                             "copy in fast storage reduce this.", uncached["lost"],
                              uncached_ops=uncached["ops"], uncached_s=uncached["seconds"], lost_s=uncached["lost"]))
     slow = by_class["slow"]
     if slow["ops"]:
         found.append(finding("Some ops were slower than uncached I/O",
                              "These ops took longer than the model's slowest explained duration: contention "
-                             "on the file system or the node, or a cause the model does not know.",
+                             "on the file system or the node, or a cause the model does not know.", slow["lost"],
                              slow_ops=slow["ops"], slow_s=slow["seconds"], lost_s=slow["lost"]))
     for cls, title, text in NOT_STORAGE_FINDINGS:
         entry = by_class[cls]
         if entry["lost"] > 0 and entry["lost"] >= LOST_SHARE_WORTH_A_LOOK * lost_mid:
             numbers = {f"{cls}_ops": entry["ops"], f"{cls}_s": entry["seconds"], "lost_s": entry["lost"]}
-            found.append(finding(title, text, **numbers))
+            found.append(finding(title, text, entry["lost"], **numbers))
     found += sync_findings(a["flushes"], head["io_s"])
     # system calls only: a stdio call's bytes go to the stream's buffer, which reaches the kernel in larger writes
-    small = sum(r["posix_ops"] for r in a["sizes"] if 0 <= r["size_high"] <= SMALL_OP_BYTES // 4)
+    small_bins = [r for r in a["sizes"] if 0 <= r["size_high"] <= SMALL_OP_BYTES // 4]
+    small = sum(r["posix_ops"] for r in small_bins)
     total = sum(r["posix_ops"] for r in a["sizes"])
     if total and small / total >= SMALL_OPS_SHARE:
         found.append(finding("Many small requests",
                              "Most requests moved at most 1 KiB: each pays a system call and, on a parallel "
                              "file system, a round trip. Buffering them into larger requests usually helps.",
-                             small_ops=small, ops=total, share=small / total))
+                             sum(r["lost_s"] or 0.0 for r in small_bins), small_ops=small, ops=total,
+                             share=small / total))
     if a["tier"] == "counters":
         found.append(finding("Estimates from counters only",
                              "This log has no per-op timings: lost time is an interval estimated from the "
                              "access-size histogram. Run the job under ioassess (or with Darshan's DXT "
-                             "enabled, DXT_ENABLE_IO_TRACE=1) for a per-op assessment.",
+                             "enabled, DXT_ENABLE_IO_TRACE=1) for a per-op assessment.", None,
                              lost_low_s=head["lost_low_s"], lost_high_s=head["lost_high_s"]))
     found += metadata_findings(a.get("metadata"), head["io_s"])
-    return found
+    return by_seconds_at_stake(found)
 
 
 def sync_findings(flushed, io_s):
@@ -100,14 +110,14 @@ def sync_findings(flushed, io_s):
         found.append(finding("Frequent syncs",
                              "Each fsync or fdatasync costs this file system a fixed time, however little it "
                              "has to write back. Syncing each file once, when its data must be safe (at the end "
-                             "or at a checkpoint), saves that time for every other call.",
+                             "or at a checkpoint), saves that time for every other call.", saving,
                              syncs=flushed["syncs"], files=flushed["files"], sync_s=flushed["seconds"],
                              fixed_per_sync_s=per_sync, once_per_file_s=once_per_file_s, saving_s=saving))
     if flushed["beyond_bound_s"] >= LOST_SHARE_WORTH_A_LOOK * io_s:
         found.append(finding("Syncs slower than this file system's flushes",
                              "These syncs took longer than the model's slowest flush of as many bytes: the "
                              "device was busy with other write-back (other files, other processes) or slower "
-                             "than when the model was made.",
+                             "than when the model was made.", flushed["beyond_bound_s"],
                              slow_syncs=flushed["beyond_bound_syncs"], beyond_s=flushed["beyond_bound_s"]))
     return found
 
@@ -137,14 +147,14 @@ def metadata_findings(meta, io_s):
                              "trip to the file system's metadata server, however few bytes follow. Opening each "
                              "file once and keeping it open, fewer and larger files, and stat'ing once and "
                              "sharing the answer reduce it. At stake: the metadata time (metadata_s), of which "
-                             "the ranks above the threshold spent above_s.", **numbers))
+                             "the ranks above the threshold spent above_s.", meta["seconds"], **numbers))
     repeated = meta["repeated"]
     if repeated and repeated["calls"] and repeated["seconds"] >= worth and repeated["seconds"] > 0:
         found.append(finding("The same files opened or stat'ed many times",
                              "The same file or directory was opened, stat'ed or checked (access) again and again: "
                              "every call after the first of its kind on a path is counted. Keeping the file open, "
                              "caching the answer of a stat, or having one rank make the call and share the result "
-                             "saves the time of those calls (repeated_s).",
+                             "saves the time of those calls (repeated_s).", repeated["seconds"],
                              repeated_calls=repeated["calls"], repeated_s=repeated["seconds"],
                              files=len(repeated["files"]), worst_file=repeated["files"][0]["name"] if
                              repeated["files"] else None))
@@ -154,7 +164,7 @@ def metadata_findings(meta, io_s):
                              f"Many files were opened that moved at most {SMALL_FILE_BYTES >> 20} MiB each: their "
                              "opens, closes and stats cost as much as their data. Packing them into fewer, larger "
                              "files (an archive, HDF5, a container image) or staging them in node-local storage "
-                             "saves most of their metadata time (small_files_s).",
+                             "saves most of their metadata time (small_files_s).", small["seconds"],
                              small_files=small["files"], files_opened=small["opened"], small_files_bytes=small["bytes"],
                              small_files_calls=small["calls"], small_files_s=small["seconds"],
                              threshold_bytes=SMALL_FILE_BYTES))
@@ -165,5 +175,6 @@ def metadata_findings(meta, io_s):
                              "search path tried entry by entry (Python's sys.path, LD_LIBRARY_PATH, a list of "
                              "configuration locations) on every process. Shorter search paths, or a copy of what is "
                              "looked for in the first place searched, save their time (missing_s).",
-                             missing_calls=missing["calls"], missing_s=missing["seconds"], paths=missing["paths"]))
+                             missing["seconds"], missing_calls=missing["calls"], missing_s=missing["seconds"],
+                             paths=missing["paths"]))
     return found

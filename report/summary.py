@@ -3,7 +3,7 @@ the batch job's output. Data first, as the page: a function of the assessment al
 from ioassess.escape import printable
 from ioassess.units import count_text, interval_text, seconds_text, share_text
 
-# Findings listed, in the order the assessment gives them.
+# Findings listed: those with seconds at stake, most first (the assessment's order).
 FINDINGS_SHOWN = 3
 # The headline's causes of time lost (headline.lost_by_cause) in words.
 CAUSE_WORDS = {"storage": "waiting for storage", "stall": "in stalls, not storage",
@@ -30,10 +30,11 @@ def text_summary(assessment, report_path=None):
         lines.append(f"  metadata: {count_text(meta['calls'], 'call')}, {seconds_text(meta['seconds'])}")
     if assessment["io_uring"]:
         lines.append(f"  {count_text(assessment['io_uring']['instances'], 'io_uring instance')}: not timed")
-    findings = assessment["recommendations"][:FINDINGS_SHOWN]
+    findings = [f for f in assessment["recommendations"] if f["at_stake_s"]][:FINDINGS_SHOWN]
     if findings:
-        lines.append("  what to look at:")
-        lines += [f"    {n}. {finding['title']}" for n, finding in enumerate(findings, 1)]
+        lines.append("  what to look at first:")
+        lines += [f"    {n}. {finding['title']}: {seconds_text(finding['at_stake_s'])} at stake"
+                  for n, finding in enumerate(findings, 1)]
     if report_path:
         lines.append(f"  the report: {report_path}")
     return "".join(printable(line) + "\n" for line in lines)   # names from the job: no control bytes

@@ -2,7 +2,9 @@
 reading of their counters, on a copy of one whose metadata time is raised above Drishti's
 threshold on one rank, and on Jobs built by hand with metadata calls known one by one."""
 import errno
+import html
 import os
+import re
 
 import numpy as np
 import pytest
@@ -115,7 +117,7 @@ def hand_job(calls, files, ranks=(0,), writes=()):
                mounts=[("/scratch", "lustre")], inputs=[JobInput("t", "trace", ("ops",))])
 
 
-def test_repeated_stats_of_one_file_and_missing_paths():
+def test_repeated_stats_of_one_file_and_missing_paths(tmp_path):
     files = ["/scratch/config", "/scratch/lib/missing.so", "/scratch/data"]
     calls = [(0, 0, "stat", 0.01, 0, i * 0.1) for i in range(50)]             # one file stat'ed 50 times
     calls += [(0, 1, "stat", 0.002, -errno.ENOENT, 6 + i * 0.01) for i in range(20)]  # a missing path
@@ -139,6 +141,18 @@ def test_repeated_stats_of_one_file_and_missing_paths():
     assert found["The same files opened or stat'ed many times"]["repeated_calls"] == 68
     assert found["Stat of missing paths"]["missing_calls"] == 20
     assert found["Stat of missing paths"]["missing_s"] == pytest.approx(0.04)
+    # ranked by the seconds at stake: the repeated calls' (0.528 s), the missing paths' (0.04 s)
+    ranked = [(r["title"], r["at_stake_s"]) for r in assessment["recommendations"] if r["at_stake_s"] is not None]
+    assert ranked == sorted(ranked, key=lambda item: -item[1])
+    at_stake = dict(ranked)
+    assert at_stake["The same files opened or stat'ed many times"] == pytest.approx(49 * 0.01 + 19 * 0.002)
+    assert at_stake["Stat of missing paths"] == pytest.approx(0.04)
+    from ioassess.report.render import write_report
+    write_report(tmp_path / "r.html", assessment)
+    page = (tmp_path / "r.html").read_text()
+    first = page[page.index('id="what-first"'):page.index("</ol>", page.index('id="what-first"'))]
+    listed = [html.unescape(re.sub("<[^>]+>", "", item)).split(":")[0] for item in re.findall(r"<li>(.*?)</li>", first)]
+    assert listed == [title for title, _ in ranked][:3]
     # metadata calls are not I/O: the headline counts the one write
     assert assessment["headline"]["io_s"] == pytest.approx(0.001)
     assert [row["direction"] for row in assessment["classes"]] == ["write"]

@@ -135,8 +135,8 @@ def test_the_text_summary_is_the_assessments_in_a_few_lines(ioassess, tmp_path):
     assert lines[1] == (f"  I/O time {seconds_text(a['headline']['io_s'])}; lost compared with cached I/O "
                         f"{seconds_text(a['headline']['lost_high_s'])} "
                         f"({share_text(a['headline']['lost_share_of_io'])} of the I/O time)")
-    titles = [r["title"] for r in a["recommendations"][:3]]
-    assert [line.split(". ", 1)[1] for line in lines if line.startswith("    ")] == titles
+    first = [f"{r['title']}: {seconds_text(r['at_stake_s'])} at stake" for r in a["recommendations"] if r["at_stake_s"]]
+    assert [line.split(". ", 1)[1] for line in lines if line.startswith("    ")] == first[:3]
     html = ioassess("report", traces, "--format", "text", "-o", tmp_path / "r.html", cwd=tmp_path)
     assert html.stdout.splitlines()[-1] == f"  the report: {tmp_path / 'r.html'}" and (tmp_path / "r.html").exists()
 
