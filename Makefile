@@ -34,6 +34,7 @@ pydeps:
 	@$(PYTHON) -c 'import powerlaw' 2>/dev/null || $(PIP) install --quiet powerlaw
 	@$(PYTHON) -c 'import prometheus_client' 2>/dev/null || $(PIP) install --quiet prometheus_client
 	@$(PYTHON) -c 'from jsonschema import Draft202012Validator' 2>/dev/null || $(PIP) install --quiet 'jsonschema>=4'
+	@$(PYTHON) -c 'import pyarrow' 2>/dev/null || $(PIP) install --quiet pyarrow
 	@$(PYTHON) -m ruff --version >/dev/null 2>&1 || $(PIP) install --quiet ruff
 
 # Editable: the installed ioassess is this checkout (Python edits need no reinstall; C edits

@@ -12,6 +12,7 @@ import argparse
 import ctypes
 import datetime
 import functools
+import importlib.util
 import json
 import os
 import pwd
@@ -131,14 +132,17 @@ def _build_parser():
                              "(default: $IOASSESS_PROBE_DB, else probe_db in /etc/ioassess/epilog.conf)")
     report.set_defaults(handler=_report)
     export = commands.add_parser(
-        "export", help="write a job's ops for another viewer (Perfetto)",
-        description="Write the ops of a job (its trace directories, or a Darshan log with DXT) in the format of "
-                    "another viewer: --perfetto, the Trace Event Format that Perfetto's UI and chrome://tracing "
-                    "open, one track per process and thread, each op a slice named and coloured by its class.")
+        "export", help="write a job's ops for another viewer (Perfetto, Parquet)",
+        description="Write the ops of a job (its trace directories, or a Darshan log with DXT) for other tools: "
+                    "--perfetto, the Trace Event Format that Perfetto's UI and chrome://tracing open, one track per "
+                    "process and thread, each op a slice named and coloured by its class; --parquet, a table of "
+                    "one row per op with its class and time lost.")
     export.add_argument("inputs", nargs="+", metavar="INPUT",
                         help="a trace directory, a trace file (.iot) or a Darshan log (.darshan)")
-    export.add_argument("--perfetto", metavar="OUT.json", required=True,
-                        help="the Trace Event Format file to write")
+    export.add_argument("--perfetto", metavar="OUT.json", help="the Trace Event Format file to write")
+    export.add_argument("--parquet", metavar="OUT.parquet",
+                        help="a Parquet table of the ops (pandas, DuckDB), one row per op with its class and time "
+                             "lost (needs pyarrow)")
     export.add_argument("--model", metavar="NAME|PATH",
                         help="the cause model that classifies the ops (default: as for `ioassess report`)")
     export.add_argument("--owner", metavar="USER|UID", help="take only the traces this user owns (as for "
@@ -263,12 +267,17 @@ def _report(args):
 
 
 def _export(args):
+    if not (args.perfetto or args.parquet):
+        raise UsageError("export: say what to write: --perfetto OUT.json and/or --parquet OUT.parquet "
+                         "(see `ioassess export --help`)")
+    if args.parquet and importlib.util.find_spec("pyarrow") is None:
+        raise UsageError("export --parquet needs pyarrow: pip install pyarrow")
     try:
-        ops = export_job(args.inputs, args.perfetto, args.model, trace_owner(args.inputs, args.owner))
+        ops = export_job(args.inputs, args.perfetto, args.parquet, args.model, trace_owner(args.inputs, args.owner))
     except (LoadError, ModelFileError) as error:
         _print_error(error)
         return USAGE_ERROR
-    _print_error(f"wrote {args.perfetto}: {ops} ops")
+    _print_error("wrote " + " and ".join(path for path in (args.perfetto, args.parquet) if path) + f": {ops} ops")
     return 0
 
 

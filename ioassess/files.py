@@ -18,8 +18,8 @@ def replace_atomically(path, text, mode=0o600, group=-1):
 
 
 def write_atomically(path, write, mode=0o600, group=-1):
-    """replace_atomically for text written piece by piece: write(out) writes it to the text file
-    out."""
+    """replace_atomically for what is written piece by piece: write(out) writes it to the text
+    file out (or, binary, to out.buffer)."""
     handle, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)),
                                          prefix=f".{os.path.basename(path)}.", suffix=".part")
     try:

@@ -13,7 +13,7 @@ from ioassess.site.iomodels import GridFileError, load_site_grid
 from ioassess.site.probe.during_job import find_probe_db
 
 from .assess import assess
-from .export import write_perfetto
+from .export import write_parquet, write_perfetto
 from .model_choice import choose_model, given_model_choice
 from .render import write_report
 from .schema import json_safe
@@ -61,11 +61,15 @@ def load_and_choose(inputs, model_name_or_path=None, owner_uid=None, model_dirs=
     return job, given, path, given_model_choice(job, given, path)
 
 
-def export_job(inputs, perfetto_path, model_name_or_path=None, owner_uid=None, mode=0o600):
-    """`ioassess export`: the job's ops as a Trace Event Format file for Perfetto's UI
-    (export.py); returns how many ops it holds."""
+def export_job(inputs, perfetto_path=None, parquet_path=None, model_name_or_path=None, owner_uid=None, mode=0o600):
+    """`ioassess export`: the job's ops as a Trace Event Format file for Perfetto's UI and/or a
+    Parquet table (export.py); returns how many ops they hold."""
     job, model, _, _ = load_and_choose(inputs, model_name_or_path, owner_uid)
-    return write_perfetto(perfetto_path, job, model, model.name, mode)
+    if perfetto_path:
+        write_perfetto(perfetto_path, job, model, model.name, mode)
+    if parquet_path:
+        write_parquet(parquet_path, job, model, mode)
+    return len(job.ops["start_s"])
 
 
 def find_site_grid(explicit, stream=None):

@@ -111,6 +111,43 @@ def other_data(job, model_name):
             "time_unit": "ts and dur in microseconds since the job's start"}
 
 
+# The Parquet table's columns: one row per op of Job.ops, in its order (docs/export.md).
+PARQUET_COLUMNS = ("process", "rank", "pid", "hostname", "tid", "file", "layer", "direction", "kind", "offset",
+                   "size", "result", "start_s", "duration_s", "class", "cached_typical_s", "lost_s", "flags")
+
+
+def op_table(job, per_op):
+    """The ops as columns for a table (PARQUET_COLUMNS): names as text, times in seconds since
+    the job's start, the class and time lost as the report has them."""
+    ops = job.ops
+    processes, files = job.processes, [f.name for f in job.files]
+    kinds = op_column(ops, "meta_kind")
+    flags = op_column(ops, "flags")
+    flag_names = {value: ",".join(flag.name.lower() for flag in Flag if value & flag)
+                  for value in np.unique(flags).tolist()}
+    return {"process": ops["process"], "rank": np.array([processes[p].rank for p in ops["process"]], np.int64),
+            "pid": np.array([processes[p].pid for p in ops["process"]], np.int64),
+            "hostname": [processes[p].hostname for p in ops["process"].tolist()],
+            "tid": ops["tid"], "file": [files[f] for f in ops["file"].tolist()],
+            "layer": [LAYERS[v] for v in ops["layer"].tolist()],
+            "direction": [DIRECTIONS[v] for v in ops["direction"].tolist()],
+            "kind": [META_KINDS[k] if k >= 0 else None for k in kinds.tolist()],
+            "offset": ops["offset"], "size": ops["size"], "result": ops["result"], "start_s": ops["start_s"],
+            "duration_s": ops["duration_s"], "class": [ROW_CLASSES[c] for c in per_op["class"].tolist()],
+            "cached_typical_s": per_op["cached_typical_s"], "lost_s": per_op["lost_s"],
+            "flags": [flag_names[v] for v in flags.tolist()]}
+
+
+def write_parquet(path, job, model, mode=0o600):
+    """The job's ops as a Parquet file at path (written whole or not at all): one row per op,
+    PARQUET_COLUMNS. Needs pyarrow."""
+    import pyarrow
+    import pyarrow.parquet
+    table = pyarrow.table(op_table(job, classify_ops(job, model)))
+    write_atomically(path, lambda out: pyarrow.parquet.write_table(table, out.buffer), mode)
+    return table.num_rows
+
+
 def write_perfetto(path, job, model, model_name, mode=0o600):
     """The job's ops as a Trace Event Format file at path (written whole or not at all)."""
     per_op = classify_ops(job, model)

@@ -5,6 +5,7 @@ and against the traces: one slice per op record, the same total duration."""
 import json
 import os
 
+import pyarrow.parquet as pq
 import pytest
 
 from ioassess.inputs.trace import read_trace_dir
@@ -132,3 +133,28 @@ def test_fios_asynchronous_requests_are_async_slices(tmp_path, ioassess, recorde
     traces = read_trace_dir(str(tmp_path / "traces"))
     slices = [e for e in events if e["ph"] == "X"]
     assert len(slices) + len(begins) == len(traces.ops["op"])
+
+
+def test_the_parquet_table_has_a_row_per_op_with_its_class_and_time_lost(tmp_path, ioassess, recorder_lib):
+    """--parquet: forkthreads' ops as a table pandas or DuckDB reads (read back with pyarrow): a
+    row per op record, its file, kind, class and time lost as the report has them."""
+    result = run([prog("forkthreads"), tmp_path, "2"], preload=[recorder_lib], trace_dir=tmp_path / "traces")
+    assert result.returncode == 0, describe(result)
+    out = tmp_path / "ops.parquet"
+    done = ioassess("export", str(tmp_path / "traces"), "--parquet", str(out), "--model", "local-linux")
+    assert done.returncode == 0, done.stderr
+    table = pq.read_table(out).to_pydict()
+    traces = read_trace_dir(str(tmp_path / "traces"))
+    assert len(table["file"]) == len(traces.ops["op"]) and os.stat(out).st_mode & 0o777 == 0o600
+    writes = [i for i, kind in enumerate(table["direction"]) if kind == "write"]
+    assert len(writes) == 20 * 10 + 2 * 2000
+    assert {table["file"][i] for i in writes} == {str(tmp_path / "threads.dat")} | {
+        str(tmp_path / f"child{i}") for i in range(20)}
+    assert {table["kind"][i] for i, d in enumerate(table["direction"]) if d == "meta"} <= {"open", "close", "stat"}
+    assert all(table["lost_s"][i] >= 0 and table["class"][i] for i in writes)
+    assert sum(table["duration_s"]) == pytest.approx(float(traces.ops["duration_ns"].sum()) / 1e9, rel=1e-9)
+
+
+def test_export_without_an_output_is_a_usage_error(tmp_path, ioassess):
+    done = ioassess("export", str(tmp_path))
+    assert done.returncode == 2 and done.stderr.startswith("ioassess: export: say what to write: --perfetto")
