@@ -12,6 +12,7 @@ SMALL_OPS_SHARE = 0.5
 METADATA_MIN_S = 1.0          # metadata time below this is not worth a finding, whatever its share
 MANY_SMALL_FILES = 100        # small files (report/metadata.py) worth a finding
 MISSING_PATH_CALLS = 10       # lookups of missing paths worth a finding
+STDIO_BYTES_SHARE = 0.1       # Drishti's interface_stdio threshold (S01): stdio's share of all bytes moved
 # Causes the kernel's samples tell apart from storage: (class, title, text).
 NOT_STORAGE_FINDINGS = (
     (STALL, "Stalls, not storage",
@@ -86,6 +87,7 @@ def recommendations(a):
                              "file system, a round trip. Buffering them into larger requests usually helps.",
                              sum(r["lost_s"] or 0.0 for r in small_bins), small_ops=small, ops=total,
                              share=small / total))
+    found += stdio_findings(a["layers"])
     if a["tier"] == "counters":
         found.append(finding("Estimates from counters only",
                              "This log has no per-op timings: lost time is an interval estimated from the "
@@ -94,6 +96,23 @@ def recommendations(a):
                              lost_low_s=head["lost_low_s"], lost_high_s=head["lost_high_s"]))
     found += metadata_findings(a.get("metadata"), head["io_s"])
     return by_seconds_at_stake(found)
+
+
+def stdio_findings(layers):
+    """Much of the data moved through stdio (Drishti's S01, on the same evidence: stdio's bytes
+    over those of the POSIX, MPI-IO and stdio layers added up, as Drishti adds them). At stake:
+    the stdio calls' time, all a faster interface could save."""
+    moved = {layer: sum(row[layer]["bytes"] for row in layers if row[layer]) for layer in ("posix", "mpiio", "stdio")}
+    total = sum(moved.values())
+    if not total or moved["stdio"] / total <= STDIO_BYTES_SHARE:
+        return []
+    stdio_s = sum(row["stdio"]["seconds"] for row in layers if row["stdio"])
+    return [finding("Much of the data went through stdio",
+                    "fread, fwrite, fprintf and the other stdio calls moved a large share of the job's bytes: each "
+                    "goes through the C library's buffer (4 KiB by default) and leaves the layout of the requests "
+                    "to it. Large requests with read/write or MPI-IO, or a larger buffer (setvbuf), move the same "
+                    "data in fewer, larger requests.", stdio_s,
+                    stdio_bytes=moved["stdio"], stdio_share=moved["stdio"] / total, stdio_s=stdio_s)]
 
 
 def sync_findings(flushed, io_s):

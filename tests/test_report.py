@@ -15,7 +15,7 @@ from ioassess import read_trace_dir
 from ioassess.site.training import workload_program_path
 from ioassess.report.render import CLASS_LABELS, finding_number
 from ioassess.units import bytes_label, bytes_text, count_text, seconds_text, share_text
-from recorder_helpers import evict, random_data_file, shipped_darshan_logs, without_meta
+from recorder_helpers import evict, prog, random_data_file, shipped_darshan_logs, without_meta
 
 FILE_BYTES = 512 << 20   # 8192 slots of READ_BYTES: few reads find a page an earlier read brought in
 READ_BYTES = 64 << 10
@@ -139,6 +139,26 @@ def test_the_text_summary_is_the_assessments_in_a_few_lines(ioassess, tmp_path):
     assert [line.split(". ", 1)[1] for line in lines if line.startswith("    ")] == first[:3]
     html = ioassess("report", traces, "--format", "text", "-o", tmp_path / "r.html", cwd=tmp_path)
     assert html.stdout.splitlines()[-1] == f"  the report: {tmp_path / 'r.html'}" and (tmp_path / "r.html").exists()
+
+
+def test_data_moved_through_stdio_is_a_finding_as_drishti_makes_it(ioassess, tmp_path):
+    """stdio_copy copies 4 MiB with fread/fwrite, then reads the file again with read(): 2/3 of the
+    bytes went through stdio, above Drishti's 10 % (S01); at stake, the stdio calls' time. A job
+    with POSIX calls only (cat) has no such finding."""
+    src = tmp_path / "in"
+    src.write_bytes(os.urandom(4 << 20))
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", prog("stdio_copy"), src, tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    a = read_json(tmp_path / "t" / "assessment.json")
+    (found,) = [r for r in a["recommendations"] if r["title"] == "Much of the data went through stdio"]
+    stdio = [row["stdio"] for row in a["layers"] if row["stdio"]]
+    assert found["numbers"]["stdio_bytes"] == sum(cell["bytes"] for cell in stdio) == 2 * (4 << 20)
+    assert found["numbers"]["stdio_share"] == pytest.approx(2 / 3, rel=0.01)
+    assert found["at_stake_s"] == pytest.approx(sum(cell["seconds"] for cell in stdio))
+    posix_only = ioassess("run", "--trace-dir", tmp_path / "p", "--", "sh", "-c", 'cat "$0" >/dev/null', src)
+    assert posix_only.returncode == 0, posix_only.stderr
+    titles = [r["title"] for r in read_json(tmp_path / "p" / "assessment.json")["recommendations"]]
+    assert "Much of the data went through stdio" not in titles
 
 
 def test_run_writes_the_report_also_when_the_command_fails(ioassess, tmp_path):
