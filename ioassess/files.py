@@ -5,7 +5,7 @@ import os
 import shutil
 import tempfile
 
-from .inputs.job import mount_of
+from .inputs.job import mount_index, mount_of
 
 
 def replace_atomically(path, text, mode=0o600, group=-1):
@@ -54,7 +54,7 @@ def file_system_facts(path):
     except OSError:
         pass
     table = mounts_with_sources()
-    mount_point, fs_type = mount_of(os.path.realpath(path), [entry[:2] for entry in table])
+    mount_point, fs_type = mount_of(os.path.realpath(path), mount_index(entry[:2] for entry in table))
     if mount_point:
         source = next(entry[2] for entry in table if entry[:2] == (mount_point, fs_type))
         facts.update(type=fs_type, mount=mount_point, source=source)

@@ -16,7 +16,7 @@ from ..units import count_text
 from .darshan_util import COUNTER_MODULES, DXT_MODULES, SEGMENT_DTYPE, DarshanLogError, read_log_contents
 from .job import (DARSHAN_RECORD_COLUMNS, DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, META, META_KIND_COLUMNS, META_KINDS,
                   NO_IO_NOTE, OP_COLUMNS, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Job, JobFile, JobInput, JobProcess,
-                  empty_columns, mount_of)
+                  empty_columns, mount_index, mount_of)
 
 __all__ = ["DarshanLogError", "read_darshan_log"]
 
@@ -507,8 +507,9 @@ def _files(contents, *record_id_columns):
     names = [_file_name(contents.names, record_id) for record_id in record_ids.tolist()]
     order = sorted(range(len(names)), key=names.__getitem__)
     files = []
+    mounts = mount_index(contents.mounts)
     for i in order:
-        mount_point, fs_type = mount_of(names[i], contents.mounts)
+        mount_point, fs_type = mount_of(names[i], mounts)
         stripe_size, stripe_count, osts = contents.lustre.get(int(record_ids[i]), (-1, -1, ()))
         files.append(JobFile(names[i], mount_point, fs_type, stripe_size, stripe_count, osts))
     return files, record_ids[np.array(order, np.int64)]

@@ -242,12 +242,25 @@ class Job:
         return self.end_epoch_s - self.start_epoch_s if math.isfinite(self.end_epoch_s) else math.nan
 
 
-def mount_of(name, mounts):
-    """(mount point, fs type) of a file: the first of mounts (longest mount point first) that
-    is a whole-component prefix of its name; ("", "") if none is."""
+def mount_index(mounts):
+    """mounts [(mount point, fs type)], longest mount point first, as mount_of looks them up (of
+    one mount point listed twice, the first)."""
+    index = {}
     for mount_point, fs_type in mounts:
-        if name == mount_point or name.startswith(mount_point.rstrip("/") + "/"):
-            return mount_point, fs_type
+        index.setdefault(mount_point.rstrip("/") or "/", (mount_point, fs_type))
+    return index
+
+
+def mount_of(name, index):
+    """(mount point, fs type) of a file: the longest mount point of index (mount_index) that is
+    its name or a whole-component prefix of it; ("", "") if none is. One lookup per component of
+    the name, however many mount points an input lists."""
+    path = (name.rstrip("/") or "/") if name else ""
+    while path:
+        if path in index:
+            return index[path]
+        cut = path.rfind("/")
+        path = "" if cut < 0 or path == "/" else path[:cut] or "/"
     return "", ""
 
 

@@ -20,7 +20,8 @@ import numpy as np
 from . import traceformat as tf
 from .job import (ALL_OP_COLUMNS, DARSHAN_RECORD_COLUMNS, LAYERS, MAPPED_FILE_COLUMNS, META, META_KIND_COLUMNS,
                   META_KINDS, NO_IO_NOTE, PAGECACHE_COLUMNS, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Flag, Job, JobFile,
-                  JobInput, JobProcess, concatenate_columns, empty_columns, mount_of, with_optional_columns)
+                  JobInput, JobProcess, concatenate_columns, empty_columns, mount_index, mount_of,
+                  with_optional_columns)
 from .trace import DIRECTION_OF_OP, TraceFileError, read_trace_dir, sum_by, summarise_errors
 
 # statfs f_type -> file system name, for the ones an HPC job meets.
@@ -101,7 +102,8 @@ def job_from_traces(paths, owner_uid=None):
     processes = traceset.processes
     start_ns = min(p.start_ns for p in processes)
     file_ids = sorted(traceset.files)
-    files = [_trace_file(traceset.files[i], traceset.mounts) for i in file_ids]
+    mounts = mount_index(traceset.mounts)
+    files = [_trace_file(traceset.files[i], mounts) for i in file_ids]
     mapped_files, rings = _process_facts(traceset, file_ids)
     ops = _trace_op_columns(_rows(traceset.ops, _IS_OP[traceset.ops["op"]]), file_ids, start_ns)
     traceset.ops.clear()   # its columns may be views into the op records: let them go now
@@ -208,7 +210,8 @@ for _op, _name in tf.META_KIND_NAMES.items():
 
 
 def _trace_file(info, mounts):
-    """The JobFile of a trace's FileInfo: its mount point from the traces' MOUNT slots, its type
+    """The JobFile of a trace's FileInfo: its mount point from the traces' MOUNT slots (mounts: their
+    mount_index), its type
     from its FILE slot's statfs magic, else as the mount table names it."""
     mount_point, mount_type = mount_of(info.name, mounts)
     return JobFile(name=info.name, mount_point=mount_point, fs_type=FS_TYPES.get(info.fs_magic, "") or mount_type,
@@ -383,13 +386,14 @@ def _merge_two(a, b):
     start = min(traced.start_epoch_s, darshan.start_epoch_s)
     files = list(traced.files)
     by_name = {f.name: f for f in darshan.files}
+    darshan_mounts = mount_index(darshan.mounts)
     for i, f in enumerate(files):
         facts = by_name.get(f.name)
         if facts is not None:
             files[i] = JobFile(f.name, facts.mount_point, facts.fs_type or f.fs_type, facts.stripe_size,
                                facts.stripe_count, facts.osts, f.device)
         else:
-            mount_point, fs_type = mount_of(f.name, darshan.mounts)
+            mount_point, fs_type = mount_of(f.name, darshan_mounts)
             files[i] = dataclasses.replace(f, mount_point=mount_point or f.mount_point, fs_type=f.fs_type or fs_type)
     processes = [dataclasses.replace(p, start_s=p.start_s + traced.start_epoch_s - start,
                                      end_s=p.end_s + traced.start_epoch_s - start) for p in traced.processes]

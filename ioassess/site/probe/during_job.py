@@ -12,7 +12,7 @@ import os
 import numpy as np
 
 from ...files import file_system_of, mount_table, read_settings_file
-from ...inputs.job import mount_of
+from ...inputs.job import mount_index, mount_of
 from .slowdown import SLOW_FACTOR, probe_slowdown, slow_spans
 from .store import DAMAGED_STORE_ERRORS, Store, StoreError
 
@@ -78,7 +78,7 @@ def file_system_during_job(probe_db, job_start_s, job_end_s, mount_points, file_
 def job_mount_points(known, file_names):
     """The mount points of the job's files: those its inputs name, and for the absolute file
     names they do not, this host's (the report is made where the job ran)."""
-    table = mount_table()
+    table = mount_index(mount_table())
     directories = {os.path.dirname(name) for name in file_names if name.startswith("/")}
     return (set(known) | {mount_of(directory + "/", table)[0] for directory in directories}) - {""}
 
