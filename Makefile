@@ -35,6 +35,7 @@ pydeps:
 	@$(PYTHON) -c 'import prometheus_client' 2>/dev/null || $(PIP) install --quiet prometheus_client
 	@$(PYTHON) -c 'from jsonschema import Draft202012Validator' 2>/dev/null || $(PIP) install --quiet 'jsonschema>=4'
 	@$(PYTHON) -c 'import pyarrow' 2>/dev/null || $(PIP) install --quiet pyarrow
+	@$(PYTHON) -c 'import drishti' 2>/dev/null || $(PIP) install --quiet 'drishti-io==0.8'
 	@$(PYTHON) -m ruff --version >/dev/null 2>&1 || $(PIP) install --quiet ruff
 
 # Editable: the installed ioassess is this checkout (Python edits need no reinstall; C edits
@@ -65,7 +66,6 @@ test: deps install
 	$(PYTHON) -m pytest -q tests
 
 bench: deps install
-	@$(PYTHON) -c 'import drishti' 2>/dev/null || $(PIP) install --quiet 'drishti-io==0.8'
 	$(MAKE) -C bench
 	$(PYTHON) bench/overhead.py
 	$(PYTHON) bench/fio_uncached.py

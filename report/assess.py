@@ -2,8 +2,8 @@
 HTML report, assessment.json and the tests all read. docs/assessment.md lists every field.
 
 The ops' classes and time lost come from classify.py, the sections from sections.py,
-processes.py and io_model.py, the findings from findings.py. Only the POSIX and STDIO layers
-count as I/O time (MPI-IO time contains the POSIX time under it: the layers are shown side by
+processes.py, io_model.py, metadata.py and access_patterns.py, the findings from findings.py.
+Only the POSIX and STDIO layers count as I/O time (MPI-IO time contains the POSIX time under it: the layers are shown side by
 side, never added); the POSIX reads and writes made inside collective MPI-IO calls are the
 aggregators' work.
 """
@@ -16,6 +16,7 @@ import numpy as np
 from ioassess.inputs.job import META
 from ioassess.models.plain import finite_or_none, ratio_or_none
 
+from .access_patterns import access_patterns
 from .classify import CAUSES, ROW_CLASSES, classify_ops, estimate_totals
 from .findings import recommendations
 from .io_model import io_model_cell, site_grid_placement, write_throughput
@@ -75,6 +76,7 @@ def assess(job, model, model_source="", site_grid=None, model_choice=None, probe
         "model_lines": model_lines(model),
         "file_system": file_system_while_running(job, per_op, probe_db),
         "metadata": metadata_section(job, headline["io_s"]),
+        "access_patterns": access_patterns(job, per_op, per_total),
     }
     assessment["recommendations"] = recommendations(assessment)
     check_if_asked(assessment)

@@ -4,7 +4,6 @@ import collections
 
 from .classify import ALLOCATION, STALL
 from .metadata import METADATA_RANK_S, SMALL_FILE_BYTES
-from .sections import SMALL_OP_BYTES
 
 # Recommendation thresholds (docs/assessment.md says why).
 LOST_SHARE_WORTH_A_LOOK = 0.05      # of the runtime
@@ -28,16 +27,21 @@ NOT_STORAGE_FINDINGS = (
 )
 
 
-def finding(title, text, at_stake_s, **numbers):
+def finding(title, text, at_stake_s, *, code=None, level="warn", files=(), ranks=(), at_stake_how=None, **numbers):
     """A finding: its title, what it means and what to do, the seconds at stake (the time of the
-    ops it is about that a fix could save, at most; None when it is not about time), and the
-    numbers that triggered it."""
-    return {"title": title, "text": text, "at_stake_s": at_stake_s, "numbers": numbers}
+    ops it is about that a fix could save, at most; None when it is not about time), Drishti's
+    code of the same evidence (None where Drishti has none), its level (LEVELS), the files and
+    ranks behind it, how the seconds at stake were computed, and the numbers that triggered it."""
+    return {"title": title, "text": text, "at_stake_s": at_stake_s, "code": code, "level": level,
+            "files": list(files), "ranks": list(ranks), "at_stake_how": at_stake_how, "numbers": numbers}
 
 
 def by_seconds_at_stake(found):
-    """The findings, most seconds at stake first, those not about time last (stable)."""
-    return sorted(found, key=lambda f: -f["at_stake_s"] if f["at_stake_s"] is not None else float("inf"))
+    """The findings to act on (levels high and warn), most seconds at stake first, those not
+    about time after them; then facts (info) and what is good (ok). Stable."""
+    def key(f):
+        return (f["level"] in ("info", "ok"), -f["at_stake_s"] if f["at_stake_s"] is not None else float("inf"))
+    return sorted(found, key=key)
 
 
 def recommendations(a):
@@ -56,7 +60,7 @@ def recommendations(a):
     if share is not None and share < LOST_SHARE_WORTH_A_LOOK:
         found.append(finding("I/O time lost is small",
                              "Compared with cached I/O the job lost little time: tuning its I/O would gain little.",
-                             None, lost_s=lost_mid, lost_share_of_runtime=share))
+                             None, level="ok", lost_s=lost_mid, lost_share_of_runtime=share))
     uncached = by_class["uncached"]
     if uncached["lost"] > 0 and lost_mid > 0 and uncached["lost"] >= 0.5 * lost_mid:
         found.append(finding("Most lost time is uncached I/O",
@@ -77,24 +81,15 @@ def recommendations(a):
             numbers = {f"{cls}_ops": entry["ops"], f"{cls}_s": entry["seconds"], "lost_s": entry["lost"]}
             found.append(finding(title, text, entry["lost"], **numbers))
     found += sync_findings(a["flushes"], head["io_s"])
-    # system calls only: a stdio call's bytes go to the stream's buffer, which reaches the kernel in larger writes
-    small_bins = [r for r in a["sizes"] if 0 <= r["size_high"] <= SMALL_OP_BYTES // 4]
-    small = sum(r["posix_ops"] for r in small_bins)
-    total = sum(r["posix_ops"] for r in a["sizes"])
-    if total and small / total >= SMALL_OPS_SHARE:
-        found.append(finding("Many small requests",
-                             "Most requests moved at most 1 KiB: each pays a system call and, on a parallel "
-                             "file system, a round trip. Buffering them into larger requests usually helps.",
-                             sum(r["lost_s"] or 0.0 for r in small_bins), small_ops=small, ops=total,
-                             share=small / total))
     found += stdio_findings(a["layers"])
     if a["tier"] == "counters":
         found.append(finding("Estimates from counters only",
                              "This log has no per-op timings: lost time is an interval estimated from the "
                              "access-size histogram. Run the job under ioassess (or with Darshan's DXT "
-                             "enabled, DXT_ENABLE_IO_TRACE=1) for a per-op assessment.", None,
+                             "enabled, DXT_ENABLE_IO_TRACE=1) for a per-op assessment.", None, level="info",
                              lost_low_s=head["lost_low_s"], lost_high_s=head["lost_high_s"]))
     found += metadata_findings(a.get("metadata"), head["io_s"])
+    found += [pattern_finding(p) for p in a["access_patterns"]]
     return by_seconds_at_stake(found)
 
 
@@ -111,7 +106,7 @@ def stdio_findings(layers):
                     "fread, fwrite, fprintf and the other stdio calls moved a large share of the job's bytes: each "
                     "goes through the C library's buffer (4 KiB by default) and leaves the layout of the requests "
                     "to it. Large requests with read/write or MPI-IO, or a larger buffer (setvbuf), move the same "
-                    "data in fewer, larger requests.", stdio_s,
+                    "data in fewer, larger requests.", stdio_s, code="S01", level="high",
                     stdio_bytes=moved["stdio"], stdio_share=moved["stdio"] / total, stdio_s=stdio_s)]
 
 
@@ -130,7 +125,7 @@ def sync_findings(flushed, io_s):
                              "Each fsync or fdatasync costs this file system a fixed time, however little it "
                              "has to write back. Syncing each file once, when its data must be safe (at the end "
                              "or at a checkpoint), saves that time for every other call.", saving,
-                             syncs=flushed["syncs"], files=flushed["files"], sync_s=flushed["seconds"],
+                             syncs=flushed["syncs"], synced_files=flushed["files"], sync_s=flushed["seconds"],
                              fixed_per_sync_s=per_sync, once_per_file_s=once_per_file_s, saving_s=saving))
     if flushed["beyond_bound_s"] >= LOST_SHARE_WORTH_A_LOOK * io_s:
         found.append(finding("Syncs slower than this file system's flushes",
@@ -166,7 +161,8 @@ def metadata_findings(meta, io_s):
                              "trip to the file system's metadata server, however few bytes follow. Opening each "
                              "file once and keeping it open, fewer and larger files, and stat'ing once and "
                              "sharing the answer reduce it. At stake: the metadata time (metadata_s), of which "
-                             "the ranks above the threshold spent above_s.", meta["seconds"], **numbers))
+                             "the ranks above the threshold spent above_s.", meta["seconds"],
+                             code="P17" if above else None, level="high" if above else "warn", **numbers))
     repeated = meta["repeated"]
     if repeated and repeated["calls"] and repeated["seconds"] >= worth and repeated["seconds"] > 0:
         found.append(finding("The same files opened or stat'ed many times",
@@ -175,7 +171,7 @@ def metadata_findings(meta, io_s):
                              "caching the answer of a stat, or having one rank make the call and share the result "
                              "saves the time of those calls (repeated_s).", repeated["seconds"],
                              repeated_calls=repeated["calls"], repeated_s=repeated["seconds"],
-                             files=len(repeated["files"]), worst_file=repeated["files"][0]["name"] if
+                             repeated_files=len(repeated["files"]), worst_file=repeated["files"][0]["name"] if
                              repeated["files"] else None))
     small = meta["small_files"]
     if small["files"] >= MANY_SMALL_FILES and small["seconds"] >= worth and small["seconds"] > 0:
@@ -197,3 +193,83 @@ def metadata_findings(meta, io_s):
                              missing["seconds"], missing_calls=missing["calls"], missing_s=missing["seconds"],
                              paths=missing["paths"]))
     return found
+
+
+# What each access pattern (report/access_patterns.py) means and what to do: code -> (title, text);
+# a title with {direction} names it ("read"/"write").
+PATTERN_WORDS = {
+    "P01": ("Most requests are writes", "The job made more write requests than read requests: tuning its writes "
+            "matters most."),
+    "P02": ("Most requests are reads", "The job made more read requests than write requests: tuning its reads "
+            "matters most."),
+    "P03": ("Most bytes are written", "The job wrote more bytes than it read."),
+    "P04": ("Most bytes are read", "The job read more bytes than it wrote."),
+    "P05": ("Many small reads", "Many reads asked for at most 1 MiB: each pays a system call and, on a parallel file "
+            "system, a round trip to a server. Reading larger blocks (buffering, or collective MPI-IO that "
+            "merges the ranks' requests) moves the same bytes in fewer requests."),
+    "P06": ("Many small writes", "Many writes moved at most 1 MiB: each pays a system call and, on a parallel file "
+            "system, a round trip and locking. Buffering writes into larger blocks (or collective MPI-IO) moves "
+            "the same bytes in fewer requests."),
+    "P07": ("Buffers not aligned in memory", "Many requests read into or wrote from buffers not aligned in memory: "
+            "with O_DIRECT they fail or are copied, and the copy costs when data is not cached. Allocating buffers "
+            "with posix_memalign (4 KiB) avoids it."),
+    "P08": ("Requests not aligned to the file system's blocks", "Many requests started at offsets that are not a "
+            "multiple of the file system's block (on Lustre, stripe) size: a request that covers part of a block "
+            "makes the file system read or lock the whole block. Aligning offsets and sizes to the block size "
+            "(HDF5: H5Pset_alignment; MPI-IO: striping hints) avoids it."),
+    "P09": ("Data read more than once", "Some bytes were read more than once by the same job: reading each once and "
+            "keeping it in memory (or sharing it between ranks) saves the second read."),
+    "P10": ("Data written more than once", "Some bytes were written more than once: each byte written once (the "
+            "final version) saves the earlier writes."),
+    "P11": ("Random reads", "Many reads jumped backwards or elsewhere in their files instead of continuing where the "
+            "previous read ended: storage and read-ahead serve sequential reads far faster. Reading in file order, "
+            "or collective MPI-IO, turns them into sequential requests."),
+    "P12": ("Reads are mostly sequential", "Most reads continued where the previous one ended or past it."),
+    "P13": ("Random writes", "Many writes went backwards or elsewhere in their files instead of continuing where "
+            "the previous write ended: writing in file order, or collective MPI-IO, turns them into sequential "
+            "requests."),
+    "P14": ("Writes are mostly sequential", "Most writes continued where the previous one ended or past it."),
+    "P15": ("Many small reads of shared files", "Files that several ranks share were read in many requests of at most "
+            "1 MiB: on a parallel file system the ranks' small requests contend for the same servers and locks. "
+            "Collective MPI-IO reads merge them into large ones."),
+    "P16": ("Many small writes to shared files", "Files that several ranks share were written in many requests of at "
+            "most 1 MiB: the ranks' small writes contend for the same locks. Collective MPI-IO writes (or one "
+            "aggregator rank per node) merge them into large ones."),
+    "P18": ("Ranks moved unequal shares of shared files", "On shared files, the rank that moved most bytes moved "
+            "much more than the one that moved fewest: the others wait for it. Spreading the data evenly over "
+            "the ranks (or collective I/O) lets them finish together."),
+    "P19": ("Stragglers on shared files", "On shared files, the slowest rank spent much longer in I/O than the "
+            "fastest: the others wait for it at the next synchronisation. Spreading the requests evenly, or "
+            "collective I/O, lets them finish together."),
+    "P21": ("Ranks wrote unequal amounts of the same files", "Some ranks wrote far fewer bytes of a file than "
+            "others (some none): the ranks that write most set the pace. An even split, or one writer per node "
+            "with collective I/O, balances them."),
+    "P22": ("Ranks read unequal amounts of the same files", "Some ranks read far fewer bytes of a file than others "
+            "(some none): the ranks that read most set the pace. Reading once and broadcasting, or an even split, "
+            "balances them."),
+    "M01": ("Several processes, no MPI-IO", "The job's processes did their I/O with POSIX or stdio calls only: MPI-IO "
+            "(directly or through HDF5, NetCDF, ADIOS) can merge and align the ranks' requests, which plain calls "
+            "cannot."),
+    "M02": ("No collective MPI-IO reads", "The job read through MPI-IO with independent calls only: collective reads "
+            "(MPI_File_read_all, _at_all) let MPI-IO merge the ranks' requests into few large ones from a few "
+            "aggregators."),
+    "M03": ("No collective MPI-IO writes", "The job wrote through MPI-IO with independent calls only: collective "
+            "writes (MPI_File_write_all, _at_all) let MPI-IO merge the ranks' requests into few large ones."),
+    "M04": ("Collective MPI-IO reads are used", "The job reads through collective MPI-IO calls."),
+    "M05": ("Collective MPI-IO writes are used", "The job writes through collective MPI-IO calls."),
+    "M06": ("Blocking MPI-IO reads", "Every MPI-IO read blocked until its data arrived: non-blocking reads "
+            "(MPI_File_iread, iread_all) let computation go on meanwhile and hide part of their time."),
+    "M07": ("Blocking MPI-IO writes", "Every MPI-IO write blocked until its data was handed over: non-blocking "
+            "writes (MPI_File_iwrite, iwrite_all) let computation go on meanwhile and hide part of their time."),
+}
+# Numbers of a pattern that are not shown as numbers (they have their own place on the page).
+PATTERN_PLACES = ("code", "level", "files", "ranks", "at_stake_s", "at_stake_how")
+
+
+def pattern_finding(p):
+    """The finding of one access pattern: its words, its evidence's numbers, files, ranks and
+    seconds at stake."""
+    title, text = PATTERN_WORDS[p["code"]]
+    numbers = {key: value for key, value in p.items() if key not in PATTERN_PLACES and value is not None}
+    return finding(title, text, p["at_stake_s"], code=p["code"], level=p["level"], files=p["files"],
+                   ranks=p["ranks"], at_stake_how=p["at_stake_how"], **numbers)

@@ -48,15 +48,29 @@ _DIRECTION_COUNTERS = {
     },
 }
 # Where the columns of Job.darshan_records come from, per module (absent: -1, or NaN for a time).
+_SMALL_SIZE_BINS = _SIZE_BIN_SUFFIXES[:5]   # at most 1 MiB: Drishti's small requests
 _RECORD_COUNTERS = {
     "POSIX": {"reads": ("POSIX_READS",), "writes": ("POSIX_WRITES",), "consecutive_reads": ("POSIX_CONSEC_READS",),
               "consecutive_writes": ("POSIX_CONSEC_WRITES",), "sequential_reads": ("POSIX_SEQ_READS",),
-              "sequential_writes": ("POSIX_SEQ_WRITES",), "syncs": ("POSIX_FSYNCS", "POSIX_FDSYNCS")},
+              "sequential_writes": ("POSIX_SEQ_WRITES",), "syncs": ("POSIX_FSYNCS", "POSIX_FDSYNCS"),
+              "bytes_read": ("POSIX_BYTES_READ",), "bytes_written": ("POSIX_BYTES_WRITTEN",),
+              "small_reads": tuple("POSIX_SIZE_READ_" + s for s in _SMALL_SIZE_BINS),
+              "small_writes": tuple("POSIX_SIZE_WRITE_" + s for s in _SMALL_SIZE_BINS),
+              "max_byte_read": ("POSIX_MAX_BYTE_READ",), "max_byte_written": ("POSIX_MAX_BYTE_WRITTEN",),
+              "mem_not_aligned": ("POSIX_MEM_NOT_ALIGNED",), "file_not_aligned": ("POSIX_FILE_NOT_ALIGNED",),
+              "file_alignment": ("POSIX_FILE_ALIGNMENT",)},
     "MPI-IO": {"reads": _DIRECTION_COUNTERS["MPI-IO"]["read"][0], "writes": _DIRECTION_COUNTERS["MPI-IO"]["write"][0],
                "collective_reads": ("MPIIO_COLL_READS",), "collective_writes": ("MPIIO_COLL_WRITES",),
-               "syncs": ("MPIIO_SYNCS",)},
-    "STDIO": {"reads": ("STDIO_READS",), "writes": ("STDIO_WRITES",)},
+               "syncs": ("MPIIO_SYNCS",), "bytes_read": ("MPIIO_BYTES_READ",),
+               "bytes_written": ("MPIIO_BYTES_WRITTEN",), "independent_reads": ("MPIIO_INDEP_READS",),
+               "independent_writes": ("MPIIO_INDEP_WRITES",), "nonblocking_reads": ("MPIIO_NB_READS",),
+               "nonblocking_writes": ("MPIIO_NB_WRITES",)},
+    "STDIO": {"reads": ("STDIO_READS",), "writes": ("STDIO_WRITES",), "bytes_read": ("STDIO_BYTES_READ",),
+              "bytes_written": ("STDIO_BYTES_WRITTEN",), "max_byte_read": ("STDIO_MAX_BYTE_READ",),
+              "max_byte_written": ("STDIO_MAX_BYTE_WRITTEN",)},
 }
+# The time columns of Job.darshan_records, every record's (the module prefix before each name).
+_RECORD_FCOUNTERS = {"read_s": "F_READ_TIME", "write_s": "F_WRITE_TIME", "meta_s": "F_META_TIME"}
 # The metadata counters per module: the time of its metadata calls (open, close, stat, seek; for
 # MPI-IO also set_view, set_size, sync...: MPI-IO's own calls, containing the POSIX ones under
 # them) and the calls it counts by kind. fsync and fdatasync are not among them (Darshan counts
@@ -341,6 +355,10 @@ def _record_table(counters, nprocs):
         def counter(name):
             return records["counters"][:, names.index(name)] if name in names else np.full(n, -1)
 
+        def seconds(name):
+            values = records["fcounters"][:, fnames.index(name)] if name in fnames else np.full(n, np.nan)
+            return np.where(np.isfinite(values) & (values >= 0), values, np.nan)
+
         table = {"record_id": records["id"], "rank": records["rank"],
                  "layer": np.full(n, LAYERS.index(COUNTER_MODULES[module]), np.uint8)}
         for column in DARSHAN_RECORD_COLUMNS:
@@ -351,9 +369,10 @@ def _record_table(counters, nprocs):
                 valid = (values >= 0) & (values < nprocs if column.endswith("_rank") else True)
                 table[column] = np.where((records["rank"] < 0) & valid, values, -1)
             elif column in _RANK_FCOUNTERS:
-                name = prefix + _RANK_FCOUNTERS[column]
-                values = records["fcounters"][:, fnames.index(name)] if name in fnames else np.full(n, np.nan)
-                table[column] = np.where((records["rank"] < 0) & np.isfinite(values) & (values >= 0), values, np.nan)
+                values = seconds(prefix + _RANK_FCOUNTERS[column])
+                table[column] = np.where(records["rank"] < 0, values, np.nan)
+            elif column in _RECORD_FCOUNTERS:
+                table[column] = seconds(prefix + _RECORD_FCOUNTERS[column])
             elif column not in table and column != "file":
                 table[column] = np.full(n, -1)
         with_io = (table["reads"] > 0) | (table["writes"] > 0)

@@ -164,6 +164,22 @@ DARSHAN_RECORD_COLUMNS = {
     "collective_reads": np.int64,    # MPIIO_COLL_READS
     "collective_writes": np.int64,
     "syncs": np.int64,             # POSIX_FSYNCS + POSIX_FDSYNCS, MPIIO_SYNCS
+    "bytes_read": np.int64,        # *_BYTES_READ
+    "bytes_written": np.int64,
+    "read_s": np.float64,          # *_F_READ_TIME: summed time of the reads
+    "write_s": np.float64,
+    "meta_s": np.float64,          # *_F_META_TIME: summed time of the metadata calls
+    "small_reads": np.int64,       # reads of at most 1 MiB (POSIX_SIZE_READ_0_100 ... _100K_1M)
+    "small_writes": np.int64,
+    "max_byte_read": np.int64,     # *_MAX_BYTE_READ: the highest offset read
+    "max_byte_written": np.int64,
+    "mem_not_aligned": np.int64,   # POSIX_MEM_NOT_ALIGNED: buffers not aligned to Darshan's memory alignment
+    "file_not_aligned": np.int64,  # POSIX_FILE_NOT_ALIGNED: offsets not a multiple of file_alignment
+    "file_alignment": np.int64,    # POSIX_FILE_ALIGNMENT: the file system's block size
+    "independent_reads": np.int64,   # MPIIO_INDEP_READS
+    "independent_writes": np.int64,
+    "nonblocking_reads": np.int64,   # MPIIO_NB_READS
+    "nonblocking_writes": np.int64,
     "fastest_rank": np.int64,      # shared records: the rank that spent least time on the file
     "fastest_s": np.float64,       # its time (reads, writes and metadata)
     "fastest_bytes": np.int64,

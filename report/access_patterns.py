@@ -1,0 +1,691 @@
+"""How the job accessed its files, on the evidence Drishti 0.8 uses (docs/assessment.md, "Access
+patterns"): each trigger family of Drishti (its codes, S01 and P01-P22, M01-M07) that holds for
+the job, with the files and ranks behind it and the seconds at stake.
+
+The evidence is Darshan's counters, per record: a Darshan log's own (Job.darshan_records), and
+for the files a log does not count, the same counters computed from the ops the way Darshan's
+runtime computes them (`counted_from_ops`). Whether a family fires is decided on those counters
+with Drishti's thresholds. The seconds at stake come from the ops where they are known one by
+one (each family says how: `at_stake_how`); for files known only from counters they are an
+estimate, the records' time pro rata of the ops the family is about.
+"""
+import numpy as np
+
+from ioassess.inputs.job import (DARSHAN_RECORD_COLUMNS, LAYERS, META, META_KINDS, MPIIO, POSIX, READ, WRITE, Flag,
+                                 concatenate_columns, op_column)
+
+# Drishti 0.8's thresholds (drishti/includes/config.py), by its names.
+IMBALANCE_OPERATIONS = 0.1       # P01-P04: |writes - reads| over all, for one direction to dominate
+SMALL_BYTES = 1 << 20            # P05/P06/P15/P16: a request of at most this many bytes is small
+SMALL_REQUESTS = 0.1             # ... and a share of the requests above this,
+SMALL_REQUESTS_ABSOLUTE = 1000   # ... and more of them than this
+MISALIGNED_REQUESTS = 0.1        # P07/P08
+RANDOM_OPERATIONS = 0.2          # P11/P13: share of the requests neither consecutive nor sequential,
+RANDOM_OPERATIONS_ABSOLUTE = 1000  # ... and more of them than this
+IMBALANCE_STRAGGLERS = 0.15      # P18/P19: slowest minus fastest rank over the shared file's total
+IMBALANCE_SIZE = 0.3             # P21/P22: most minus fewest bytes over the most, per file
+COLLECTIVE_OPERATIONS_ABSOLUTE = 1000  # M02/M03: MPI-IO requests, none collective
+# Ours (Drishti 0.8 has none that works, docs/assessment.md): bytes moved again, over all moved.
+REDUNDANT_SHARE = 0.1
+# Darshan's runtime: buffers checked against this alignment (DARSHAN_MEM_ALIGNMENT's default, 8
+# bytes on x86-64), offsets against the file system's block size (4 KiB where not known).
+MEMORY_ALIGNMENT = 8
+DEFAULT_FILE_ALIGNMENT = 4096
+FILES_NAMED = 5                  # files and ranks named per pattern
+LEVELS = ("high", "warn", "info", "ok")   # Drishti's: act on it, worth a look, a fact, good
+
+
+def access_patterns(job, per_op, per_total):
+    """The patterns that hold for the job, each a dict: code (Drishti's), level, evidence
+    ("counters", "ops" or both), the counts behind it, the files and ranks named, ops_s (the time
+    of the ops it is about), lost_s (the time lost in them), at_stake_s and at_stake_how."""
+    records = evidence_records(job)
+    ops = PatternOps(job, per_op, per_total)
+    found = []
+    for check in (operation_intensive, small_requests, misaligned, redundant_traffic, random_access,
+                  shared_small_requests, shared_imbalance, individual_imbalance, mpiio_usage):
+        found += check(job, records, ops)
+    return found
+
+
+# --- the evidence: Darshan's counters, per record ---------------------------------------------
+
+def evidence_records(job):
+    """Job.darshan_records, and for each (file, layer) no Darshan record counts, the records
+    Darshan's runtime would have written for the ops (counted_from_ops); column "process": the
+    process of an op-counted record (-1 for Darshan's and for shared ones)."""
+    darshan = dict(job.darshan_records, process=np.full(len(job.darshan_records["rank"]), -1, np.int64))
+    covered = set(zip(darshan["file"].tolist(), darshan["layer"].tolist()))
+    counted = counted_from_ops(job, covered)
+    columns = {**DARSHAN_RECORD_COLUMNS, "process": np.int64}
+    return concatenate_columns(columns, [darshan, counted])
+
+
+def counted_from_ops(job, covered=frozenset()):
+    """Darshan's per-record counters computed from Job.ops of reads and writes that succeeded
+    (a failed call counts nowhere, as in Darshan), one record per (process, file, layer) not in
+    covered; a file two or more processes accessed in a layer becomes one shared record (rank -1)
+    with its fastest and slowest process, as Darshan reduces a file every rank opened. Consecutive:
+    at the offset where the process's previous request on the file ended; sequential: past where
+    it ended, the first request (at 0) being neither (darshan-posix.c). STDIO and MPI-IO have no
+    such counts, nor alignment counts (-1)."""
+    ops = job.ops
+    n_files = max(len(job.files), 1)
+    moved = ((ops["direction"] == READ) | (ops["direction"] == WRITE)) & (ops["result"] >= 0)
+    if covered:
+        pairs = ops["file"].astype(np.int64) * len(LAYERS) + ops["layer"]
+        covered_pairs = np.array([f * len(LAYERS) + layer for f, layer in covered], np.int64)
+        moved &= ~np.isin(pairs, covered_pairs)
+    rows = np.flatnonzero(moved)
+    if not len(rows):
+        return {name: np.zeros(0, dtype) for name, dtype in {**DARSHAN_RECORD_COLUMNS, "process": np.int64}.items()}
+    process = ops["process"][rows].astype(np.int64)
+    file = ops["file"][rows].astype(np.int64)
+    layer = ops["layer"][rows].astype(np.int64)
+    direction = ops["direction"][rows].astype(np.int64)
+    # Rows are by process, then start: a stable sort by record and direction keeps the order of time.
+    stream = ((process * n_files + file) * len(LAYERS) + layer) * 2 + (direction == WRITE)
+    order = np.argsort(stream, kind="stable")
+    rows, stream = rows[order], stream[order]
+    first = np.ones(len(rows), bool)
+    first[1:] = stream[1:] != stream[:-1]
+    offset = ops["offset"][rows]
+    result = ops["result"][rows]
+    last_byte = offset + result - 1
+    previous = np.where(first, 0, np.roll(last_byte, 1))
+    sequential = (offset > previous) & (offset >= 0)
+    consecutive = (offset == previous + 1) & (offset >= 0)
+    record = stream >> 1
+    keys, index = np.unique(record, return_inverse=True)
+    n = len(keys)
+    is_write = (stream & 1).astype(bool)
+    is_read = ~is_write
+    duration = ops["duration_s"][rows]
+    alignment = file_alignments(job)[ops["file"][rows]]
+    buffer = ops["buffer"][rows]
+
+    def count(mask):
+        return np.bincount(index, weights=mask, minlength=n).astype(np.int64)
+
+    def summed(values, mask):
+        return np.bincount(index, weights=np.where(mask, values, 0), minlength=n)
+
+    def highest(values, mask):
+        out = np.full(n, -1, np.int64)
+        np.maximum.at(out, index[mask], values[mask])
+        return out
+
+    small = result <= SMALL_BYTES
+    table = {
+        "process": keys // (n_files * len(LAYERS)), "file": (keys // len(LAYERS)) % n_files,
+        "layer": (keys % len(LAYERS)).astype(np.uint8),
+        "reads": count(is_read), "writes": count(is_write),
+        "consecutive_reads": count(is_read & consecutive), "consecutive_writes": count(is_write & consecutive),
+        "sequential_reads": count(is_read & sequential), "sequential_writes": count(is_write & sequential),
+        "bytes_read": summed(result, is_read).astype(np.int64), "bytes_written": summed(result, is_write).astype(np.int64),
+        "read_s": summed(duration, is_read), "write_s": summed(duration, is_write),
+        "meta_s": np.zeros(n), "small_reads": count(is_read & small), "small_writes": count(is_write & small),
+        "max_byte_read": highest(last_byte, is_read), "max_byte_written": highest(last_byte, is_write),
+        "mem_not_aligned": count((buffer != 0) & (buffer % MEMORY_ALIGNMENT != 0)),
+        "file_not_aligned": count((offset >= 0) & (offset % alignment != 0)),
+        "file_alignment": np.zeros(n, np.int64),
+        "collective_reads": count(is_read & flagged(ops, rows, Flag.COLLECTIVE)),
+        "collective_writes": count(is_write & flagged(ops, rows, Flag.COLLECTIVE)),
+        "nonblocking_reads": count(is_read & flagged(ops, rows, Flag.NONBLOCKING)),
+        "nonblocking_writes": count(is_write & flagged(ops, rows, Flag.NONBLOCKING)),
+    }
+    table["file_alignment"][index] = alignment
+    table["independent_reads"] = table["reads"] - table["collective_reads"] - table["nonblocking_reads"]
+    table["independent_writes"] = table["writes"] - table["collective_writes"] - table["nonblocking_writes"]
+    table["meta_s"] = metadata_seconds(job, table["process"], table["file"], table["layer"])
+    not_posix = table["layer"] != POSIX
+    for name in ("consecutive_reads", "consecutive_writes", "sequential_reads", "sequential_writes",
+                 "mem_not_aligned", "file_not_aligned", "file_alignment", "small_reads", "small_writes"):
+        table[name][not_posix] = -1
+    for name in ("collective_reads", "collective_writes", "independent_reads", "independent_writes",
+                 "nonblocking_reads", "nonblocking_writes"):
+        table[name][table["layer"] != MPIIO] = -1
+    table["rank"] = np.array([job.processes[p].rank for p in table["process"].tolist()], np.int64)
+    table["syncs"] = np.full(n, -1, np.int64)
+    return reduced_shared(job, table)
+
+
+def flagged(ops, rows, flag):
+    return (op_column(ops, "flags")[rows] & flag) != 0
+
+
+def file_alignments(job):
+    """Per file, the alignment Darshan checks offsets against: Lustre's stripe size where known,
+    else DEFAULT_FILE_ALIGNMENT (the page and block size of the local file systems)."""
+    return np.array([f.stripe_size if f.stripe_size > 0 else DEFAULT_FILE_ALIGNMENT for f in job.files] or [1],
+                    np.int64)
+
+
+def metadata_seconds(job, process, file, layer):
+    """The time of the metadata calls (Job.ops of direction META) of each (process, file, layer)."""
+    ops = job.ops
+    meta = np.flatnonzero(ops["direction"] == META)
+    if not len(meta) or not len(process):
+        return np.zeros(len(process))
+    n_files = max(len(job.files), 1)
+    key = (process * n_files + file) * len(LAYERS) + layer
+    meta_key = (ops["process"][meta].astype(np.int64) * n_files + ops["file"][meta]) * len(LAYERS) + ops["layer"][meta]
+    order = np.argsort(key)
+    where = np.searchsorted(key[order], meta_key)
+    found = where < len(key)
+    found[found] = key[order][where[found]] == meta_key[found]
+    out = np.zeros(len(process))
+    np.add.at(out, order[where[found]], ops["duration_s"][meta][found])
+    return out
+
+
+def reduced_shared(job, table):
+    """The records of each (file, layer) that two or more processes accessed, reduced to one
+    shared record (rank -1, process -1) as Darshan reduces them: counts and times added, the
+    highest offsets the highest, the fastest and slowest process by time on the file (reads,
+    writes and metadata; a process of no rank named by its index) with its bytes, and the
+    variances over the processes."""
+    columns = {**DARSHAN_RECORD_COLUMNS, "process": np.int64}
+    pair = table["file"] * len(LAYERS) + table["layer"]
+    order = np.lexsort((table["read_s"] + table["write_s"] + table["meta_s"], pair))
+    table = {name: values[order] for name, values in table.items()}
+    pair = pair[order]
+    starts = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
+    processes = np.diff(np.r_[starts, len(pair)])
+    single = np.repeat(processes == 1, processes)
+    out = {name: table[name][single] if name in table else
+           np.full(int(single.sum()), np.nan if dtype == np.float64 else -1, dtype) for name, dtype in columns.items()}
+    starts, processes = starts[processes > 1], processes[processes > 1]
+    if not len(starts):
+        return out
+    ends = starts + processes - 1      # rows by time within each file: fastest first, slowest last
+    time = table["read_s"] + table["write_s"] + table["meta_s"]
+    moved = (table["bytes_read"] + table["bytes_written"]).astype(np.float64)
+    who = np.where(table["rank"] >= 0, table["rank"], table["process"])
+    shared = {"process": np.full(len(starts), -1), "rank": np.full(len(starts), -1),
+              "file": table["file"][starts], "layer": table["layer"][starts]}
+    for name in ("reads", "writes", "consecutive_reads", "consecutive_writes", "sequential_reads",
+                 "sequential_writes", "bytes_read", "bytes_written", "read_s", "write_s", "meta_s", "small_reads",
+                 "small_writes", "mem_not_aligned", "file_not_aligned", "collective_reads", "collective_writes",
+                 "independent_reads", "independent_writes", "nonblocking_reads", "nonblocking_writes", "syncs"):
+        summed = np.add.reduceat(table[name], starts)
+        shared[name] = np.where(table[name][starts] < 0, -1, summed) if table[name].dtype != np.float64 else summed
+    for name in ("max_byte_read", "max_byte_written", "file_alignment"):
+        shared[name] = np.maximum.reduceat(table[name], starts)
+    for end, rows in (("fastest", starts), ("slowest", ends)):
+        shared[f"{end}_rank"], shared[f"{end}_s"], shared[f"{end}_bytes"] = who[rows], time[rows], moved[rows]
+    mean_s = np.add.reduceat(time, starts) / processes
+    mean_bytes = np.add.reduceat(moved, starts) / processes
+    shared["variance_s"] = np.add.reduceat(time ** 2, starts) / processes - mean_s ** 2
+    shared["variance_bytes"] = np.add.reduceat(moved ** 2, starts) / processes - mean_bytes ** 2
+    return concatenate_columns(columns, [out, shared])
+
+
+# --- the ops behind a pattern, and its seconds at stake ---------------------------------------
+
+class PatternOps:
+    """The job's ops as the patterns use them: reads and writes that succeeded (`data`), their
+    time and time lost, and which (file, layer) pairs have ops at all (the rest are known only
+    from counters)."""
+
+    def __init__(self, job, per_op, per_total):
+        ops = job.ops
+        self.job = job
+        self.lost_share = lost_share_of_counted(job, per_total)
+        self.data = ((ops["direction"] == READ) | (ops["direction"] == WRITE)) & (ops["result"] >= 0)
+        self.lost_s = per_op["lost_s"]
+        pairs = ops["file"][self.data].astype(np.int64) * len(LAYERS) + ops["layer"][self.data]
+        self.pairs_with_ops = np.unique(pairs)
+
+    def lost_share_of(self, records):
+        """Per evidence record, the share of its (file, layer)'s counted time that was lost."""
+        return self.lost_share[records["file"].astype(np.int64) * len(LAYERS) + records["layer"]]
+
+    def of(self, layer, direction):
+        ops = self.job.ops
+        return self.data & (ops["layer"] == layer) & (ops["direction"] == direction)
+
+    def counters_only(self, records):
+        """Records of (file, layer) pairs with no op known one by one."""
+        pairs = records["file"].astype(np.int64) * len(LAYERS) + records["layer"]
+        return ~np.isin(pairs, self.pairs_with_ops)
+
+
+def lost_share_of_counted(job, per_total):
+    """Per (file, layer) (index file * len(LAYERS) + layer), the time lost (the middle of the
+    estimate's interval, as the headline's) over the time of the I/O known only from counters;
+    0 where none is."""
+    totals = job.totals
+    rows = per_total["is_io"]
+    key = totals["file"][rows].astype(np.int64) * len(LAYERS) + totals["layer"][rows]
+    size = max(len(job.files), 1) * len(LAYERS)
+    seconds = np.bincount(key, totals["seconds"][rows], minlength=size)
+    lost = np.bincount(key, (per_total["lost_low_s"][rows] + per_total["lost_high_s"][rows]) / 2, minlength=size)
+    return np.where(seconds > 0, np.clip(lost / np.where(seconds > 0, seconds, 1.0), 0.0, 1.0), 0.0)
+
+
+def pattern(code, level, job, ops, records, op_rows, op_at_stake, record_rows, record_at_stake, how, **counts):
+    """A pattern that holds: its evidence and the files and ranks behind it. op_rows (a mask of
+    Job.ops) with op_at_stake (seconds per op of those rows, in order), record_rows (a mask of
+    the evidence records known only from counters) with record_at_stake (estimated seconds, per
+    evidence record); at_stake_s is their sum, None when neither has any op or record."""
+    o = job.ops
+    op_idx = np.flatnonzero(op_rows)
+    rec_idx = np.flatnonzero(record_rows)
+    op_at_stake = np.asarray(op_at_stake, np.float64)
+    record_at_stake = np.nan_to_num(np.broadcast_to(np.asarray(record_at_stake, np.float64), len(record_rows))[rec_idx])
+    n_files = len(job.files)
+    file_s = np.bincount(o["file"][op_idx], op_at_stake, minlength=n_files).astype(np.float64)
+    file_ops = np.bincount(o["file"][op_idx], minlength=n_files).astype(np.int64)
+    file_s += np.bincount(records["file"][rec_idx], record_at_stake, minlength=n_files)
+    evidence = ("ops" if len(op_idx) else "") + ("counters" if len(rec_idx) else "")
+    files = np.flatnonzero((file_ops > 0) | (np.bincount(records["file"][rec_idx], minlength=n_files) > 0))
+    files = files[np.argsort(-file_s[files], kind="stable")][:FILES_NAMED]
+    process_s = np.bincount(o["process"][op_idx], op_at_stake, minlength=len(job.processes)).astype(np.float64)
+    processes = np.flatnonzero(np.bincount(o["process"][op_idx], minlength=len(job.processes)))
+    processes = processes[np.argsort(-process_s[processes], kind="stable")][:FILES_NAMED]
+    ranks = [{"rank": job.processes[p].rank, "pid": job.processes[p].pid or None, "seconds": float(process_s[p])}
+             for p in processes.tolist()]
+    shared_ranks = sorted({int(r) for r in records["rank"][rec_idx].tolist() if r >= 0})
+    ranks += [{"rank": r, "pid": None, "seconds": None} for r in shared_ranks[:FILES_NAMED - len(ranks)]]
+    at_stake = float(op_at_stake.sum() + record_at_stake.sum()) if evidence else None
+    return {"code": code, "level": level, "evidence": {"ops": "ops", "counters": "counters",
+                                                        "opscounters": "ops and counters", "": None}[evidence],
+            **counts,
+            "files": [{"name": job.files[f].name, "ops": int(file_ops[f]), "seconds": float(file_s[f])}
+                      for f in files.tolist()],
+            "ranks": ranks,
+            "ops_s": float(job.ops["duration_s"][op_idx].sum()) if len(op_idx) else None,
+            "lost_s": float(ops.lost_s[op_idx].sum()) if len(op_idx) else None,
+            "at_stake_s": at_stake, "at_stake_how": how}
+
+
+def fact(code, level, **counts):
+    """A pattern about the job's mix, not about time: no files, ranks or seconds."""
+    return {"code": code, "level": level, "evidence": "counters", **counts, "files": [], "ranks": [],
+            "ops_s": None, "lost_s": None, "at_stake_s": None, "at_stake_how": None}
+
+
+def posix_total(records, name, rows=None):
+    mask = (records["layer"] == POSIX) & (records[name] >= 0)
+    if rows is not None:
+        mask &= rows
+    return int(records[name][mask].sum())
+
+
+DIRECTION_COLUMNS = {READ: ("reads", "bytes_read", "read_s", "small_reads", "sequential_reads",
+                            "max_byte_read", "collective_reads", "independent_reads", "nonblocking_reads"),
+                     WRITE: ("writes", "bytes_written", "write_s", "small_writes", "sequential_writes",
+                             "max_byte_written", "collective_writes", "independent_writes", "nonblocking_writes")}
+
+
+def columns_of(direction):
+    return dict(zip(("ops", "bytes", "seconds", "small", "sequential", "max_byte", "collective", "independent",
+                     "nonblocking"), DIRECTION_COLUMNS[direction]))
+
+
+def operation_intensive(job, records, ops):
+    """P01-P04: more writes than reads (or the reverse) by more than 10 % of all, in requests
+    (P01, P02) or in bytes (P03, P04): a fact about the job that says which direction to tune."""
+    found = []
+    for what, (read_col, write_col), codes in (("ops", ("reads", "writes"), ("P01", "P02")),
+                                               ("bytes", ("bytes_read", "bytes_written"), ("P03", "P04"))):
+        reads, writes = posix_total(records, read_col), posix_total(records, write_col)
+        total = reads + writes
+        if total and abs(writes - reads) / total > IMBALANCE_OPERATIONS:
+            found.append(fact(codes[0] if writes > reads else codes[1], "info", measure=what, reads=reads,
+                              writes=writes, share=max(reads, writes) / total))
+    return found
+
+
+def small_requests(job, records, ops, shared_only=False):
+    """P05/P06 (P15/P16 on shared files): requests of at most 1 MiB are more than 10 % of the
+    POSIX reads (writes) and more than 1000. At stake: the small requests' time less the time
+    their bytes would take at the job's own rate in larger requests of the same direction; the
+    whole of their time where the job made no larger ones."""
+    found = []
+    posix = records["layer"] == POSIX
+    in_scope = posix & (records["rank"] < 0) if shared_only else posix
+    shared_files = np.unique(records["file"][posix & (records["rank"] < 0)])
+    codes = {READ: "P15", WRITE: "P16"} if shared_only else {READ: "P05", WRITE: "P06"}
+    o = job.ops
+    for direction, c in ((READ, columns_of(READ)), (WRITE, columns_of(WRITE))):
+        total, small = posix_total(records, c["ops"], in_scope), posix_total(records, c["small"], in_scope)
+        if not (total and small / total > SMALL_REQUESTS and small > SMALL_REQUESTS_ABSOLUTE):
+            continue
+        moved = ops.of(POSIX, direction)
+        if shared_only:
+            moved &= np.isin(o["file"], shared_files)
+        small_ops = moved & (o["result"] <= SMALL_BYTES)
+        large_ops = moved & (o["result"] > SMALL_BYTES)
+        large_bytes = float(o["result"][large_ops].sum())
+        seconds = o["duration_s"][small_ops]
+        if large_bytes > 0:
+            per_byte = float(o["duration_s"][large_ops].sum()) / large_bytes
+            at_stake = np.maximum(seconds - o["result"][small_ops] * per_byte, 0.0)
+            how = "the small requests' time less their bytes at the job's rate in requests over 1 MiB"
+        else:
+            at_stake = seconds
+            how = "the small requests' time (the job made no larger requests to compare with)"
+        counted = in_scope & ops.counters_only(records) & (records[c["ops"]] > 0)
+        share = np.where(counted, records[c["small"]] / np.maximum(records[c["ops"]], 1), 0.0)
+        found.append(pattern(codes[direction], "high", job, ops, records, small_ops, at_stake, counted,
+                             records[c["seconds"]] * share, how + "; counters: the records' time pro rata of their "
+                             "small requests", direction=DIRECTION_NAMES[direction], small_requests=small, requests=total,
+                             share=small / total, threshold_bytes=SMALL_BYTES))
+    return found
+
+
+DIRECTION_NAMES = {READ: "read", WRITE: "write"}
+
+
+def shared_small_requests(job, records, ops):
+    return small_requests(job, records, ops, shared_only=True)
+
+
+def misaligned(job, records, ops):
+    """P07: more than 10 % of the POSIX requests from buffers not aligned in memory; P08: at
+    offsets not aligned to the file system's block (Lustre: stripe) size. At stake: the time lost
+    in those requests (compared with cached I/O: an aligned request reads or writes no partial
+    block of uncached data, while a cached one costs the same aligned or not)."""
+    found = []
+    o = job.ops
+    total = posix_total(records, "reads") + posix_total(records, "writes")
+    if not total:
+        return found
+    data = ops.data & (o["layer"] == POSIX)
+    alignment = file_alignments(job)[o["file"]] if len(job.files) else np.ones(len(o["file"]), np.int64)
+    buffer = o["buffer"]
+    op_masks = {"P07": data & (buffer != 0) & (buffer % MEMORY_ALIGNMENT != 0),
+                "P08": data & (o["offset"] >= 0) & (o["offset"] % alignment != 0)}
+    for code, column, what in (("P07", "mem_not_aligned", "memory"), ("P08", "file_not_aligned", "file")):
+        count = posix_total(records, column)
+        if count / total <= MISALIGNED_REQUESTS:
+            continue
+        counted = (records["layer"] == POSIX) & ops.counters_only(records) & (records[column] > 0)
+        requests = np.maximum(records["reads"] + records["writes"], 1)
+        estimate = (records["read_s"] + records["write_s"]) * records[column] / requests * ops.lost_share_of(records)
+        mask = op_masks[code]
+        known = records["file_alignment"][(records["layer"] == POSIX) & (records["file_alignment"] > 0)]
+        alignment = MEMORY_ALIGNMENT if code == "P07" else int(known.min()) if len(known) else DEFAULT_FILE_ALIGNMENT
+        found.append(pattern(code, "high", job, ops, records, mask, ops.lost_s[mask], counted, estimate,
+                             "the time lost in the misaligned requests; counters: the records' time lost pro rata "
+                             "of their misaligned requests", misaligned=what, misaligned_requests=count, requests=total,
+                             share=count / total, alignment_bytes=alignment))
+    return found
+
+
+def redundant_traffic(job, records, ops):
+    """P09/P10: bytes read (written) more than once. From the ops: per file, the bytes of the
+    POSIX requests less the bytes of their union; from counters: a record's bytes beyond its
+    highest offset + 1. At stake: each file's read (write) time times its share of bytes moved
+    again (what reading or writing each byte once could save). Drishti 0.8 tests the job's
+    highest offset against its bytes the other way round (docs/assessment.md says why not here)."""
+    found = []
+    o = job.ops
+    for direction, c in ((READ, columns_of(READ)), (WRITE, columns_of(WRITE))):
+        moved = ops.of(POSIX, direction) & (o["offset"] >= 0) & (o["result"] > 0)
+        again_share = repeated_share(o, moved, len(job.files))
+        op_at_stake = o["duration_s"][moved] * again_share[o["file"][moved]]
+        again_ops = moved.copy()
+        again_ops[moved] = again_share[o["file"][moved]] > 0
+        counted = (records["layer"] == POSIX) & ops.counters_only(records) & (records[c["bytes"]] > 0)
+        beyond = np.maximum(records[c["bytes"]] - (records[c["max_byte"]] + 1), 0)
+        record_share = np.where(counted, beyond / np.maximum(records[c["bytes"]], 1), 0.0)
+        counted &= beyond > 0
+        again_bytes = float((again_share[o["file"][moved]] * o["result"][moved]).sum() + beyond[counted].sum())
+        total_bytes = posix_total(records, c["bytes"])
+        if not total_bytes or again_bytes / total_bytes <= REDUNDANT_SHARE:
+            continue
+        found.append(pattern("P09" if direction == READ else "P10", "warn", job, ops, records, again_ops,
+                             op_at_stake[again_share[o["file"][moved]] > 0], counted,
+                             records[c["seconds"]] * record_share,
+                             "each file's time in these requests times its share of bytes moved again; counters: "
+                             "bytes beyond the highest offset", direction=DIRECTION_NAMES[direction],
+                             again_bytes=again_bytes, bytes=total_bytes,
+                             share=again_bytes / total_bytes))
+    return found
+
+
+def repeated_share(o, rows, n_files):
+    """Per file, the share of the bytes of the given ops that cover bytes other ops (or the same
+    op) covered too: 1 - union / sum of the requested ranges."""
+    idx = np.flatnonzero(rows)
+    share = np.zeros(max(n_files, 1))
+    if not len(idx):
+        return share
+    file, start = o["file"][idx].astype(np.int64), o["offset"][idx]
+    end = start + o["result"][idx]
+    order = np.lexsort((start, file))
+    file, start, end = file[order], start[order], end[order]
+    first = np.r_[True, file[1:] != file[:-1]]
+    # the furthest end of the earlier ranges of the same file (running maximum reset at each file)
+    group_start = np.maximum.accumulate(np.where(first, np.arange(len(file)), 0))
+    reach = running_max_by_group(end, group_start)
+    covered_before = np.where(first, start, np.r_[start[:1], reach[:-1]])
+    new_bytes = np.maximum(end - np.maximum(start, covered_before), 0)
+    total = np.bincount(file, end - start, minlength=n_files)
+    union = np.bincount(file, new_bytes, minlength=n_files)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share[:n_files] = np.where(total > 0, 1.0 - union / np.maximum(total, 1), 0.0)
+    return np.clip(share, 0.0, 1.0)
+
+
+def running_max_by_group(values, group_start):
+    """The running maximum of values, restarting at each group (group_start: each row's group's
+    first row), in one pass: offset each group above the previous one's values."""
+    lift = np.zeros(len(values), np.float64)
+    firsts = np.unique(group_start)
+    span = float(values.max() - values.min() + 1) if len(values) else 1.0
+    lift[firsts] = span
+    lift = np.cumsum(lift)
+    return (np.maximum.accumulate(values + lift) - lift).astype(values.dtype)
+
+
+def random_access(job, records, ops):
+    """P11/P13: POSIX requests neither consecutive nor sequential (Darshan's counts) are more than
+    20 % of the reads (writes) and more than 1000; else P12/P14, mostly sequential. Random here is
+    requests less sequential ones (Darshan's sequential count includes the consecutive ones;
+    Drishti 0.8 subtracts both). At stake: the time lost in the random requests (compared with
+    cached I/O: random requests cost when they reach storage)."""
+    found = []
+    o = job.ops
+    for direction, c in ((READ, columns_of(READ)), (WRITE, columns_of(WRITE))):
+        total, sequential = posix_total(records, c["ops"]), posix_total(records, c["sequential"])
+        if not total:
+            continue
+        random = total - sequential
+        codes = ("P11", "P12") if direction == READ else ("P13", "P14")
+        if not (random / total > RANDOM_OPERATIONS and random > RANDOM_OPERATIONS_ABSOLUTE):
+            found.append(fact(codes[1], "ok", direction=DIRECTION_NAMES[direction], sequential_requests=sequential,
+                              requests=total, share=sequential / total))
+            continue
+        mask = ops.of(POSIX, direction) & ~sequential_ops(o, ops.of(POSIX, direction))
+        counted = (records["layer"] == POSIX) & ops.counters_only(records) & (records[c["ops"]] > 0)
+        share = np.where(counted, 1 - records[c["sequential"]] / np.maximum(records[c["ops"]], 1), 0.0)
+        found.append(pattern(codes[0], "high", job, ops, records, mask, ops.lost_s[mask], counted,
+                             records[c["seconds"]] * share * ops.lost_share_of(records), "the time lost in the random "
+                             "requests; counters: the records' time lost pro rata of their random requests",
+                             direction=DIRECTION_NAMES[direction], random_requests=random, requests=total, share=random / total))
+    return found
+
+
+def sequential_ops(o, rows):
+    """Of Job.ops, those of rows that start past the end of the previous one of the same process
+    and file (Darshan's sequential requests)."""
+    idx = np.flatnonzero(rows)
+    out = np.zeros(len(o["file"]), bool)
+    if not len(idx):
+        return out
+    key = o["process"][idx].astype(np.int64) * (int(o["file"].max()) + 1) + o["file"][idx]
+    order = np.argsort(key, kind="stable")
+    idx, key = idx[order], key[order]
+    last_byte = o["offset"][idx] + o["result"][idx] - 1
+    previous = np.where(np.r_[True, key[1:] != key[:-1]], 0, np.r_[0, last_byte[:-1]])
+    out[idx] = (o["offset"][idx] > previous)
+    return out
+
+
+def shared_imbalance(job, records, ops):
+    """P18/P19: on a shared file (a record of every rank, rank -1), the slowest and the fastest
+    rank differ by more than 15 % of the file's bytes (P18) or of its time (P19). At stake, per
+    file: the slowest rank's time less the mean rank's (what balancing the ranks could save)."""
+    found = []
+    shared = np.flatnonzero((records["layer"] == POSIX) & (records["rank"] < 0))
+    time = records["read_s"] + records["write_s"] + records["meta_s"]
+    moved = records["bytes_read"] + records["bytes_written"]
+    for code, diff, whole in (("P18", records["slowest_bytes"] - records["fastest_bytes"], moved),
+                              ("P19", records["slowest_s"] - records["fastest_s"], time)):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            imbalanced = shared[(whole[shared] > 0) & (np.abs(diff[shared]) / whole[shared] > IMBALANCE_STRAGGLERS)]
+        if not len(imbalanced):
+            continue
+        ranks_on_file = np.zeros(len(job.files), np.int64)
+        ranks_on_file[records["file"][imbalanced[records["process"][imbalanced] < 0]]] = job.nprocs
+        found.append(imbalance_pattern(code, job, ops, records, imbalanced, ranks_on_file, imbalanced_files=len(imbalanced)))
+    return found
+
+
+def individual_imbalance(job, records, ops):
+    """P21/P22: a file several ranks accessed in records of their own, where the rank with fewest
+    bytes written (read) moved more than 30 % fewer than the one with most; a rank that opened
+    the file and moved nothing counts with 0 bytes, as its Darshan record does. At stake, per
+    file: the slowest rank's time on it less the mean rank's."""
+    found = []
+    own = np.flatnonzero((records["layer"] == POSIX) & ((records["rank"] >= 0) | (records["process"] >= 0)))
+    idle_files, idle_ranks = opened_without_data(job, records, own)
+    ranks_on_file = np.bincount(records["file"][own], minlength=len(job.files)) + idle_ranks
+    n = max(len(job.files), 1)
+    for code, column in (("P21", "bytes_written"), ("P22", "bytes_read")):
+        files = records["file"][own]
+        if not len(files):
+            continue
+        most = np.full(n, -1, np.int64)
+        fewest = np.full(n, np.iinfo(np.int64).max, np.int64)
+        np.maximum.at(most, files, records[column][own])
+        np.minimum.at(fewest, files, records[column][own])
+        fewest[idle_files] = 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            uneven = np.flatnonzero((most > 0) & ((most - fewest) / np.maximum(most, 1) > IMBALANCE_SIZE))
+        if not len(uneven):
+            continue
+        rows = own[np.isin(files, uneven)]
+        found.append(imbalance_pattern(code, job, ops, records, rows, ranks_on_file, imbalanced_files=len(uneven)))
+    return found
+
+
+def opened_without_data(job, records, own):
+    """Files of the records own that some process opened (POSIX) and moved no data in (a Darshan
+    record of 0 bytes: Job.meta_kinds' opens; a traced process's open with no read or write),
+    and per file of the job how many such processes there are."""
+    opened = job.meta_kinds
+    kind_open = (opened["kind"] == META_KINDS.index("open")) & (opened["layer"] == POSIX) & (opened["process"] >= 0)
+    pairs = set(zip(opened["process"][kind_open].tolist(), opened["file"][kind_open].tolist()))
+    o = job.ops
+    traced_open = (o["direction"] == META) & (op_column(o, "meta_kind") == META_KINDS.index("open")) & \
+        (o["layer"] == POSIX) & (o["result"] >= 0)
+    pairs |= set(zip(o["process"][traced_open].tolist(), o["file"][traced_open].tolist()))
+    files = set(records["file"][own].tolist())
+    moved = set(zip(o["process"][o["direction"] < META].tolist(), o["file"][o["direction"] < META].tolist()))
+    rank_of = {p: job.processes[p].rank for p in range(len(job.processes))}
+    counted = set(zip(records["rank"][own].tolist(), records["file"][own].tolist()))
+    idle = [f for p, f in pairs if f in files and (p, f) not in moved and (rank_of[p], f) not in counted]
+    return np.unique(np.array(idle, np.int64)), np.bincount(np.array(idle, np.int64), minlength=len(job.files))
+
+
+def imbalance_pattern(code, job, ops, records, rows, ranks_on_file, **counts):
+    """A rank-imbalance pattern over the evidence records rows (shared records, or the ranks' own
+    records of the imbalanced files): at stake per file, the slowest process's time on it less
+    the mean over the ranks on the file (those with ops, or ranks_on_file[file] if more: ranks
+    that opened it and moved nothing count with 0 s), from the ops where known, else from the
+    shared record's slowest rank and the record's time over nprocs."""
+    o = job.ops
+    files = np.unique(records["file"][rows])
+    with_ops = np.isin(files * len(LAYERS) + POSIX, ops.pairs_with_ops)
+    op_files = files[with_ops]
+    mask = (ops.data | (o["direction"] == META)) & (o["layer"] == POSIX) & np.isin(o["file"], op_files)
+    at_stake = np.zeros(len(o["file"]))
+    idx = np.flatnonzero(mask)
+    if len(idx):
+        key = o["file"][idx].astype(np.int64) * len(job.processes) + o["process"][idx]
+        keys, inverse = np.unique(key, return_inverse=True)
+        per_process = np.bincount(inverse, o["duration_s"][idx])
+        file_of_key = keys // len(job.processes)
+        slowest = np.zeros(len(job.files))
+        np.maximum.at(slowest, file_of_key, per_process)
+        ranks = np.maximum(np.bincount(file_of_key, minlength=len(job.files)), ranks_on_file)
+        mean = np.bincount(file_of_key, per_process, minlength=len(job.files)) / np.maximum(ranks, 1)
+        # the excess of the slowest process of each file, spread over that process's ops on it
+        slowest_key = per_process >= slowest[file_of_key]
+        excess = np.where(slowest_key, per_process - mean[file_of_key], 0.0)
+        share = np.where(per_process > 0, excess / np.maximum(per_process, 1e-300), 0.0)
+        at_stake[idx] = o["duration_s"][idx] * share[inverse]
+        mask[idx] = share[inverse] > 0
+    counted = np.isin(records["file"], files[~with_ops]) & np.isin(np.arange(len(records["file"])), rows)
+    nprocs = max(job.nprocs, 1)
+    time = records["read_s"] + records["write_s"] + records["meta_s"]
+    estimate = np.where(records["rank"] < 0, np.nan_to_num(records["slowest_s"]) - time / nprocs, 0.0)
+    return pattern(code, "high", job, ops, records, mask, at_stake[mask], counted, np.maximum(estimate, 0.0),
+                   "per file, the slowest rank's time on it less the mean rank's", **counts)
+
+
+def mpiio_usage(job, records, ops):
+    """M01: a job of several processes that moved data without MPI-IO. M02/M03: more than 1000
+    MPI-IO reads (writes), none collective (M04/M05 when some are). M06/M07: MPI-IO used, no
+    non-blocking reads (writes). At stake: the time of the independent (blocking) MPI-IO calls,
+    all that collective (overlapped) I/O could save."""
+    mpiio = records["layer"] == MPIIO
+    if not mpiio.any():
+        ranks = ranks_with_io(job, records)
+        return [fact("M01", "warn", processes_with_io=ranks)] if ranks > 1 else []
+    found = []
+    o = job.ops
+    for direction, c in ((READ, columns_of(READ)), (WRITE, columns_of(WRITE))):
+        collective = int(records[c["collective"]][mpiio].clip(0).sum())
+        independent = int(records[c["independent"]][mpiio].clip(0).sum())
+        calls = ops.of(MPIIO, direction)
+        flags = op_column(o, "flags")
+        if collective == 0 and independent + collective > COLLECTIVE_OPERATIONS_ABSOLUTE:
+            mask = calls & ((flags & (Flag.COLLECTIVE | Flag.NONBLOCKING)) == 0)
+            counted = mpiio & ops.counters_only(records) & (records[c["independent"]] > 0)
+            share = np.where(counted, records[c["independent"]] / np.maximum(records[c["ops"]], 1), 0.0)
+            found.append(pattern("M02" if direction == READ else "M03", "high", job, ops, records, mask,
+                                 o["duration_s"][mask], counted, records[c["seconds"]] * share,
+                                 "the independent MPI-IO calls' time", direction=DIRECTION_NAMES[direction],
+                                 independent_requests=independent, requests=independent + collective))
+        elif collective:
+            found.append(fact("M04" if direction == READ else "M05", "ok", direction=DIRECTION_NAMES[direction],
+                              collective_requests=collective, requests=independent + collective))
+        if int(records[c["nonblocking"]][mpiio].clip(0).sum()) == 0 and records[c["ops"]][mpiio].sum() > 0:
+            mask = calls & ((flags & Flag.NONBLOCKING) == 0)
+            counted = mpiio & ops.counters_only(records) & (records[c["ops"]] > 0)
+            blocking = pattern("M06" if direction == READ else "M07", "warn", job, ops, records, mask,
+                               o["duration_s"][mask], counted, records[c["seconds"]],
+                               "the blocking MPI-IO calls' time, at most the time the ranks spent outside I/O "
+                               "(overlap hides I/O behind computation, no more)", direction=DIRECTION_NAMES[direction])
+            if blocking["at_stake_s"] is not None:
+                blocking["at_stake_s"] = min(blocking["at_stake_s"], outside_io_s(job))
+            found.append(blocking)
+    return found
+
+
+def outside_io_s(job):
+    """The time the job's ranks spent outside POSIX and stdio reads and writes: nprocs x runtime
+    less their summed time (infinite where the runtime is not known)."""
+    if not np.isfinite(job.runtime_s):
+        return float("inf")
+    o, t = job.ops, job.totals
+    in_io = float(o["duration_s"][(o["direction"] < META) & (o["layer"] != MPIIO)].sum() +
+                  t["seconds"][(t["direction"] < META) & (t["layer"] != MPIIO)].sum())
+    return max(max(job.nprocs, 1) * job.runtime_s - in_io, 0.0)
+
+
+def ranks_with_io(job, records):
+    """How many processes moved data: every rank where a shared record did, else those with a
+    record of their own."""
+    moved = (records["bytes_read"] > 0) | (records["bytes_written"] > 0)
+    if (moved & (records["rank"] < 0) & (records["process"] < 0)).any():
+        return max(job.nprocs, 2)
+    own = records["process"][moved & (records["process"] >= 0)].tolist() + \
+        [("rank", r) for r in records["rank"][moved & (records["process"] < 0) & (records["rank"] >= 0)].tolist()]
+    return len(set(own))
