@@ -122,7 +122,8 @@ def counted_from_ops(job, covered=frozenset()):
         "reads": count(is_read), "writes": count(is_write),
         "consecutive_reads": count(is_read & consecutive), "consecutive_writes": count(is_write & consecutive),
         "sequential_reads": count(is_read & sequential), "sequential_writes": count(is_write & sequential),
-        "bytes_read": summed(result, is_read).astype(np.int64), "bytes_written": summed(result, is_write).astype(np.int64),
+        "bytes_read": summed(result, is_read).astype(np.int64),
+        "bytes_written": summed(result, is_write).astype(np.int64),
         "read_s": summed(duration, is_read), "write_s": summed(duration, is_write),
         "meta_s": np.zeros(n), "small_reads": count(is_read & small), "small_writes": count(is_write & small),
         "max_byte_read": highest(last_byte, is_read), "max_byte_written": highest(last_byte, is_write),
@@ -371,7 +372,8 @@ def small_requests(job, records, ops, shared_only=False):
         share = np.where(counted, records[c["small"]] / np.maximum(records[c["ops"]], 1), 0.0)
         found.append(pattern(codes[direction], "high", job, ops, records, small_ops, at_stake, counted,
                              records[c["seconds"]] * share, how + "; counters: the records' time pro rata of their "
-                             "small requests", direction=DIRECTION_NAMES[direction], small_requests=small, requests=total,
+                             "small requests", direction=DIRECTION_NAMES[direction], small_requests=small,
+                             requests=total,
                              share=small / total, threshold_bytes=SMALL_BYTES))
     return found
 
@@ -506,7 +508,8 @@ def random_access(job, records, ops):
         found.append(pattern(codes[0], "high", job, ops, records, mask, ops.lost_s[mask], counted,
                              records[c["seconds"]] * share * ops.lost_share_of(records), "the time lost in the random "
                              "requests; counters: the records' time lost pro rata of their random requests",
-                             direction=DIRECTION_NAMES[direction], random_requests=random, requests=total, share=random / total))
+                             direction=DIRECTION_NAMES[direction], random_requests=random, requests=total,
+                             share=random / total))
     return found
 
 
@@ -542,7 +545,8 @@ def shared_imbalance(job, records, ops):
             continue
         ranks_on_file = np.zeros(len(job.files), np.int64)
         ranks_on_file[records["file"][imbalanced[records["process"][imbalanced] < 0]]] = job.nprocs
-        found.append(imbalance_pattern(code, job, ops, records, imbalanced, ranks_on_file, imbalanced_files=len(imbalanced)))
+        found.append(imbalance_pattern(code, job, ops, records, imbalanced, ranks_on_file,
+                                       imbalanced_files=len(imbalanced)))
     return found
 
 

@@ -3,9 +3,9 @@ HTML report, assessment.json and the tests all read. docs/assessment.md lists ev
 
 The ops' classes and time lost come from classify.py, the sections from sections.py,
 processes.py, io_model.py, metadata.py and access_patterns.py, the findings from findings.py.
-Only the POSIX and STDIO layers count as I/O time (MPI-IO time contains the POSIX time under it: the layers are shown side by
-side, never added); the POSIX reads and writes made inside collective MPI-IO calls are the
-aggregators' work.
+Only the POSIX and STDIO layers count as I/O time (MPI-IO time contains the POSIX time under
+it: the layers are shown side by side, never added); the POSIX reads and writes made inside
+collective MPI-IO calls are the aggregators' work.
 """
 import collections
 import datetime
