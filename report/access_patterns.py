@@ -39,8 +39,9 @@ def access_patterns(job, per_op, per_total):
     """The patterns that hold for the job, each a dict: code (Drishti's), level, evidence
     ("counters", "ops" or both), the counts behind it, the files and ranks named, ops_s (the time
     of the ops it is about), lost_s (the time lost in them), at_stake_s and at_stake_how."""
-    records = evidence_records(job)
     ops = PatternOps(job, per_op, per_total)
+    records = evidence_records(job, ops.streams)
+    ops.streams = None    # the sorted requests: only the evidence records need them
     found = []
     for check in (operation_intensive, small_requests, misaligned, redundant_traffic, random_access,
                   shared_small_requests, shared_imbalance, individual_imbalance, mpiio_usage):
@@ -50,92 +51,76 @@ def access_patterns(job, per_op, per_total):
 
 # --- the evidence: Darshan's counters, per record ---------------------------------------------
 
-def evidence_records(job):
+def evidence_records(job, streams):
     """Job.darshan_records, and for each (file, layer) no Darshan record counts, the records
     Darshan's runtime would have written for the ops (counted_from_ops); column "process": the
-    process of an op-counted record (-1 for Darshan's and for shared ones)."""
+    process of an op-counted record (-1 for Darshan's and for shared ones). streams:
+    PatternOps.streams."""
     darshan = dict(job.darshan_records, process=np.full(len(job.darshan_records["rank"]), -1, np.int64))
     covered = set(zip(darshan["file"].tolist(), darshan["layer"].tolist()))
-    counted = counted_from_ops(job, covered)
+    counted = counted_from_ops(job, streams, covered)
     columns = {**DARSHAN_RECORD_COLUMNS, "process": np.int64}
     return concatenate_columns(columns, [darshan, counted])
 
 
-def counted_from_ops(job, covered=frozenset()):
+def counted_from_ops(job, streams, covered=frozenset()):
     """Darshan's per-record counters computed from Job.ops of reads and writes that succeeded
     (a failed call counts nowhere, as in Darshan), one record per (process, file, layer) not in
     covered; a file two or more processes accessed in a layer becomes one shared record (rank -1)
-    with its fastest and slowest process, as Darshan reduces a file every rank opened. Consecutive:
-    at the offset where the process's previous request on the file ended; sequential: past where
-    it ended, the first request (at 0) being neither (darshan-posix.c). STDIO and MPI-IO have no
-    such counts, nor alignment counts (-1)."""
+    with its fastest and slowest process, as Darshan reduces a file every rank opened. streams:
+    request_streams of those ops (PatternOps.streams). STDIO and MPI-IO have no consecutive,
+    sequential or alignment counts (-1)."""
     ops = job.ops
     n_files = max(len(job.files), 1)
-    moved = ((ops["direction"] == READ) | (ops["direction"] == WRITE)) & (ops["result"] >= 0)
+    rows, stream, sequential, consecutive = streams
     if covered:
-        pairs = ops["file"].astype(np.int64) * len(LAYERS) + ops["layer"]
         covered_pairs = np.array([f * len(LAYERS) + layer for f, layer in covered], np.int64)
-        moved &= ~np.isin(pairs, covered_pairs)
-    rows = np.flatnonzero(moved)
+        keep = ~np.isin((stream >> 1) % (n_files * len(LAYERS)), covered_pairs)
+        rows, stream, sequential, consecutive = rows[keep], stream[keep], sequential[keep], consecutive[keep]
+    columns = {**DARSHAN_RECORD_COLUMNS, "process": np.int64}
     if not len(rows):
-        return {name: np.zeros(0, dtype) for name, dtype in {**DARSHAN_RECORD_COLUMNS, "process": np.int64}.items()}
-    process = ops["process"][rows].astype(np.int64)
-    file = ops["file"][rows].astype(np.int64)
-    layer = ops["layer"][rows].astype(np.int64)
-    direction = ops["direction"][rows].astype(np.int64)
-    # Rows are by process, then start: a stable sort by record and direction keeps the order of time.
-    stream = ((process * n_files + file) * len(LAYERS) + layer) * 2 + (direction == WRITE)
-    order = np.argsort(stream, kind="stable")
-    rows, stream = rows[order], stream[order]
-    first = np.ones(len(rows), bool)
-    first[1:] = stream[1:] != stream[:-1]
-    offset = ops["offset"][rows]
-    result = ops["result"][rows]
-    last_byte = offset + result - 1
-    previous = np.where(first, 0, np.roll(last_byte, 1))
-    sequential = (offset > previous) & (offset >= 0)
-    consecutive = (offset == previous + 1) & (offset >= 0)
-    record = stream >> 1
-    keys, index = np.unique(record, return_inverse=True)
+        return {name: np.zeros(0, dtype) for name, dtype in columns.items()}
+    starts = np.flatnonzero(np.r_[True, stream[1:] != stream[:-1]])   # one stream: a record's reads, or writes
+    record, is_write = stream[starts] >> 1, (stream[starts] & 1).astype(bool)
+    keys, of_record = np.unique(record, return_inverse=True)
     n = len(keys)
-    is_write = (stream & 1).astype(bool)
-    is_read = ~is_write
-    duration = ops["duration_s"][rows]
-    alignment = file_alignments(job)[ops["file"][rows]]
+
+    def by_direction(per_stream, read_name, write_name, dtype=np.int64):
+        for name, streams_of in ((read_name, ~is_write), (write_name, is_write)):
+            table[name] = np.bincount(of_record[streams_of], per_stream[streams_of], minlength=n).astype(dtype)
+
+    def highest(values):
+        per_stream = np.maximum.reduceat(values, starts)
+        for name, streams_of in (("max_byte_read", ~is_write), ("max_byte_written", is_write)):
+            table[name] = np.full(n, -1, np.int64)
+            np.maximum.at(table[name], of_record[streams_of], per_stream[streams_of])
+
+    table = {"process": keys // (n_files * len(LAYERS)), "file": (keys // len(LAYERS)) % n_files,
+             "layer": (keys % len(LAYERS)).astype(np.uint8)}
+    by_direction(np.diff(np.r_[starts, len(rows)]), "reads", "writes")
+    by_direction(np.add.reduceat(consecutive, starts, dtype=np.int64), "consecutive_reads", "consecutive_writes")
+    by_direction(np.add.reduceat(sequential, starts, dtype=np.int64), "sequential_reads", "sequential_writes")
+    del sequential, consecutive
+    result = ops["result"][rows]
+    by_direction(np.add.reduceat(result, starts), "bytes_read", "bytes_written")
+    by_direction(np.add.reduceat(result <= SMALL_BYTES, starts, dtype=np.int64), "small_reads", "small_writes")
+    offset = ops["offset"][rows]
+    result += offset - 1        # the last byte of each request, in place
+    highest(result)
+    del result
+    by_direction(np.add.reduceat(ops["duration_s"][rows], starts), "read_s", "write_s", np.float64)
+    misaligned = np.add.reduceat((offset >= 0) & (offset % offset_alignment(job, rows) != 0), starts, dtype=np.int64)
+    del offset
+    table["file_not_aligned"] = np.bincount(of_record, misaligned, minlength=n).astype(np.int64)
     buffer = ops["buffer"][rows]
-
-    def count(mask):
-        return np.bincount(index, weights=mask, minlength=n).astype(np.int64)
-
-    def summed(values, mask):
-        return np.bincount(index, weights=np.where(mask, values, 0), minlength=n)
-
-    def highest(values, mask):
-        out = np.full(n, -1, np.int64)
-        np.maximum.at(out, index[mask], values[mask])
-        return out
-
-    small = result <= SMALL_BYTES
-    table = {
-        "process": keys // (n_files * len(LAYERS)), "file": (keys // len(LAYERS)) % n_files,
-        "layer": (keys % len(LAYERS)).astype(np.uint8),
-        "reads": count(is_read), "writes": count(is_write),
-        "consecutive_reads": count(is_read & consecutive), "consecutive_writes": count(is_write & consecutive),
-        "sequential_reads": count(is_read & sequential), "sequential_writes": count(is_write & sequential),
-        "bytes_read": summed(result, is_read).astype(np.int64),
-        "bytes_written": summed(result, is_write).astype(np.int64),
-        "read_s": summed(duration, is_read), "write_s": summed(duration, is_write),
-        "meta_s": np.zeros(n), "small_reads": count(is_read & small), "small_writes": count(is_write & small),
-        "max_byte_read": highest(last_byte, is_read), "max_byte_written": highest(last_byte, is_write),
-        "mem_not_aligned": count((buffer != 0) & (buffer % MEMORY_ALIGNMENT != 0)),
-        "file_not_aligned": count((offset >= 0) & (offset % alignment != 0)),
-        "file_alignment": np.zeros(n, np.int64),
-        "collective_reads": count(is_read & flagged(ops, rows, Flag.COLLECTIVE)),
-        "collective_writes": count(is_write & flagged(ops, rows, Flag.COLLECTIVE)),
-        "nonblocking_reads": count(is_read & flagged(ops, rows, Flag.NONBLOCKING)),
-        "nonblocking_writes": count(is_write & flagged(ops, rows, Flag.NONBLOCKING)),
-    }
-    table["file_alignment"][index] = alignment
+    unaligned = np.add.reduceat((buffer != 0) & (buffer % MEMORY_ALIGNMENT != 0), starts, dtype=np.int64)
+    del buffer
+    table["mem_not_aligned"] = np.bincount(of_record, unaligned, minlength=n).astype(np.int64)
+    flags = op_column(ops, "flags")[rows]
+    for flag, kind in ((Flag.COLLECTIVE, "collective"), (Flag.NONBLOCKING, "nonblocking")):
+        by_direction(np.add.reduceat((flags & flag) != 0, starts, dtype=np.int64), f"{kind}_reads", f"{kind}_writes")
+    del flags
+    table["file_alignment"] = file_alignments(job)[table["file"]]
     table["independent_reads"] = table["reads"] - table["collective_reads"] - table["nonblocking_reads"]
     table["independent_writes"] = table["writes"] - table["collective_writes"] - table["nonblocking_writes"]
     table["meta_s"] = metadata_seconds(job, table["process"], table["file"], table["layer"])
@@ -149,6 +134,56 @@ def counted_from_ops(job, covered=frozenset()):
     table["rank"] = np.array([job.processes[p].rank for p in table["process"].tolist()], np.int64)
     table["syncs"] = np.full(n, -1, np.int64)
     return reduced_shared(job, table)
+
+
+def offset_alignment(job, rows):
+    """The alignment each row's offset is checked against (file_alignments): one number when
+    every file has the same."""
+    alignments = file_alignments(job)
+    if np.all(alignments == alignments[0]):
+        return alignments[0]
+    return alignments[job.ops["file"][rows]]
+
+
+def request_streams(job, rows):
+    """rows (of Job.ops: reads and writes) in Darshan's order: by process, file, layer and
+    direction (a stream), each stream in the order of time; with each row's stream key, and
+    whether Darshan counts it sequential (starting past where the previous request of the
+    stream ended since its process last opened the file; the first past offset 0) and
+    consecutive (starting right where it ended), as darshan-posix.c does."""
+    ops = job.ops
+    if not len(rows):
+        return rows, np.zeros(0, np.int64), np.zeros(0, bool), np.zeros(0, bool)
+    n_files = max(len(job.files), 1)
+    stream = ((ops["process"][rows].astype(np.int64) * n_files + ops["file"][rows]) * len(LAYERS) +
+              ops["layer"][rows]) * 2 + (ops["direction"][rows] == WRITE)
+    if len(stream) > 1 and not np.all(stream[1:] >= stream[:-1]):
+        order = np.argsort(stream, kind="stable")   # rows are by process, then start: stable keeps time
+        rows, stream = rows[order], stream[order]
+        del order
+    opened = opens_before(job)[rows]
+    first = np.r_[True, (stream[1:] != stream[:-1]) | (opened[1:] != opened[:-1])]
+    del opened
+    offset = ops["offset"][rows]
+    previous = np.roll(offset + ops["result"][rows] - 1, 1)   # the previous request's last byte
+    previous[first] = 0
+    return rows, stream, (offset > previous) & (offset >= 0), (offset == previous + 1) & (offset >= 0)
+
+
+def opens_before(job):
+    """Per op of Job.ops, how many opens of its file its process made up to it (a number that
+    grows over each process's ops of the file: a request after another open is a first one)."""
+    ops = job.ops
+    n_files = max(len(job.files), 1)
+    opened = (ops["direction"] == META) & (op_column(ops, "meta_kind") == META_KINDS.index("open")) & \
+        (ops["result"] >= 0)
+    if not opened.any():
+        return np.zeros(len(ops["file"]), np.int64)
+    key = ops["process"].astype(np.int64) * n_files + ops["file"]
+    order = np.argsort(key, kind="stable")    # each process's ops of a file in the order of time
+    out = np.empty(len(key), np.int64)
+    out[order] = np.cumsum(opened[order])
+    return out
 
 
 def flagged(ops, rows, flag):
@@ -225,9 +260,9 @@ def reduced_shared(job, table):
 # --- the ops behind a pattern, and its seconds at stake ---------------------------------------
 
 class PatternOps:
-    """The job's ops as the patterns use them: reads and writes that succeeded (`data`), their
-    time and time lost, and which (file, layer) pairs have ops at all (the rest are known only
-    from counters)."""
+    """The job's ops as the patterns use them: reads and writes that succeeded (`data`), in
+    Darshan's order (`streams`) and which of them Darshan counts sequential, their time lost,
+    and which (file, layer) pairs have ops at all (the rest are known only from counters)."""
 
     def __init__(self, job, per_op, per_total):
         ops = job.ops
@@ -235,7 +270,11 @@ class PatternOps:
         self.lost_share = lost_share_of_counted(job, per_total)
         self.data = ((ops["direction"] == READ) | (ops["direction"] == WRITE)) & (ops["result"] >= 0)
         self.lost_s = per_op["lost_s"]
-        pairs = ops["file"][self.data].astype(np.int64) * len(LAYERS) + ops["layer"][self.data]
+        # (rows, stream keys, sequential, consecutive) in Darshan's order: request_streams
+        self.streams = request_streams(job, np.flatnonzero(self.data))
+        self.sequential = np.zeros(len(ops["file"]), bool)
+        self.sequential[self.streams[0]] = self.streams[2]
+        pairs = np.unique(self.streams[1] >> 1) % (max(len(job.files), 1) * len(LAYERS))
         self.pairs_with_ops = np.unique(pairs)
 
     def lost_share_of(self, records):
@@ -276,14 +315,15 @@ def pattern(code, level, job, ops, records, op_rows, op_at_stake, record_rows, r
     op_at_stake = np.asarray(op_at_stake, np.float64)
     record_at_stake = np.nan_to_num(np.broadcast_to(np.asarray(record_at_stake, np.float64), len(record_rows))[rec_idx])
     n_files = len(job.files)
-    file_s = np.bincount(o["file"][op_idx], op_at_stake, minlength=n_files).astype(np.float64)
-    file_ops = np.bincount(o["file"][op_idx], minlength=n_files).astype(np.int64)
+    op_file, op_process = o["file"][op_idx], o["process"][op_idx]
+    file_s = np.bincount(op_file, op_at_stake, minlength=n_files).astype(np.float64)
+    file_ops = np.bincount(op_file, minlength=n_files).astype(np.int64)
     file_s += np.bincount(records["file"][rec_idx], record_at_stake, minlength=n_files)
     evidence = ("ops" if len(op_idx) else "") + ("counters" if len(rec_idx) else "")
     files = np.flatnonzero((file_ops > 0) | (np.bincount(records["file"][rec_idx], minlength=n_files) > 0))
     files = files[np.argsort(-file_s[files], kind="stable")][:FILES_NAMED]
-    process_s = np.bincount(o["process"][op_idx], op_at_stake, minlength=len(job.processes)).astype(np.float64)
-    processes = np.flatnonzero(np.bincount(o["process"][op_idx], minlength=len(job.processes)))
+    process_s = np.bincount(op_process, op_at_stake, minlength=len(job.processes)).astype(np.float64)
+    processes = np.flatnonzero(np.bincount(op_process, minlength=len(job.processes)))
     processes = processes[np.argsort(-process_s[processes], kind="stable")][:FILES_NAMED]
     ranks = [{"rank": job.processes[p].rank, "pid": job.processes[p].pid or None, "seconds": float(process_s[p])}
              for p in processes.tolist()]
@@ -305,6 +345,12 @@ def fact(code, level, **counts):
     """A pattern about the job's mix, not about time: no files, ranks or seconds."""
     return {"code": code, "level": level, "evidence": "counters", **counts, "files": [], "ranks": [],
             "ops_s": None, "lost_s": None, "at_stake_s": None, "at_stake_how": None}
+
+
+def shared(records):
+    """The evidence records of a file shared by the ranks (Darshan's rank -1, or reduced from the
+    ops of several processes), not a process's own."""
+    return (records["rank"] < 0) & (records["process"] < 0)
 
 
 def posix_total(records, name, rows=None):
@@ -346,8 +392,8 @@ def small_requests(job, records, ops, shared_only=False):
     whole of their time where the job made no larger ones."""
     found = []
     posix = records["layer"] == POSIX
-    in_scope = posix & (records["rank"] < 0) if shared_only else posix
-    shared_files = np.unique(records["file"][posix & (records["rank"] < 0)])
+    in_scope = posix & shared(records) if shared_only else posix
+    shared_files = np.unique(records["file"][posix & shared(records)])
     codes = {READ: "P15", WRITE: "P16"} if shared_only else {READ: "P05", WRITE: "P06"}
     o = job.ops
     for direction, c in ((READ, columns_of(READ)), (WRITE, columns_of(WRITE))):
@@ -369,7 +415,7 @@ def small_requests(job, records, ops, shared_only=False):
             at_stake = seconds
             how = "the small requests' time (the job made no larger requests to compare with)"
         counted = in_scope & ops.counters_only(records) & (records[c["ops"]] > 0)
-        share = np.where(counted, records[c["small"]] / np.maximum(records[c["ops"]], 1), 0.0)
+        share = np.where(counted, np.clip(records[c["small"]] / np.maximum(records[c["ops"]], 1), 0.0, 1.0), 0.0)
         found.append(pattern(codes[direction], "high", job, ops, records, small_ops, at_stake, counted,
                              records[c["seconds"]] * share, how + "; counters: the records' time pro rata of their "
                              "small requests", direction=DIRECTION_NAMES[direction], small_requests=small,
@@ -406,7 +452,8 @@ def misaligned(job, records, ops):
             continue
         counted = (records["layer"] == POSIX) & ops.counters_only(records) & (records[column] > 0)
         requests = np.maximum(records["reads"] + records["writes"], 1)
-        estimate = (records["read_s"] + records["write_s"]) * records[column] / requests * ops.lost_share_of(records)
+        estimate = (records["read_s"] + records["write_s"]) * np.clip(records[column] / requests, 0.0, 1.0) * \
+            ops.lost_share_of(records)
         mask = op_masks[code]
         known = records["file_alignment"][(records["layer"] == POSIX) & (records["file_alignment"] > 0)]
         alignment = MEMORY_ALIGNMENT if code == "P07" else int(known.min()) if len(known) else DEFAULT_FILE_ALIGNMENT
@@ -426,62 +473,75 @@ def redundant_traffic(job, records, ops):
     found = []
     o = job.ops
     for direction, c in ((READ, columns_of(READ)), (WRITE, columns_of(WRITE))):
-        moved = ops.of(POSIX, direction) & (o["offset"] >= 0) & (o["result"] > 0)
-        again_share = repeated_share(o, moved, len(job.files))
-        op_at_stake = o["duration_s"][moved] * again_share[o["file"][moved]]
-        again_ops = moved.copy()
-        again_ops[moved] = again_share[o["file"][moved]] > 0
+        moved = np.flatnonzero(ops.of(POSIX, direction) & (o["offset"] >= 0) & (o["result"] > 0))
+        again_share = repeated_share(o, moved, len(job.files))[o["file"][moved]]
+        again = again_share > 0
         counted = (records["layer"] == POSIX) & ops.counters_only(records) & (records[c["bytes"]] > 0)
-        beyond = np.maximum(records[c["bytes"]] - (records[c["max_byte"]] + 1), 0)
+        # float: a damaged log's highest offset may be near 2^63, where + 1 would wrap
+        beyond = np.maximum(records[c["bytes"]].astype(np.float64) - (records[c["max_byte"]] + 1.0), 0.0)
         record_share = np.where(counted, beyond / np.maximum(records[c["bytes"]], 1), 0.0)
         counted &= beyond > 0
-        again_bytes = float((again_share[o["file"][moved]] * o["result"][moved]).sum() + beyond[counted].sum())
+        again_bytes = float((again_share * o["result"][moved]).sum() + beyond[counted].sum())
         total_bytes = posix_total(records, c["bytes"])
         if not total_bytes or again_bytes / total_bytes <= REDUNDANT_SHARE:
             continue
+        again_ops = np.zeros(len(o["file"]), bool)
+        again_ops[moved[again]] = True
         found.append(pattern("P09" if direction == READ else "P10", "warn", job, ops, records, again_ops,
-                             op_at_stake[again_share[o["file"][moved]] > 0], counted,
+                             o["duration_s"][moved[again]] * again_share[again], counted,
                              records[c["seconds"]] * record_share,
                              "each file's time in these requests times its share of bytes moved again; counters: "
                              "bytes beyond the highest offset", direction=DIRECTION_NAMES[direction],
-                             again_bytes=again_bytes, bytes=total_bytes,
-                             share=again_bytes / total_bytes))
+                             again_bytes=again_bytes, bytes=total_bytes, share=again_bytes / total_bytes))
     return found
 
 
 def repeated_share(o, rows, n_files):
-    """Per file, the share of the bytes of the given ops that cover bytes other ops (or the same
-    op) covered too: 1 - union / sum of the requested ranges."""
-    idx = np.flatnonzero(rows)
+    """Per file, the share of the bytes of the ops rows (indices into Job.ops) that cover bytes
+    other ops (or the same op) covered too: 1 - union / sum of the requested ranges."""
     share = np.zeros(max(n_files, 1))
-    if not len(idx):
+    if not len(rows):
         return share
-    file, start = o["file"][idx].astype(np.int64), o["offset"][idx]
-    end = start + o["result"][idx]
-    order = np.lexsort((start, file))
-    file, start, end = file[order], start[order], end[order]
-    first = np.r_[True, file[1:] != file[:-1]]
-    # the furthest end of the earlier ranges of the same file (running maximum reset at each file)
-    group_start = np.maximum.accumulate(np.where(first, np.arange(len(file)), 0))
-    reach = running_max_by_group(end, group_start)
-    covered_before = np.where(first, start, np.r_[start[:1], reach[:-1]])
-    new_bytes = np.maximum(end - np.maximum(start, covered_before), 0)
+    # offsets and sizes past 2^61 (2 EiB) are damage: clipped, so that their sums cannot wrap
+    start = np.clip(o["offset"][rows], 0, 1 << 61)
+    end = start + np.clip(o["result"][rows], 0, 1 << 61)
+    file = o["file"][rows]
     total = np.bincount(file, end - start, minlength=n_files)
-    union = np.bincount(file, new_bytes, minlength=n_files)
+    highest = int(start.max()) + 1
+    if n_files * highest < 1 << 62:
+        order = np.argsort(file.astype(np.int64) * highest + start)
+    else:
+        order = np.lexsort((start, file))
+    file, start, end = file[order], start[order], end[order]
+    del order
+    first = np.r_[True, file[1:] != file[:-1]]
+    # the furthest end of the earlier ranges of the same file (a running maximum restarting at each file)
+    reach = running_max_by_group(end, np.flatnonzero(first))
+    reach = np.r_[start[:1], reach[:-1]]
+    reach[first] = start[first]
+    union = np.bincount(file, np.maximum(end - np.maximum(start, reach), 0), minlength=n_files)
     with np.errstate(invalid="ignore", divide="ignore"):
         share[:n_files] = np.where(total > 0, 1.0 - union / np.maximum(total, 1), 0.0)
     return np.clip(share, 0.0, 1.0)
 
 
-def running_max_by_group(values, group_start):
-    """The running maximum of values, restarting at each group (group_start: each row's group's
-    first row), in one pass: offset each group above the previous one's values."""
-    lift = np.zeros(len(values), np.float64)
-    firsts = np.unique(group_start)
-    span = float(values.max() - values.min() + 1) if len(values) else 1.0
-    lift[firsts] = span
-    lift = np.cumsum(lift)
-    return (np.maximum.accumulate(values + lift) - lift).astype(values.dtype)
+def running_max_by_group(values, firsts):
+    """The running maximum of int64 values, restarting at each group (firsts: the first row of
+    each group, ascending): each group lifted above the previous one's values, in one pass while
+    the lifts fit in int64 (exact), else group by group."""
+    span = int(values.max()) - int(values.min()) + 1 if len(values) else 1
+    if span * len(firsts) < 1 << 62:
+        lift = np.zeros(len(values), np.int64)
+        lift[firsts] = span
+        np.cumsum(lift, out=lift)
+        out = values + lift
+        np.maximum.accumulate(out, out=out)
+        out -= lift
+        return out
+    out = np.empty_like(values)
+    for begin, stop in zip(firsts.tolist(), np.r_[firsts[1:], len(values)].tolist()):
+        out[begin:stop] = np.maximum.accumulate(values[begin:stop])
+    return out
 
 
 def random_access(job, records, ops):
@@ -491,7 +551,6 @@ def random_access(job, records, ops):
     Drishti 0.8 subtracts both). At stake: the time lost in the random requests (compared with
     cached I/O: random requests cost when they reach storage)."""
     found = []
-    o = job.ops
     for direction, c in ((READ, columns_of(READ)), (WRITE, columns_of(WRITE))):
         total, sequential = posix_total(records, c["ops"]), posix_total(records, c["sequential"])
         if not total:
@@ -502,9 +561,10 @@ def random_access(job, records, ops):
             found.append(fact(codes[1], "ok", direction=DIRECTION_NAMES[direction], sequential_requests=sequential,
                               requests=total, share=sequential / total))
             continue
-        mask = ops.of(POSIX, direction) & ~sequential_ops(o, ops.of(POSIX, direction))
+        mask = ops.of(POSIX, direction) & ~ops.sequential
         counted = (records["layer"] == POSIX) & ops.counters_only(records) & (records[c["ops"]] > 0)
-        share = np.where(counted, 1 - records[c["sequential"]] / np.maximum(records[c["ops"]], 1), 0.0)
+        share = np.where(counted, np.clip(1 - records[c["sequential"]] / np.maximum(records[c["ops"]], 1), 0.0, 1.0),
+                         0.0)
         found.append(pattern(codes[0], "high", job, ops, records, mask, ops.lost_s[mask], counted,
                              records[c["seconds"]] * share * ops.lost_share_of(records), "the time lost in the random "
                              "requests; counters: the records' time lost pro rata of their random requests",
@@ -513,34 +573,19 @@ def random_access(job, records, ops):
     return found
 
 
-def sequential_ops(o, rows):
-    """Of Job.ops, those of rows that start past the end of the previous one of the same process
-    and file (Darshan's sequential requests)."""
-    idx = np.flatnonzero(rows)
-    out = np.zeros(len(o["file"]), bool)
-    if not len(idx):
-        return out
-    key = o["process"][idx].astype(np.int64) * (int(o["file"].max()) + 1) + o["file"][idx]
-    order = np.argsort(key, kind="stable")
-    idx, key = idx[order], key[order]
-    last_byte = o["offset"][idx] + o["result"][idx] - 1
-    previous = np.where(np.r_[True, key[1:] != key[:-1]], 0, np.r_[0, last_byte[:-1]])
-    out[idx] = (o["offset"][idx] > previous)
-    return out
-
-
 def shared_imbalance(job, records, ops):
     """P18/P19: on a shared file (a record of every rank, rank -1), the slowest and the fastest
     rank differ by more than 15 % of the file's bytes (P18) or of its time (P19). At stake, per
     file: the slowest rank's time less the mean rank's (what balancing the ranks could save)."""
     found = []
-    shared = np.flatnonzero((records["layer"] == POSIX) & (records["rank"] < 0))
+    shared_rows = np.flatnonzero((records["layer"] == POSIX) & shared(records))
     time = records["read_s"] + records["write_s"] + records["meta_s"]
     moved = records["bytes_read"] + records["bytes_written"]
     for code, diff, whole in (("P18", records["slowest_bytes"] - records["fastest_bytes"], moved),
                               ("P19", records["slowest_s"] - records["fastest_s"], time)):
         with np.errstate(invalid="ignore", divide="ignore"):
-            imbalanced = shared[(whole[shared] > 0) & (np.abs(diff[shared]) / whole[shared] > IMBALANCE_STRAGGLERS)]
+            share = np.abs(diff[shared_rows]) / whole[shared_rows]
+            imbalanced = shared_rows[(whole[shared_rows] > 0) & (share > IMBALANCE_STRAGGLERS)]
         if not len(imbalanced):
             continue
         ranks_on_file = np.zeros(len(job.files), np.int64)
@@ -556,7 +601,7 @@ def individual_imbalance(job, records, ops):
     the file and moved nothing counts with 0 bytes, as its Darshan record does. At stake, per
     file: the slowest rank's time on it less the mean rank's."""
     found = []
-    own = np.flatnonzero((records["layer"] == POSIX) & ((records["rank"] >= 0) | (records["process"] >= 0)))
+    own = np.flatnonzero((records["layer"] == POSIX) & ~shared(records))
     idle_files, idle_ranks = opened_without_data(job, records, own)
     ranks_on_file = np.bincount(records["file"][own], minlength=len(job.files)) + idle_ranks
     n = max(len(job.files), 1)
@@ -628,7 +673,7 @@ def imbalance_pattern(code, job, ops, records, rows, ranks_on_file, **counts):
     counted = np.isin(records["file"], files[~with_ops]) & np.isin(np.arange(len(records["file"])), rows)
     nprocs = max(job.nprocs, 1)
     time = records["read_s"] + records["write_s"] + records["meta_s"]
-    estimate = np.where(records["rank"] < 0, np.nan_to_num(records["slowest_s"]) - time / nprocs, 0.0)
+    estimate = np.where(shared(records), np.nan_to_num(records["slowest_s"]) - time / nprocs, 0.0)
     return pattern(code, "high", job, ops, records, mask, at_stake[mask], counted, np.maximum(estimate, 0.0),
                    "per file, the slowest rank's time on it less the mean rank's", **counts)
 
@@ -688,7 +733,7 @@ def ranks_with_io(job, records):
     """How many processes moved data: every rank where a shared record did, else those with a
     record of their own."""
     moved = (records["bytes_read"] > 0) | (records["bytes_written"] > 0)
-    if (moved & (records["rank"] < 0) & (records["process"] < 0)).any():
+    if (moved & shared(records)).any():
         return max(job.nprocs, 2)
     own = records["process"][moved & (records["process"] >= 0)].tolist() + \
         [("rank", r) for r in records["rank"][moved & (records["process"] < 0) & (records["rank"] >= 0)].tolist()]
