@@ -596,3 +596,64 @@ def test_mmap_logs_of_a_killed_mpi_jobs_ranks_are_one_job(tmp_path, darshan_runt
     written = [(key, traced.get(key, (0, 0))[0], ops) for key, (ops, _) in counted.items()
                if key[1:] == ("mpiio", "write")]
     assert written and all(0 <= darshan_ops - trace_ops <= RANKS for _, trace_ops, darshan_ops in written), written
+
+
+# ---- the access patterns' evidence: counted from a trace as Darshan counts ----
+
+# Darshan's POSIX counters that report/access_patterns.py computes from the ops, and its names.
+PATTERN_COUNTERS = {"POSIX_READS": "reads", "POSIX_WRITES": "writes", "POSIX_CONSEC_READS": "consecutive_reads",
+                    "POSIX_CONSEC_WRITES": "consecutive_writes", "POSIX_SEQ_READS": "sequential_reads",
+                    "POSIX_SEQ_WRITES": "sequential_writes", "POSIX_BYTES_READ": "bytes_read",
+                    "POSIX_BYTES_WRITTEN": "bytes_written", "POSIX_MAX_BYTE_READ": "max_byte_read",
+                    "POSIX_MAX_BYTE_WRITTEN": "max_byte_written", "POSIX_MEM_NOT_ALIGNED": "mem_not_aligned",
+                    "POSIX_FILE_NOT_ALIGNED": "file_not_aligned"}
+SMALL_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M")
+
+
+def workload_case(work, *options):
+    random_file(work / "data", 4 << 20, 3)
+    return [ioassess.site.training.workload_program_path(), "--file", work / "data", "--mem-buffer", "1m",
+            "--seed", "5", *map(str, options)]
+
+
+PATTERN_CASES = {
+    "random_unaligned_reads": lambda work: workload_case(work, "--op", "read", "--size", 3000, "--file-layout", "rnd",
+                                                         "--mem-layout", "rnd", "--repeats", 400),
+    "sequential_writes": lambda work: workload_case(work, "--op", "write", "--size", 1500, "--repeats", 400),
+    "python_rewrite_reread": lambda work: python_case(work)[0],
+}
+
+
+@pytest.mark.parametrize("name", PATTERN_CASES)
+def test_access_pattern_counts_of_a_trace_are_darshans(name, tmp_path, darshan_runtime):
+    """The counters the access-pattern findings use, computed from the recorder's trace
+    (access_patterns.counted_from_ops), equal Darshan's own POSIX counters of the same run:
+    reads, writes, consecutive and sequential ones (restarting at each open), bytes, highest
+    offsets, requests of at most 1 MiB, buffers and offsets not aligned."""
+    from ioassess.report.access_patterns import counted_from_ops, request_streams
+    work = tmp_path / "work"
+    work.mkdir()
+    cmd = PATTERN_CASES[name](work)
+    logs, traces = tmp_path / "logs", tmp_path / "traces"
+    stacked = run_beside_darshan(cmd, work, logs, orders(darshan_runtime.lib)["as_ioassess_run_orders"], False,
+                                 trace_dir=traces)
+    assert stacked.returncode == 0, stacked.stderr
+    counted = {key: value for key, value in darshan_records(logs).items()
+               if key[0] == "POSIX" and key[1].startswith(str(work))}
+    assert counted
+    job = load_job([str(traces)])
+    moved = np.flatnonzero((job.ops["direction"] < DIRECTIONS.index("sync")) & (job.ops["result"] >= 0))
+    ours = counted_from_ops(job, request_streams(job, moved))
+    for (_, file_name, _), darshan_counts in counted.items():
+        (row,) = [r for r in range(len(ours["file"])) if job.files[ours["file"][r]].name == file_name
+                  and ours["layer"][r] == LAYERS.index("posix")]
+        assert darshan_counts["POSIX_FILE_ALIGNMENT"] == ours["file_alignment"][row]
+        expected = {name: darshan_counts[counter] for counter, name in PATTERN_COUNTERS.items()}
+        expected["small_reads"] = sum(darshan_counts[f"POSIX_SIZE_READ_{b}"] for b in SMALL_BINS)
+        expected["small_writes"] = sum(darshan_counts[f"POSIX_SIZE_WRITE_{b}"] for b in SMALL_BINS)
+        got = {name: int(ours[name][row]) for name in expected}
+        # no request: Darshan's highest offset is 0, ours -1 (none)
+        for direction, ops in (("read", "reads"), ("written", "writes")):
+            if not got[ops]:
+                got[f"max_byte_{direction}"] = expected[f"max_byte_{direction}"]
+        assert got == expected, (file_name, {k: (got[k], expected[k]) for k in got if got[k] != expected[k]})
