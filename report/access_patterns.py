@@ -416,11 +416,12 @@ def small_requests(job, records, ops, shared_only=False):
             how = "the small requests' time (the job made no larger requests to compare with)"
         counted = in_scope & ops.counters_only(records) & (records[c["ops"]] > 0)
         share = np.where(counted, np.clip(records[c["small"]] / np.maximum(records[c["ops"]], 1), 0.0, 1.0), 0.0)
+        sizes = o["result"][small_ops]
         found.append(pattern(codes[direction], "high", job, ops, records, small_ops, at_stake, counted,
                              records[c["seconds"]] * share, how + "; counters: the records' time pro rata of their "
                              "small requests", direction=DIRECTION_NAMES[direction], small_requests=small,
-                             requests=total,
-                             share=small / total, threshold_bytes=SMALL_BYTES))
+                             requests=total, share=small / total, threshold_bytes=SMALL_BYTES,
+                             median_bytes=float(np.median(sizes)) if len(sizes) else None))
     return found
 
 
@@ -679,14 +680,15 @@ def imbalance_pattern(code, job, ops, records, rows, ranks_on_file, **counts):
 
 
 def mpiio_usage(job, records, ops):
-    """M01: a job of several processes that moved data without MPI-IO. M02/M03: more than 1000
+    """M01: an MPI job whose ranks moved data without MPI-IO. M02/M03: more than 1000
     MPI-IO reads (writes), none collective (M04/M05 when some are). M06/M07: MPI-IO used, no
     non-blocking reads (writes). At stake: the time of the independent (blocking) MPI-IO calls,
     all that collective (overlapped) I/O could save."""
     mpiio = records["layer"] == MPIIO
     if not mpiio.any():
         ranks = ranks_with_io(job, records)
-        return [fact("M01", "warn", processes_with_io=ranks)] if ranks > 1 else []
+        parallel = job.nprocs > 1 and any(p.rank >= 0 for p in job.processes)   # an MPI job's ranks
+        return [fact("M01", "warn", ranks_with_io=ranks)] if ranks > 1 and parallel else []
     found = []
     o = job.ops
     for direction, c in ((READ, columns_of(READ)), (WRITE, columns_of(WRITE))):

@@ -47,9 +47,8 @@ def why_not(code, assessment):
     patterns"), checked against the log's evidence; None if no documented reason holds."""
     if code in ("P09", "P10"):
         return "Drishti's test is the job's highest offset above its bytes moved: reads or writes that skip data"
-    if code == "M01" and (assessment["job"]["processes_with_io"] <= 1 or not any(
-            row["posix"] and row["posix"]["bytes"] for row in assessment["layers"])):
-        return "one process moved data with POSIX calls (or none did): MPI-IO is for parallel jobs"
+    if code == "M01" and (assessment["job"]["nprocs"] <= 1 or assessment["job"]["processes_with_io"] <= 1):
+        return "one process moved data: MPI-IO is for parallel jobs"
     if code in ("M06", "M07"):
         direction = "read" if code == "M06" else "write"
         mpiio_ops = sum(row["mpiio"]["ops"] for row in assessment["layers"]
