@@ -308,7 +308,8 @@ def pattern(code, level, job, ops, records, op_rows, op_at_stake, record_rows, r
     """A pattern that holds: its evidence and the files and ranks behind it. op_rows (a mask of
     Job.ops) with op_at_stake (seconds per op of those rows, in order), record_rows (a mask of
     the evidence records known only from counters) with record_at_stake (estimated seconds, per
-    evidence record); at_stake_s is their sum, None when neither has any op or record."""
+    evidence record); at_stake_s is their sum, None when neither has any op or record. how:
+    (how the ops' part is computed, how the counters' part is estimated)."""
     o = job.ops
     op_idx = np.flatnonzero(op_rows)
     rec_idx = np.flatnonzero(record_rows)
@@ -327,7 +328,9 @@ def pattern(code, level, job, ops, records, op_rows, op_at_stake, record_rows, r
     processes = processes[np.argsort(-process_s[processes], kind="stable")][:FILES_NAMED]
     ranks = [{"rank": job.processes[p].rank, "pid": job.processes[p].pid or None, "seconds": float(process_s[p])}
              for p in processes.tolist()]
-    shared_ranks = sorted({int(r) for r in records["rank"][rec_idx].tolist() if r >= 0})
+    # a rank's own record names it; a shared one, its slowest rank (the one behind its time)
+    named = np.where(records["rank"][rec_idx] >= 0, records["rank"][rec_idx], records["slowest_rank"][rec_idx])
+    shared_ranks = sorted({int(r) for r in named.tolist() if r >= 0})
     ranks += [{"rank": r, "pid": None, "seconds": None} for r in shared_ranks[:FILES_NAMED - len(ranks)]]
     at_stake = float(op_at_stake.sum() + record_at_stake.sum()) if evidence else None
     return {"code": code, "level": level, "evidence": {"ops": "ops", "counters": "counters",
@@ -338,7 +341,9 @@ def pattern(code, level, job, ops, records, op_rows, op_at_stake, record_rows, r
             "ranks": ranks,
             "ops_s": float(job.ops["duration_s"][op_idx].sum()) if len(op_idx) else None,
             "lost_s": float(ops.lost_s[op_idx].sum()) if len(op_idx) else None,
-            "at_stake_s": at_stake, "at_stake_how": how}
+            "at_stake_s": at_stake, "at_stake_how": "; ".join(
+                ([how[0]] if len(op_idx) else []) + ([f"estimated from counters: {how[1]}"] if len(rec_idx) else []))
+            or None}
 
 
 def fact(code, level, **counts):
@@ -418,9 +423,9 @@ def small_requests(job, records, ops, shared_only=False):
         share = np.where(counted, np.clip(records[c["small"]] / np.maximum(records[c["ops"]], 1), 0.0, 1.0), 0.0)
         sizes = o["result"][small_ops]
         found.append(pattern(codes[direction], "high", job, ops, records, small_ops, at_stake, counted,
-                             records[c["seconds"]] * share, how + "; counters: the records' time pro rata of their "
-                             "small requests", direction=DIRECTION_NAMES[direction], small_requests=small,
-                             requests=total, share=small / total, threshold_bytes=SMALL_BYTES,
+                             records[c["seconds"]] * share, (how, "the records' time pro rata of their small requests"),
+                             direction=DIRECTION_NAMES[direction], small_requests=small, requests=total,
+                             share=small / total, threshold_bytes=SMALL_BYTES,
                              median_bytes=float(np.median(sizes)) if len(sizes) else None))
     return found
 
@@ -459,8 +464,8 @@ def misaligned(job, records, ops):
         known = records["file_alignment"][(records["layer"] == POSIX) & (records["file_alignment"] > 0)]
         alignment = MEMORY_ALIGNMENT if code == "P07" else int(known.min()) if len(known) else DEFAULT_FILE_ALIGNMENT
         found.append(pattern(code, "high", job, ops, records, mask, ops.lost_s[mask], counted, estimate,
-                             "the time lost in the misaligned requests; counters: the records' time lost pro rata "
-                             "of their misaligned requests", misaligned=what, misaligned_requests=count, requests=total,
+                             ("the time lost in the misaligned requests", "the records' time lost pro rata of "
+                              "their misaligned requests"), misaligned=what, misaligned_requests=count, requests=total,
                              share=count / total, alignment_bytes=alignment))
     return found
 
@@ -491,8 +496,9 @@ def redundant_traffic(job, records, ops):
         found.append(pattern("P09" if direction == READ else "P10", "warn", job, ops, records, again_ops,
                              o["duration_s"][moved[again]] * again_share[again], counted,
                              records[c["seconds"]] * record_share,
-                             "each file's time in these requests times its share of bytes moved again; counters: "
-                             "bytes beyond the highest offset", direction=DIRECTION_NAMES[direction],
+                             ("each file's time in these requests times its share of bytes moved again",
+                              "the records' time times their share of bytes beyond the highest offset"),
+                             direction=DIRECTION_NAMES[direction],
                              again_bytes=again_bytes, bytes=total_bytes, share=again_bytes / total_bytes))
     return found
 
@@ -567,8 +573,9 @@ def random_access(job, records, ops):
         share = np.where(counted, np.clip(1 - records[c["sequential"]] / np.maximum(records[c["ops"]], 1), 0.0, 1.0),
                          0.0)
         found.append(pattern(codes[0], "high", job, ops, records, mask, ops.lost_s[mask], counted,
-                             records[c["seconds"]] * share * ops.lost_share_of(records), "the time lost in the random "
-                             "requests; counters: the records' time lost pro rata of their random requests",
+                             records[c["seconds"]] * share * ops.lost_share_of(records),
+                             ("the time lost in the random requests",
+                              "the records' time lost pro rata of their random requests"),
                              direction=DIRECTION_NAMES[direction], random_requests=random, requests=total,
                              share=random / total))
     return found
@@ -676,7 +683,8 @@ def imbalance_pattern(code, job, ops, records, rows, ranks_on_file, **counts):
     time = records["read_s"] + records["write_s"] + records["meta_s"]
     estimate = np.where(shared(records), np.nan_to_num(records["slowest_s"]) - time / nprocs, 0.0)
     return pattern(code, "high", job, ops, records, mask, at_stake[mask], counted, np.maximum(estimate, 0.0),
-                   "per file, the slowest rank's time on it less the mean rank's", **counts)
+                   ("per file, the slowest rank's time on it less the mean rank's",
+                    "per shared file, its slowest rank's time less the file's time over the job's ranks"), **counts)
 
 
 def mpiio_usage(job, records, ops):
@@ -702,8 +710,10 @@ def mpiio_usage(job, records, ops):
             share = np.where(counted, records[c["independent"]] / np.maximum(records[c["ops"]], 1), 0.0)
             found.append(pattern("M02" if direction == READ else "M03", "high", job, ops, records, mask,
                                  o["duration_s"][mask], counted, records[c["seconds"]] * share,
-                                 "the independent MPI-IO calls' time", direction=DIRECTION_NAMES[direction],
-                                 independent_requests=independent, requests=independent + collective))
+                                 ("the independent MPI-IO calls' time",
+                                  "the records' MPI-IO time pro rata of their independent calls"),
+                                 direction=DIRECTION_NAMES[direction], independent_requests=independent,
+                                 requests=independent + collective))
         elif collective:
             found.append(fact("M04" if direction == READ else "M05", "ok", direction=DIRECTION_NAMES[direction],
                               collective_requests=collective, requests=independent + collective))
@@ -712,10 +722,12 @@ def mpiio_usage(job, records, ops):
             counted = mpiio & ops.counters_only(records) & (records[c["ops"]] > 0)
             blocking = pattern("M06" if direction == READ else "M07", "warn", job, ops, records, mask,
                                o["duration_s"][mask], counted, records[c["seconds"]],
-                               "the blocking MPI-IO calls' time, at most the time the ranks spent outside I/O "
-                               "(overlap hides I/O behind computation, no more)", direction=DIRECTION_NAMES[direction])
+                               ("the blocking MPI-IO calls' time", "the records' MPI-IO time"),
+                               direction=DIRECTION_NAMES[direction])
             if blocking["at_stake_s"] is not None:
                 blocking["at_stake_s"] = min(blocking["at_stake_s"], outside_io_s(job))
+                blocking["at_stake_how"] += ", at most the time the ranks spent outside I/O (overlap hides I/O " \
+                    "behind computation, no more)"
             found.append(blocking)
     return found
 
