@@ -2,6 +2,7 @@
 says why each threshold)."""
 import collections
 
+from .access_patterns import LEVELS
 from .classify import ALLOCATION, STALL
 from .metadata import METADATA_RANK_S, SMALL_FILE_BYTES
 
@@ -40,7 +41,8 @@ def by_seconds_at_stake(found):
     """The findings to act on (levels high and warn), most seconds at stake first, those not
     about time after them; then facts (info) and what is good (ok). Stable."""
     def key(f):
-        return (f["level"] in ("info", "ok"), -f["at_stake_s"] if f["at_stake_s"] is not None else float("inf"))
+        at_stake = -f["at_stake_s"] if f["at_stake_s"] is not None else float("inf")
+        return LEVELS.index(f["level"]) >= LEVELS.index("info"), at_stake
     return sorted(found, key=key)
 
 
