@@ -197,8 +197,7 @@ def metadata_findings(meta, io_s):
     return found
 
 
-# What each access pattern (report/access_patterns.py) means and what to do: code -> (title, text);
-# a title with {direction} names it ("read"/"write").
+# What each access pattern (report/access_patterns.py) means and what to do: code -> (title, text).
 PATTERN_WORDS = {
     "P01": ("Most requests are writes", "The job made more write requests than read requests: tuning its writes "
             "matters most."),
