@@ -119,10 +119,12 @@ def counted_from_ops(job, streams, covered=frozenset()):
     flags = op_column(ops, "flags")[rows]
     for flag, kind in ((Flag.COLLECTIVE, "collective"), (Flag.NONBLOCKING, "nonblocking")):
         by_direction(np.add.reduceat((flags & flag) != 0, starts, dtype=np.int64), f"{kind}_reads", f"{kind}_writes")
-    del flags
+    # A non-blocking collective call (iwrite_all, write_all_begin) is both: the independent calls
+    # are those of neither kind, not the calls less each count (which takes such a call away twice).
+    neither = (flags & (Flag.COLLECTIVE | Flag.NONBLOCKING)) == 0
+    by_direction(np.add.reduceat(neither, starts, dtype=np.int64), "independent_reads", "independent_writes")
+    del flags, neither
     table["file_alignment"] = file_alignments(job)[table["file"]]
-    table["independent_reads"] = table["reads"] - table["collective_reads"] - table["nonblocking_reads"]
-    table["independent_writes"] = table["writes"] - table["collective_writes"] - table["nonblocking_writes"]
     table["meta_s"] = metadata_seconds(job, table["process"], table["file"], table["layer"])
     not_posix = table["layer"] != POSIX
     for name in ("consecutive_reads", "consecutive_writes", "sequential_reads", "sequential_writes",
