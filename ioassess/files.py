@@ -1,8 +1,10 @@
 """Writing output files so that nothing the user had is lost and nothing partial is left, and
 the file system a path is on."""
 import configparser
+import errno
 import os
 import shutil
+import stat
 import tempfile
 
 from .inputs.job import mount_index, mount_of
@@ -19,7 +21,15 @@ def replace_atomically(path, text, mode=0o600, group=-1):
 
 def write_atomically(path, write, mode=0o600, group=-1):
     """replace_atomically for what is written piece by piece: write(out) writes it to the text
-    file out (or, binary, to out.buffer)."""
+    file out (or, binary, to out.buffer). A path that names something other than a regular file
+    or a symbolic link (a device such as /dev/null, a FIFO, a directory) is refused (OSError
+    EEXIST): the rename would put a file in its place."""
+    try:
+        kind = os.lstat(path).st_mode
+    except FileNotFoundError:
+        kind = None
+    if kind is not None and not (stat.S_ISREG(kind) or stat.S_ISLNK(kind)):
+        raise OSError(errno.EEXIST, "not a regular file: an output is written only to a new or regular file", path)
     handle, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)),
                                          prefix=f".{os.path.basename(path)}.", suffix=".part")
     try:

@@ -14,7 +14,7 @@ from ioassess import mpiio_library_path, read_trace_dir, totals
 from ioassess.inputs import traceformat as tf
 from ioassess.escape import printable
 from ioassess.files import file_system_of
-from recorder_helpers import tool
+from recorder_helpers import shipped_darshan_logs, tool
 
 
 def stderr_lines(result):
@@ -316,3 +316,20 @@ def test_show_escapes_control_characters_in_names_from_the_job(ioassess, run_rec
     assert str(exe) in {p["exe"] for p in summary["processes"]}
     missing = tmp_path / "missing\x1b]0;title\x07\u202e.iot"   # (TraceFileError puts a line break as a space)
     assert_clean_error(ioassess("show", missing), f"{printable(str(missing))}: no such file or directory")
+
+
+def test_report_never_replaces_a_device_fifo_or_directory_it_is_told_to_write(ioassess, tmp_path):
+    """`-o /dev/null` as root would have put a regular file in the device's place (the report is
+    renamed over its path): an output that names anything but a new or regular file (or a link)
+    is refused in one line, exit 2, and stays what it was; --json too."""
+    log = next(path for path in shipped_darshan_logs() if path.endswith("/sample.darshan"))
+    fifo, directory = tmp_path / "fifo", tmp_path / "dir"
+    os.mkfifo(fifo)
+    directory.mkdir()
+    for target, is_kind in ((fifo, stat.S_ISFIFO), (directory, stat.S_ISDIR)):
+        result = ioassess("report", log, "-o", target)
+        assert_clean_error(result, f"{target}: not a regular file: an output is written only to a new or regular file")
+        assert is_kind(os.lstat(target).st_mode)
+    result = ioassess("report", log, "-o", tmp_path / "r.html", "--json", fifo)
+    assert result.returncode == 2 and stat.S_ISFIFO(os.lstat(fifo).st_mode), result.stderr
+    assert [name for name in os.listdir(tmp_path) if name.endswith(".part")] == []
