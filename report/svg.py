@@ -3,7 +3,10 @@
 Drawn here rather than with matplotlib because a report must come out in well under a second
 (importing matplotlib alone takes half of one) and the page's size must not grow with the data:
 points are drawn as one path per class of small squares, a few bytes each, from a bounded
-sample. Every text placed in a plot is escaped.
+sample. Every text placed in a plot is escaped. What shows data (a bar, a line, a point, a
+measured cell) has class "mark" and the plot's frame class "frame", so that a page's check can
+tell a chart that draws something from an empty one (tests/browser_helpers.py). Tick labels are
+thinned until neighbours no longer overlap, and a plot is as wide as its legend needs.
 """
 import math
 from html import escape
@@ -16,6 +19,9 @@ MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 64, 150, 28, 44
 FONT = 'font-family="sans-serif" font-size="11"'
 LABEL_CHAR_PX = 7   # the width of a digit at FONT's size, with room to spare
 LABEL_LINE_PX = 13  # the height of a line of FONT's text
+LABEL_GAP_PX = 4    # at least this between neighbouring tick labels
+ISOLATED_POINT_PX = 6  # the length of the level line that draws a point of a line plot with no neighbour
+LEGEND_LEFT_PX, LEGEND_TEXT_PX = 12, 18  # a legend's swatches after the plot's right edge, its texts after them
 
 
 class _Axes:
@@ -38,9 +44,23 @@ class _Axes:
         return MARGIN_TOP + self.plot_height - (values - self.y0) / (self.y1 - self.y0) * self.plot_height
 
 
+def _spaced(ticks, position, label_px):
+    """Every so many of the (value, label) ticks, from the first, so that no two labels that
+    stay overlap: position(value) in px, label_px(label) the label's extent along the axis."""
+    ticks = sorted(ticks, key=lambda tick: position(tick[0]))
+    for every in range(1, len(ticks) + 1):
+        kept = ticks[::every]
+        if all(position(b[0]) - position(a[0]) >= (label_px(a[1]) + label_px(b[1])) / 2 + LABEL_GAP_PX
+               for a, b in zip(kept, kept[1:])):
+            return kept
+    return ticks[:1]
+
+
 def _frame(axes, title, x_label, y_label, x_ticks, y_ticks):
-    parts = [f'<rect x="{MARGIN_LEFT}" y="{MARGIN_TOP}" width="{axes.plot_width}" height="{axes.plot_height}" '
-             'fill="none" stroke="#444"/>',
+    x_ticks = _spaced(x_ticks, lambda v: float(axes.x([v])[0]), lambda label: len(label) * LABEL_CHAR_PX)
+    y_ticks = _spaced(y_ticks, lambda v: -float(axes.y([v])[0]), lambda label: LABEL_LINE_PX)
+    parts = [f'<rect class="frame" x="{MARGIN_LEFT}" y="{MARGIN_TOP}" width="{axes.plot_width}" '
+             f'height="{axes.plot_height}" fill="none" stroke="#444"/>',
              f'<text x="{MARGIN_LEFT + axes.plot_width / 2:.0f}" y="16" text-anchor="middle" {FONT} '
              f'font-weight="bold">{escape(title)}</text>',
              f'<text x="{MARGIN_LEFT + axes.plot_width / 2:.0f}" y="{axes.height - 6}" text-anchor="middle" '
@@ -61,10 +81,11 @@ def _frame(axes, title, x_label, y_label, x_ticks, y_ticks):
     return parts
 
 
-def _legend(axes, entries):
-    """entries: (label, colour, kind) with kind "point", "line" or "dashed"."""
+def _legend(axes, width, entries):
+    """The legend's parts and the plot's width with room for its longest label; entries: (label,
+    colour, kind) with kind "point", "line" or "dashed"."""
     parts = []
-    x = MARGIN_LEFT + axes.plot_width + 12
+    x = MARGIN_LEFT + axes.plot_width + LEGEND_LEFT_PX
     for i, (label, colour, kind) in enumerate(entries):
         y = MARGIN_TOP + 8 + 16 * i
         if kind == "point":
@@ -73,8 +94,9 @@ def _legend(axes, entries):
             dash = ' stroke-dasharray="4 3"' if kind == "dashed" else ""
             parts.append(f'<line x1="{x - 2}" y1="{y}" x2="{x + 12}" y2="{y}" stroke="{colour}" '
                          f'stroke-width="1.5"{dash}/>')
-        parts.append(f'<text x="{x + 18}" y="{y + 4}" {FONT}>{escape(label)}</text>')
-    return parts
+        parts.append(f'<text x="{x + LEGEND_TEXT_PX}" y="{y + 4}" {FONT}>{escape(label)}</text>')
+    longest = max((len(label) for label, _, _ in entries), default=0) * LABEL_CHAR_PX
+    return parts, max(width, math.ceil(x + LEGEND_TEXT_PX + longest + LABEL_GAP_PX))
 
 
 def _svg(width, height, parts, description):
@@ -109,17 +131,17 @@ def scatter_plot(title, groups, lines, description, x_label="access size", width
         xs, ys = axes.x(np.asarray(line_sizes, float)[keep]), axes.y(np.maximum(np.asarray(line_seconds)[keep], 1e-12))
         path = "M" + "L".join(f"{x:.1f} {y:.1f}" for x, y in zip(xs, ys))
         dash = ' stroke-dasharray="4 3"' if dashed else ""
-        parts.append(f'<path d="{path}" fill="none" stroke="{colour}" stroke-width="1.5"{dash}/>')
+        parts.append(f'<path class="mark" d="{path}" fill="none" stroke="{colour}" stroke-width="1.5"{dash}/>')
     for label, colour, group_sizes, group_seconds in groups:
         xs = axes.x(np.maximum(np.asarray(group_sizes, float), 1))
         ys = axes.y(np.maximum(np.asarray(group_seconds, float), 1e-9))
         squares = "".join(dict.fromkeys(f"M{x:.0f} {y:.0f}h3v3h-3z" for x, y in zip(xs - 1.5, ys - 1.5)))
-        parts.append(f'<path d="{squares}" fill="{colour}" fill-opacity="0.6"/>')
+        parts.append(f'<path class="mark" d="{squares}" fill="{colour}" fill-opacity="0.6"/>')
     parts.append("</g>")
     entries = [(label, colour, "point") for label, colour, _, _ in groups] + \
         [(label, colour, "dashed" if dashed else "line") for label, colour, dashed, _, _ in lines]
-    parts += _legend(axes, entries)
-    return _svg(width, height, parts, description)
+    legend, width = _legend(axes, width, entries)
+    return _svg(width, height, parts + legend, description)
 
 
 def stacked_bars(title, starts, width_s, series, description, x_label="time since job start",
@@ -143,14 +165,14 @@ def stacked_bars(title, starts, width_s, series, description, x_label="time sinc
         y_top, y_bottom = axes.y(bottom + values), axes.y(bottom)
         bars = "".join(f"M{x:.1f} {yb:.1f}V{yt:.1f}h{bar_width:.1f}V{yb:.1f}z"
                        for x, yt, yb, v in zip(xs, y_top, y_bottom, values) if v > 0)
-        parts.append(f'<path d="{bars}" fill="{colour}"/>')
+        parts.append(f'<path class="mark" d="{bars}" fill="{colour}"/>')
         bottom += values
     for (label, colour, _), values in zip(markers, marked):
         ticks = "".join(f"M{x:.1f} {y:.1f}h{bar_width:.1f}" for x, y, v in zip(xs, axes.y(values), values) if v > 0)
-        parts.append(f'<path d="{ticks}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
-    parts += _legend(axes, [(label, colour, "point") for label, colour, _ in series] +
-                     [(label, colour, "line") for label, colour, _ in markers])
-    return _svg(width, height, parts, description)
+        parts.append(f'<path class="mark" d="{ticks}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
+    legend, width = _legend(axes, width, [(label, colour, "point") for label, colour, _ in series] +
+                            [(label, colour, "line") for label, colour, _ in markers])
+    return _svg(width, height, parts + legend, description)
 
 
 def _nice_ticks(high, count=5):
@@ -167,7 +189,7 @@ def _nice_ticks(high, count=5):
 
 def line_plot(title, x_label, y_label, series, description, log_x=False, width=900, height=280):
     """Lines over a linear (or log2) x axis and a log10 y axis; series: (label, colour, dashed,
-    xs, ys), a None in ys breaks the line."""
+    xs, ys), a None in ys breaks the line (a point between two breaks is a short level line)."""
     xs_all = np.array([x for s in series for x in s[3]], float)
     ys_all = np.array([y for s in series for y in s[4] if y is not None and y > 0], float)
     if not len(xs_all) or not len(ys_all):
@@ -187,20 +209,22 @@ def line_plot(title, x_label, y_label, series, description, log_x=False, width=9
     y_ticks = [(v, f"{v:g}") for v in _decades(y_low, y_high)]
     parts = _frame(axes, title, x_label, y_label, x_ticks, y_ticks)
     for label, colour, dashed, xs, ys in series:
-        points, path = [], []
+        runs, points = [], []
         for x, y in zip(xs, ys):
             if y is None or y <= 0:
-                if points:
-                    path.append("M" + "L".join(points))
+                runs.append(points)
                 points = []
-                continue
-            points.append(f"{float(axes.x([x])[0]):.1f} {float(axes.y([y])[0]):.1f}")
-        if points:
-            path.append("M" + "L".join(points))
+            else:
+                points.append((float(axes.x([x])[0]), float(axes.y([y])[0])))
+        # a point with no neighbour to join is drawn as a short level line across it
+        path = ["M" + "L".join(f"{x:.1f} {y:.1f}" for x, y in run) if len(run) > 1 else
+                f"M{run[0][0] - ISOLATED_POINT_PX / 2:.1f} {run[0][1]:.1f}h{ISOLATED_POINT_PX}"
+                for run in runs + [points] if run]
         dash = ' stroke-dasharray="4 3"' if dashed else ""
-        parts.append(f'<path d="{"".join(path)}" fill="none" stroke="{colour}" stroke-width="1.5"{dash}/>')
-    parts += _legend(axes, [(label, colour, "dashed" if dashed else "line") for label, colour, dashed, _, _ in series])
-    return _svg(width, height, parts, description)
+        parts.append(f'<path class="mark" d="{"".join(path)}" fill="none" stroke="{colour}" stroke-width="1.5"{dash}/>')
+    legend, width = _legend(axes, width, [(label, colour, "dashed" if dashed else "line")
+                                          for label, colour, dashed, _, _ in series])
+    return _svg(width, height, parts + legend, description)
 
 
 SLOWEST_MEASURED, FASTEST_MEASURED = np.array((237, 248, 233)), np.array((35, 139, 69))
@@ -229,22 +253,24 @@ def io_model_grid(processes, per_file, name, measured=(), width=460, height=360)
         for y in range(x + 1):
             left, upper = float(axes.x([x - 0.5])[0]) + 1, float(axes.y([y + 0.5])[0]) + 1
             rect = f'x="{left:.1f}" y="{upper:.1f}" width="{side_x - 2:.1f}" height="{side_y - 2:.1f}"'
-            if (x, y) not in by_cell:
-                parts.append(f'<rect {rect} fill="{JOB_COLOUR if (x, y) == job_cell else "#f3f3f3"}"/>')
+            if (x, y) not in by_cell:   # the job's cell filled, the others grey (not marks: nothing measured)
+                kind, fill = ('class="mark" ', JOB_COLOUR) if (x, y) == job_cell else ("", "#f3f3f3")
+                parts.append(f'<rect {kind}{rect} fill="{fill}"/>')
                 continue
             rate, tip = by_cell[(x, y)]
-            parts.append(f'<rect {rect} fill="{_shade(rate / fastest)}"><title>{escape(tip)}</title></rect>')
+            parts.append(f'<rect class="mark" {rect} fill="{_shade(rate / fastest)}"><title>{escape(tip)}</title>'
+                         '</rect>')
             if side_x >= LABELLED_CELL_PX:
                 parts.append(f'<text x="{left + side_x / 2 - 1:.1f}" y="{upper + side_y / 2 + 3:.1f}" '
                              f'text-anchor="middle" {FONT}>{_rate_label(rate)}</text>')
             if (x, y) == job_cell:
-                parts.append(f'<rect {rect} fill="none" stroke="{JOB_COLOUR}" stroke-width="3"/>')
+                parts.append(f'<rect class="mark" {rect} fill="none" stroke="{JOB_COLOUR}" stroke-width="3"/>')
     entries = [(f"this job: {name}", JOB_COLOUR, "point")]
     if measured:
         entries += [(f"fastest: {_rate_label(fastest)} MiB/s", _shade(1.0), "point"),
                     ("slower (site's sweep)", _shade(0.3), "point")]
-    parts += _legend(axes, entries)
-    return _svg(width, height, parts, f"I/O model grid, this job: {name}")
+    legend, width = _legend(axes, width, entries)
+    return _svg(width, height, parts + legend, f"I/O model grid, this job: {name}")
 
 
 def power_of_two_ticks(count, cell_px, label_px):

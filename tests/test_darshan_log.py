@@ -337,58 +337,64 @@ def darshan_util():
     return ffi, ffi.dlopen(libraries[0])
 
 
+def rewritten_log(darshan_util, out, name, job=None, exe=None, mounts=None, partial=(), modules=None):
+    """A copy of the shipped log `name` written to the new file `out` by darshan-util (in its
+    current format, 3.41) with the job record fields, command line, mount table, partial flags
+    or module data changed (modules={module: edit(bytes) -> bytes}); out. The copy keeps the
+    job's runtime: the shipped logs' older formats count whole seconds plus one."""
+    ffi, lib = darshan_util
+    source = lib.darshan_log_open(shipped(name).encode())
+    record = ffi.new("struct darshan_job *")
+    assert lib.darshan_log_get_job(source, record) == 0
+    runtime = ffi.new("double *")
+    lib.darshan_log_get_job_runtime(source, record[0], runtime)
+    record.end_time_sec = record.start_time_sec + int(runtime[0])
+    exe_buffer = ffi.new("char[]", 4096)
+    lib.darshan_log_get_exe(source, exe_buffer)
+    mount_table, n_mounts = ffi.new("struct darshan_mnt_info **"), ffi.new("int *")
+    assert lib.darshan_log_get_mounts(source, mount_table, n_mounts) == 0
+    names = ffi.new("void **")
+    assert lib.darshan_log_get_namehash(source, names) == 0
+    infos, n_infos = ffi.new("struct darshan_mod_info **"), ffi.new("int *")
+    lib.darshan_log_get_modules(source, infos, n_infos)
+    module_data = {}
+    buffer = ffi.new("char[]", 1 << 24)
+    for info in infos[0][0:n_infos[0]]:
+        size = lib.darshan_log_get_mod(source, info.idx, buffer, len(buffer))
+        assert 0 <= size < len(buffer)
+        module_data[ffi.string(info.name).decode()] = (info.idx, info.ver, ffi.buffer(buffer, size)[:])
+    for field, value in (job or {}).items():
+        setattr(record, field, value)
+    if exe is not None:
+        exe_buffer = ffi.new("char[]", exe)
+    if mounts is not None:
+        new_table = ffi.new("struct darshan_mnt_info[]", len(mounts))
+        for entry, (path, fs_type) in zip(new_table, mounts):
+            entry.mnt_path, entry.mnt_type = path, fs_type
+        mount_table[0], n_mounts[0] = new_table, len(mounts)
+    flags = sum(1 << module_data[m][0] for m in partial)
+    target = lib.darshan_log_create(str(out).encode(), 0, flags)
+    assert lib.darshan_log_put_job(target, record) == 0
+    assert lib.darshan_log_put_exe(target, exe_buffer) == 0
+    assert lib.darshan_log_put_mounts(target, mount_table[0], n_mounts[0]) == 0
+    assert lib.darshan_log_put_namehash(target, names[0]) == 0
+    for module, (index, version, data) in sorted(module_data.items(), key=lambda item: item[1][0]):
+        data = (modules or {}).get(module, lambda raw: raw)(data)
+        assert lib.darshan_log_put_mod(target, index, ffi.from_buffer(bytearray(data)), len(data), version) == 0
+    lib.darshan_log_close(target)
+    lib.darshan_log_close(source)
+    return out
+
+
 @pytest.fixture
 def rewrite(darshan_util, tmp_path):
     """rewrite(name, job=..., exe=..., mounts=..., partial=(modules), modules={module: edit(bytes)})
-    -> path of a copy of a shipped log written by darshan-util (in its current format, 3.41) with
-    the job record fields, command line, mount table, partial flags or module data changed. The
-    copy keeps the job's runtime: the shipped logs' older formats count whole seconds plus one."""
-    ffi, lib = darshan_util
+    -> path of a copy of a shipped log rewritten by rewritten_log."""
     made = itertools.count()
 
-    def rewrite(name, job=None, exe=None, mounts=None, partial=(), modules=None):
-        source = lib.darshan_log_open(shipped(name).encode())
-        record = ffi.new("struct darshan_job *")
-        assert lib.darshan_log_get_job(source, record) == 0
-        runtime = ffi.new("double *")
-        lib.darshan_log_get_job_runtime(source, record[0], runtime)
-        record.end_time_sec = record.start_time_sec + int(runtime[0])
-        exe_buffer = ffi.new("char[]", 4096)
-        lib.darshan_log_get_exe(source, exe_buffer)
-        mount_table, n_mounts = ffi.new("struct darshan_mnt_info **"), ffi.new("int *")
-        assert lib.darshan_log_get_mounts(source, mount_table, n_mounts) == 0
-        names = ffi.new("void **")
-        assert lib.darshan_log_get_namehash(source, names) == 0
-        infos, n_infos = ffi.new("struct darshan_mod_info **"), ffi.new("int *")
-        lib.darshan_log_get_modules(source, infos, n_infos)
-        module_data = {}
-        buffer = ffi.new("char[]", 1 << 24)
-        for info in infos[0][0:n_infos[0]]:
-            size = lib.darshan_log_get_mod(source, info.idx, buffer, len(buffer))
-            assert 0 <= size < len(buffer)
-            module_data[ffi.string(info.name).decode()] = (info.idx, info.ver, ffi.buffer(buffer, size)[:])
-        for field, value in (job or {}).items():
-            setattr(record, field, value)
-        if exe is not None:
-            exe_buffer = ffi.new("char[]", exe)
-        if mounts is not None:
-            new_table = ffi.new("struct darshan_mnt_info[]", len(mounts))
-            for entry, (path, fs_type) in zip(new_table, mounts):
-                entry.mnt_path, entry.mnt_type = path, fs_type
-            mount_table[0], n_mounts[0] = new_table, len(mounts)
-        out = str(tmp_path / f"rewritten-{next(made)}-{name}")   # each a new file: darshan-util makes it 0400
-        flags = sum(1 << module_data[m][0] for m in partial)
-        target = lib.darshan_log_create(out.encode(), 0, flags)
-        assert lib.darshan_log_put_job(target, record) == 0
-        assert lib.darshan_log_put_exe(target, exe_buffer) == 0
-        assert lib.darshan_log_put_mounts(target, mount_table[0], n_mounts[0]) == 0
-        assert lib.darshan_log_put_namehash(target, names[0]) == 0
-        for module, (index, version, data) in sorted(module_data.items(), key=lambda item: item[1][0]):
-            data = (modules or {}).get(module, lambda raw: raw)(data)
-            assert lib.darshan_log_put_mod(target, index, ffi.from_buffer(bytearray(data)), len(data), version) == 0
-        lib.darshan_log_close(target)
-        lib.darshan_log_close(source)
-        return out
+    def rewrite(name, **changes):
+        # each a new file: darshan-util makes it 0400
+        return rewritten_log(darshan_util, str(tmp_path / f"rewritten-{next(made)}-{name}"), name, **changes)
 
     return rewrite
 

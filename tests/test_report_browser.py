@@ -8,29 +8,20 @@ host name is made hostile too.
 import base64
 import io
 import json
-import os
-import pathlib
-import re
-import shutil
-import signal
 import subprocess
 import sys
-import time
-import urllib.request
 import zlib
 
 import pytest
-import websocket
-from conftest import JOB_ID_VARIABLES
-from recorder_helpers import is_ioassess_setting
+from browser_helpers import (browser, chart_problems, console_problems, evaluate, load,  # noqa: F401
+                             measured_site_grid, requests_besides, section_headings, template_section_headings)
+from conftest import _installed_cli
 
 pytestmark = pytest.mark.browser
 
-TEMPLATE = pathlib.Path(__file__).resolve().parents[1] / "report" / "templates" / "report.html.j2"
 SCRIPT_NAME = "<script>alert(1)</script>.dat"
 QUOTES_NAME = "q\"uote'amp&é名.dat"
 HOSTILE_HOST = "<img src=x onerror=alert(2)>node&1"
-WAIT_S = 20
 
 # Writes each file with dd, then reads it with cat and with dd in 4 KiB blocks. The '/' in
 # SCRIPT_NAME makes "<script>alert(1)<" a directory; the full path still holds the name.
@@ -45,23 +36,13 @@ done
 """
 
 
-def template_section_headings():
-    headings = re.findall(r"<h2\b[^>]*>(.*?)</h2>", TEMPLATE.read_text(), flags=re.S)
-    assert headings and not any("{" in h or "<" in h for h in headings), headings
-    return headings
-
-
 def hostile_site_grid(base, env):
     """A grid measured by `ioassess iomodels` (2 ranks, 3 models), its host name made hostile."""
-    (base / "sweep").mkdir()
-    made = subprocess.run([sys.executable, "-m", "ioassess", "iomodels", "--dir", str(base / "sweep"),
-                           "--total-bytes", "1M", "--processes", "2", "--repeats", "1", "-o", str(base / "grid.json")],
-                          cwd="/", env=env, capture_output=True, text=True, timeout=120)
-    assert made.returncode == 0, made.stderr
-    grid = json.loads((base / "grid.json").read_text())
+    path = measured_site_grid(base, env)
+    grid = json.loads(path.read_text())
     grid["provenance"]["host"] = HOSTILE_HOST
-    (base / "grid.json").write_text(json.dumps(grid))
-    return base / "grid.json"
+    path.write_text(json.dumps(grid))
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +51,7 @@ def report(recorder_lib, tmp_path_factory):
     placed on a site grid ($IOASSESS_SITE_GRID)."""
     base = tmp_path_factory.mktemp("browser")
     files = [base / "work" / SCRIPT_NAME, base / "work" / QUOTES_NAME, base / "work" / "plain.dat"]
-    env = {k: v for k, v in os.environ.items()
-           if k not in JOB_ID_VARIABLES and k != "LD_PRELOAD" and not is_ioassess_setting(k)}
+    _, env = _installed_cli([], None)
     env["IOASSESS_SITE_GRID"] = str(hostile_site_grid(base, env))
     result = subprocess.run([sys.executable, "-m", "ioassess", "run", "--trace-dir", str(base / "traces"), "--",
                              "sh", "-c", WORKLOAD, "workload", *map(str, files)],
@@ -82,133 +62,10 @@ def report(recorder_lib, tmp_path_factory):
     return path
 
 
-class DevTools:
-    """A minimal CDP client on one page target: commands wait for their reply, and every event
-    that arrives meanwhile is kept in `events`."""
-
-    def __init__(self, ws_url):
-        self.ws = websocket.create_connection(ws_url, timeout=WAIT_S, suppress_origin=True)
-        self.events = []
-        self.next_id = 0
-
-    def close(self):
-        self.ws.close()
-
-    def send(self, method, **params):
-        self.next_id += 1
-        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
-        reply = self._read_until(lambda message: message.get("id") == self.next_id, f"reply to {method}")
-        if "error" in reply:
-            raise AssertionError(f"{method} failed: {reply['error']}")
-        return reply["result"]
-
-    def wait_for_event(self, method):
-        for event in self.events:
-            if event["method"] == method:
-                return event
-        return self._read_until(lambda message: message.get("method") == method, method)
-
-    def events_named(self, *methods):
-        return [event["params"] for event in self.events if event["method"] in methods]
-
-    def _read_until(self, wanted, what):
-        deadline = time.monotonic() + WAIT_S
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise AssertionError(f"no {what} from Chromium within {WAIT_S} s")
-            self.ws.settimeout(remaining)
-            message = json.loads(self.ws.recv())
-            if "method" in message:
-                self.events.append(message)
-                if message["method"] == "Page.javascriptDialogOpening":
-                    # An open dialog blocks the page; dismiss it so that the test fails rather than hangs.
-                    self.ws.send(json.dumps({"id": 0, "method": "Page.handleJavaScriptDialog",
-                                             "params": {"accept": False}}))
-            if wanted(message):
-                return message
-
-
-def wait_for_devtools_port(user_data_dir, process, stderr_path):
-    active_port = user_data_dir / "DevToolsActivePort"
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"chromium exited with status {process.returncode}:\n{stderr_path.read_text()}")
-        if active_port.is_file():
-            lines = active_port.read_text().splitlines()
-            if lines and lines[0].isdigit():
-                return int(lines[0])
-        time.sleep(0.05)
-    raise AssertionError(f"chromium wrote no {active_port} within {WAIT_S} s:\n{stderr_path.read_text()}")
-
-
-def page_websocket_url(port):
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=WAIT_S) as response:
-        targets = json.load(response)
-    pages = [t for t in targets if t.get("type") == "page"]
-    assert pages, targets
-    return pages[0]["webSocketDebuggerUrl"]
-
-
-def stop_chromium(process):
-    # SIGTERM to the main process only, so that it reaps its own helpers (killed along with it,
-    # they would be left as zombies of init); then SIGKILL whatever of its group is still there.
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    process.wait(timeout=5)
-
-
 @pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    """One headless Chromium for the module, on a blank page, with a DevTools connection to it."""
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.fail("chromium is missing: `make test` installs Debian's chromium (make deps)")
-    base = tmp_path_factory.mktemp("chromium")
-    user_data_dir = base / "profile"
-    with open(base / "stderr", "wb") as stderr:
-        process = subprocess.Popen([chromium, "--headless=new", "--no-sandbox", "--remote-debugging-port=0",
-                                    f"--user-data-dir={user_data_dir}", "--no-first-run",
-                                    "--window-size=1280,1000", "about:blank"],
-                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
-                                   start_new_session=True)
-    devtools = None
-    try:
-        port = wait_for_devtools_port(user_data_dir, process, base / "stderr")
-        devtools = DevTools(page_websocket_url(port))
-        yield devtools
-    finally:
-        if devtools is not None:
-            devtools.close()
-        stop_chromium(process)
-
-
-@pytest.fixture(scope="module")
-def page(browser, report):
-    """The report loaded in the browser: the DevTools connection, with every event seen since the
-    domains were enabled (before navigating, so that nothing the page does is missed)."""
-    for domain in ("Page", "Runtime", "Log", "Network"):
-        browser.send(f"{domain}.enable")
-    browser.events.clear()
-    navigation = browser.send("Page.navigate", url=report.as_uri())
-    assert "errorText" not in navigation, navigation
-    browser.wait_for_event("Page.loadEventFired")
-    return browser
-
-
-def evaluate(page, expression):
-    result = page.send("Runtime.evaluate", expression=expression, returnByValue=True)
-    assert "exceptionDetails" not in result, result["exceptionDetails"]
-    return result["result"]["value"]
+def page(browser, report):  # noqa: F811
+    """The report loaded in the browser (browser_helpers.load)."""
+    return load(browser, report)
 
 
 def png_pixels(png):
@@ -270,28 +127,12 @@ def unfilter_png_line(filter_type, line, previous, channels):
 
 # --- the checks ---------------------------------------------------------------------------------
 
-def console_problems(page):
-    """Error and warning messages of the console and uncaught exceptions, one line each."""
-    problems = [f"console.{params['type']}: " + " ".join(str(arg.get("value", arg.get("description")))
-                                                        for arg in params["args"])
-                for params in page.events_named("Runtime.consoleAPICalled")
-                if params["type"] in ("error", "warning", "assert")]
-    problems += [f"{entry['level']} ({entry['source']}): {entry['text']} {entry.get('url', '')}"
-                 for entry in (params["entry"] for params in page.events_named("Log.entryAdded"))
-                 if entry["level"] in ("error", "warning")]
-    problems += [f"exception: {details['text']} {details.get('exception', {}).get('description', '')}"
-                 for details in (params["exceptionDetails"] for params in page.events_named("Runtime.exceptionThrown"))]
-    return problems
-
-
 def test_no_console_message_and_no_exception(page):
     assert console_problems(page) == []
 
 
 def test_no_request_but_the_report_itself(page, report):
-    urls = [params["request"]["url"] for params in page.events_named("Network.requestWillBeSent")]
-    assert report.as_uri() in urls
-    assert [url for url in urls if url != report.as_uri() and not url.startswith("data:")] == []
+    assert requests_besides(page, report) == []
 
 
 def test_screenshot_is_not_blank(page):
@@ -304,11 +145,11 @@ def test_screenshot_is_not_blank(page):
 
 
 def test_every_section_heading_of_the_template_is_rendered(page):
-    rendered = evaluate(page, "Array.from(document.querySelectorAll('h2')).map(h => h.textContent.trim())")
-    assert rendered == template_section_headings()
-    visible = evaluate(page, "Array.from(document.querySelectorAll('h2'))"
-                             ".every(h => h.getBoundingClientRect().height > 0)")
-    assert visible
+    assert section_headings(page) == template_section_headings()
+
+
+def test_every_chart_draws_a_visible_mark_and_its_texts_are_readable(page):
+    assert chart_problems(page) == []
 
 
 def test_hostile_file_names_render_as_text(page, report):
