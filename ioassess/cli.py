@@ -39,6 +39,7 @@ from .site.probe.command import add_commands as add_probe_commands
 from .report import export_job, make_report
 from .report.summary import text_summary
 from .show import format_text, summarise
+from .units import count_text
 from .inputs.trace import TraceFileError, read_trace_dir
 
 USAGE_ERROR = 2
@@ -459,7 +460,8 @@ def _run(args):
         _print_error(failure)
         return failure.exit_status
     traces = sum(name.endswith(".iot") for name in os.listdir(trace_dir))
-    _print_error(f"traces of {traces} processes in {trace_dir}; {_report_after_run(trace_dir, args.model)}")
+    reported = _report_after_run(trace_dir, args.model)
+    _print_error(f"traces of {count_text(traces, 'process')} in {trace_dir}; {reported}")
     if returncode < 0:
         _end_by_signal(-returncode)
     return 128 - returncode if returncode < 0 else returncode

@@ -14,6 +14,7 @@ from ioassess import mpiio_library_path, read_trace_dir, totals
 from ioassess.inputs import traceformat as tf
 from ioassess.escape import printable
 from ioassess.files import file_system_of
+from ioassess.units import count_text
 from recorder_helpers import shipped_darshan_logs, tool
 
 
@@ -34,7 +35,7 @@ def test_run_exits_with_the_commands_status_and_says_where_the_traces_are(ioasse
     assert result.returncode == 3 and result.stdout == "hi\n"
     traces = sorted((tmp_path / "t" / "traces").glob("*.iot"))
     trace_dir = tmp_path / "t" / "traces"
-    assert stderr_lines(result) == [f"ioassess: traces of {len(traces)} processes in {trace_dir}; "
+    assert stderr_lines(result) == [f"ioassess: traces of {count_text(len(traces), 'process')} in {trace_dir}; "
                                     f"wrote {trace_dir / 'report.html'} and {trace_dir / 'assessment.json'}"]
     assert len(traces) >= 1 and stat.S_IMODE((tmp_path / "t" / "traces").stat().st_mode) == 0o700
     assert read_trace_dir(tmp_path / "t" / "traces").processes[0].exit_status == 3
@@ -67,7 +68,7 @@ def test_run_defaults_to_a_directory_named_after_the_job(ioassess, tmp_path):
     assert result.returncode == 0
     (made,) = tmp_path.iterdir()
     assert re.fullmatch(r"ioassess-77\.server-x-\d{8}-\d{6}-\d+", made.name) and list(made.glob("*.iot"))
-    assert stderr_lines(result)[0].startswith(f"ioassess: traces of 1 processes in ./{made.name}; wrote ")
+    assert stderr_lines(result)[0].startswith(f"ioassess: traces of 1 process in ./{made.name}; wrote ")
 
 
 def test_run_defaults_to_a_dated_directory_outside_a_job(ioassess, tmp_path):
