@@ -487,3 +487,18 @@ def test_traces_of_another_user_are_refused(ioassess, recorded, searchable_tmp, 
     assert job["processes_recorded"] == len(recorded["monotonic"]) + 1   # the victim's, and the one planted in mine
     assert f"; and {len(recorded['monotonic'])} more trace files that belong to another user, among them " \
         in job["notes"][0]
+
+
+def test_a_template_cache_directory_someone_else_set_up_is_not_used(ioassess, tmp_path):
+    """The report's compiled template is kept in the user's own cache of the temporary directory
+    (_jinja2-cache-UID); one that is not a directory this user alone owns (here a link to
+    another directory, as another user could plant) is not used, and the report is still
+    written, whole."""
+    planted, elsewhere = tmp_path / f"_jinja2-cache-{os.getuid()}", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    planted.symlink_to(elsewhere)
+    log = next(path for path in shipped_darshan_logs() if path.endswith("/sample.darshan"))
+    result = ioassess("report", log, "-o", tmp_path / "r.html", env={"TMPDIR": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "r.html").read_text().rstrip().endswith("</html>")
+    assert list(elsewhere.iterdir()) == [] and planted.is_symlink()
