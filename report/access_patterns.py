@@ -44,7 +44,7 @@ def access_patterns(job, per_op, per_total):
     ops.streams = None    # the sorted requests: only the evidence records need them
     found = []
     for check in (operation_intensive, small_requests, misaligned, redundant_traffic, random_access,
-                  shared_small_requests, shared_imbalance, individual_imbalance, mpiio_usage):
+                  shared_small_requests, shared_imbalance, individual_imbalance, mpiio_usage, aggregators_per_node):
         found += check(job, records, ops)
     return found
 
@@ -348,9 +348,12 @@ def pattern(code, level, job, ops, records, op_rows, op_at_stake, record_rows, r
             or None}
 
 
-def fact(code, level, **counts):
-    """A pattern about the job's mix, not about time: no files, ranks or seconds."""
-    return {"code": code, "level": level, "evidence": "counters", **counts, "files": [], "ranks": [],
+def fact(code, level, evidence="counters", ranks=(), **counts):
+    """A pattern about how the job is set up, not about time: no files or seconds; ranks, the
+    processes it names (Job.processes indices)."""
+    return {"code": code, "level": level, "evidence": evidence, **counts, "files": [],
+            "ranks": [{"rank": job_process.rank, "pid": job_process.pid or None, "seconds": None}
+                      for job_process in ranks],
             "ops_s": None, "lost_s": None, "at_stake_s": None, "at_stake_how": None}
 
 
@@ -732,6 +735,30 @@ def mpiio_usage(job, records, ops):
                     "behind computation, no more)"
             found.append(blocking)
     return found
+
+
+def aggregators_per_node(job, records, ops):
+    """M08-M10: the collective MPI-IO aggregators (the processes that made POSIX reads or writes
+    inside collective calls) against the job's nodes (the host names of its ranks): more
+    aggregators than nodes (M09: several per node share its network link; one per node, ROMIO's
+    cb_nodes and cb_config_list hints, is Drishti's advice), fewer (M08), as many (M10). Drishti
+    takes the aggregators from the cb_nodes hint and the nodes from Slurm's sacct; here both
+    come from the trace, so only traced jobs have it. Its cost is in MPI's data exchange, which
+    no op times: no seconds at stake."""
+    o = job.ops
+    under = (o["layer"] == POSIX) & ((op_column(o, "flags") & Flag.UNDER_COLLECTIVE) != 0) & ops.data
+    nodes = {p.hostname for p in job.processes if p.rank >= 0 and p.hostname}
+    if not under.any() or not nodes:
+        return []
+    aggregators = [job.processes[p] for p in np.unique(o["process"][under]).tolist()]
+    per_node = {}
+    for process in aggregators:
+        per_node.setdefault(process.hostname, []).append(process)
+    crowded = [process for node in sorted(per_node) if len(per_node[node]) > 1 for process in per_node[node]]
+    code, level = ("M09", "warn") if len(aggregators) > len(nodes) else \
+        ("M08", "info") if len(aggregators) < len(nodes) else ("M10", "ok")
+    return [fact(code, level, "ops", crowded[:FILES_NAMED], aggregators=len(aggregators), nodes=len(nodes),
+                 most_on_one_node=max(len(on_node) for on_node in per_node.values()))]
 
 
 def outside_io_s(job):

@@ -262,6 +262,15 @@ PATTERN_WORDS = {
             "(MPI_File_iread, iread_all) let computation go on meanwhile and hide part of their time."),
     "M07": ("Blocking MPI-IO writes", "Every MPI-IO write blocked until its data was handed over: non-blocking "
             "writes (MPI_File_iwrite, iwrite_all) let computation go on meanwhile and hide part of their time."),
+    "M08": ("Fewer MPI-IO aggregators than nodes", "Fewer processes did the collective MPI-IO calls' file "
+            "system I/O (the aggregators) than the job has nodes: some nodes' links to the file system stay idle "
+            "during collective I/O."),
+    "M09": ("Several MPI-IO aggregators per node", "More processes did the collective MPI-IO calls' file system "
+            "I/O (the aggregators) than the job has nodes: aggregators on one node share its network link and "
+            "exchange data among themselves. One aggregator per node (ROMIO hints cb_nodes=<nodes> and "
+            "cb_config_list=*:1) is usually best."),
+    "M10": ("One MPI-IO aggregator per node", "The collective MPI-IO calls' file system I/O was done by one "
+            "process per node."),
 }
 # Numbers of a pattern that are not shown as numbers (they have their own place on the page).
 PATTERN_PLACES = ("code", "level", "files", "ranks", "at_stake_s", "at_stake_how")

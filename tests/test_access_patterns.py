@@ -351,3 +351,29 @@ def test_a_nonblocking_collective_call_is_not_taken_from_the_independent_ones_tw
         assert independent > 0 and mpiio_calls(ts, direction, OpFlag.COLLECTIVE | OpFlag.NONBLOCKING).any()
         (p,) = [p for p in a["access_patterns"] if p["code"] == code]
         assert (p["collective_requests"], p["requests"]) == (collective, independent + collective)
+
+
+@pytest.mark.mpi
+def test_aggregators_against_nodes_fire_m09_with_two_on_one_node_and_m10_with_one(ioassess, tmp_path):
+    """mpi_calls' collective writes and reads on this one node with collective buffering on
+    (ROMIO's automatic mode does this contiguous pattern with every rank's own I/O): with
+    ROMIO's default of one aggregator per node one rank does the file system I/O (M10); with
+    cb_nodes 2 and cb_config_list *:* two ranks of the node do it (M09, naming both). The
+    aggregators are the ranks the traces show making POSIX reads or writes inside collective
+    calls."""
+    buffering = "romio_cb_write enable\nromio_cb_read enable\n"
+    two_per_node = buffering + "cb_nodes 2\ncb_config_list *:*\n"
+    for name, hints, code in (("one", buffering, "M10"), ("two", two_per_node, "M09")):
+        (tmp_path / f"{name}.hints").write_text(hints)
+        (tmp_path / name / "data").mkdir(parents=True)
+        a = run_job(ioassess, tmp_path / name / "t", "env", f"ROMIO_HINTS={tmp_path / f'{name}.hints'}",
+                    *mpiexec(prog("mpi_calls"), "collective", tmp_path / name / "data", 16))
+        ts = load(tmp_path / name / "t")
+        posix_data = np.isin(ts.ops["op"], [op for op, layer in OP_LAYER.items() if layer == "posix"
+                                             and OP_DIRECTION[op] in ("read", "write")])
+        under = posix_data & ((ts.ops["flags"] & OpFlag.UNDER_COLLECTIVE) != 0)
+        aggregators = sorted({ts.processes[i].rank for i in np.unique(ts.ops["process"][under]).tolist()})
+        (p,) = [p for p in a["access_patterns"] if p["code"] in ("M08", "M09", "M10")]
+        assert (p["code"], p["nodes"]) == (code, 1), p
+        assert p["aggregators"] == len(aggregators) == {"M10": 1, "M09": 2}[code]
+        assert sorted(r["rank"] for r in p["ranks"]) == (aggregators if code == "M09" else [])
