@@ -517,3 +517,20 @@ def test_a_full_store_disk_is_one_line_and_the_rounds_go_on(start_ioassess, tmp_
     assert probe.returncode == 0
     assert rest.splitlines()[-1].startswith("ioassess probe: stopped after "), rest
     assert not any(line.startswith("ioassess probe: store: ") for line in rest.splitlines()), rest
+
+
+def test_a_job_outside_the_probes_samples_says_nothing_is_known_of_the_file_system(history, ioassess, tmp_path):
+    """A store whose target has no sample in the job's window (the probe was not running then):
+    the report says so for that target, draws no probe chart, and does not claim that the file
+    system stayed as fast as normal."""
+    store, _, _ = history
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", "sh", "-c", 'cat "$0" >/dev/null', __file__)
+    assert result.returncode == 0, result.stderr
+    result = ioassess("report", tmp_path / "t", "--probe-db", store.path, "-o", tmp_path / "r.html",
+                      "--json", tmp_path / "a.json")
+    assert result.returncode == 0, result.stderr
+    (target,) = json.loads((tmp_path / "a.json").read_text())["file_system"]["targets"]
+    assert not any(sum(kind["count"]) for kind in target["kinds"].values())
+    page = (tmp_path / "r.html").read_text()
+    assert "The probe has no sample of this target during the job" in page
+    assert "stayed below" not in page and "slowdown (observed / normal)" not in page
