@@ -281,7 +281,7 @@ def test_a_trace_of_ten_million_ops_gives_a_report_under_3_mb(ioassess, tmp_path
     # the report of this trace takes seconds, but stderr is not a terminal (as a batch job's output
     # file): no progress bar, only the summary line
     trace_dir = tmp_path / "t"
-    assert result.stderr == (f"ioassess: traces of 1 processes in {trace_dir}; wrote {trace_dir / 'report.html'} "
+    assert result.stderr == (f"ioassess: traces of 1 process in {trace_dir}; wrote {trace_dir / 'report.html'} "
                              f"and {trace_dir / 'assessment.json'}\n")
     assessment = read_json(tmp_path / "t" / "assessment.json")
     assert assessment["scatter"]["ops_total"] >= 10_000_000 and assessment["tier"] == "ops"

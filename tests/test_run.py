@@ -12,6 +12,7 @@ import pytest
 
 import ioassess.report as report_package
 from ioassess import read_trace_dir
+from ioassess.units import count_text
 from recorder_helpers import prog, without_meta
 
 # libmpich pulls in UCX, which installs a C handler for SIGHUP in every process that loads it.
@@ -20,7 +21,7 @@ GROUP_KILL_RUNS = 10
 
 
 def summary_line(trace_dir, traces=1):
-    return (f"ioassess: traces of {traces} processes in {trace_dir}; "
+    return (f"ioassess: traces of {count_text(traces, 'process')} in {trace_dir}; "
             f"wrote {trace_dir / 'report.html'} and {trace_dir / 'assessment.json'}")
 
 
