@@ -7,25 +7,12 @@
  * usage: mpi_calls independent|collective DIR CALLS
  * Prints "rank R: MODE ok, CALLS calls" per rank; exit 0, or 1 with a message on a failed call
  * or wrong data read back. */
-#include <mpi.h>
+#include "mpi_check.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { SMALL = 4096 };
-
-static int rank, size;
-
-static void check(int rc, const char *what)
-{
-    if (rc != MPI_SUCCESS) {
-        char text[MPI_MAX_ERROR_STRING];
-        int length;
-        MPI_Error_string(rc, text, &length);
-        fprintf(stderr, "rank %d: %s: %s\n", rank, what, text);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-}
 
 static void fill(char *buffer, long call)
 {

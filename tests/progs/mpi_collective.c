@@ -21,25 +21,12 @@
  * usage: mpi_collective collective|independent|nonblocking|every|errors|reopen DIR [AGGREGATORS]
  * Prints "cb_nodes N" (rank 0: the hint in effect), then "rank R: MODE ok, wrote B bytes" per
  * rank; exit 0, or 1 with a message on a failed call or wrong data read back. */
-#include <mpi.h>
+#include "mpi_check.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { BLOCK = 262144, SMALL = 4096, VIEW_DISP = 4096, REGIONS = 12, REOPEN_ROUNDS = 10000 };
-
-static int rank, size;
-
-static void check(int rc, const char *what)
-{
-    if (rc != MPI_SUCCESS) {
-        char text[MPI_MAX_ERROR_STRING];
-        int length;
-        MPI_Error_string(rc, text, &length);
-        fprintf(stderr, "rank %d: %s: %s\n", rank, what, text);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-}
 
 static void fill(char *buffer, long bytes, long region)
 {
