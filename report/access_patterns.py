@@ -66,8 +66,9 @@ def evidence_records(job, streams):
 def counted_from_ops(job, streams, covered=frozenset()):
     """Darshan's per-record counters computed from Job.ops of reads and writes that succeeded
     (a failed call counts nowhere, as in Darshan), one record per (process, file, layer) not in
-    covered; a file two or more processes accessed in a layer becomes one shared record (rank -1)
-    with its fastest and slowest process, as Darshan reduces a file every rank opened. streams:
+    covered; a file two or more MPI ranks accessed in a layer becomes one shared record (rank -1)
+    with its fastest and slowest rank, as Darshan reduces a file every rank opened (reduced_shared).
+    streams:
     request_streams of those ops (PatternOps.streams). STDIO and MPI-IO have no consecutive,
     sequential or alignment counts (-1)."""
     ops = job.ops
@@ -218,13 +219,15 @@ def metadata_seconds(job, process, file, layer):
 
 
 def reduced_shared(job, table):
-    """The records of each (file, layer) that two or more processes accessed, reduced to one
+    """The records of each (file, layer) that two or more MPI ranks accessed, reduced to one
     shared record (rank -1, process -1) as Darshan reduces them: counts and times added, the
-    highest offsets the highest, the fastest and slowest process by time on the file (reads,
-    writes and metadata; a process of no rank named by its index) with its bytes, and the
-    variances over the processes."""
+    highest offsets the highest, the fastest and slowest rank by time on the file (reads, writes
+    and metadata) with its bytes, and the variances over the ranks. Processes of no rank (a
+    script's commands, one after the other) keep their own records: they do not share a file as
+    ranks running together do."""
     columns = {**DARSHAN_RECORD_COLUMNS, "process": np.int64}
-    pair = table["file"] * len(LAYERS) + table["layer"]
+    pair = np.where(table["rank"] >= 0, table["file"] * len(LAYERS) + table["layer"],
+                    -1 - np.arange(len(table["rank"])))    # a process of no rank: a group of its own
     order = np.lexsort((table["read_s"] + table["write_s"] + table["meta_s"], pair))
     table = {name: values[order] for name, values in table.items()}
     pair = pair[order]
@@ -239,7 +242,7 @@ def reduced_shared(job, table):
     ends = starts + processes - 1      # rows by time within each file: fastest first, slowest last
     time = table["read_s"] + table["write_s"] + table["meta_s"]
     moved = (table["bytes_read"] + table["bytes_written"]).astype(np.float64)
-    who = np.where(table["rank"] >= 0, table["rank"], table["process"])
+    who = table["rank"]
     shared = {"process": np.full(len(starts), -1), "rank": np.full(len(starts), -1),
               "file": table["file"][starts], "layer": table["layer"][starts]}
     for name in ("reads", "writes", "consecutive_reads", "consecutive_writes", "sequential_reads",
@@ -609,12 +612,12 @@ def shared_imbalance(job, records, ops):
 
 
 def individual_imbalance(job, records, ops):
-    """P21/P22: a file several ranks accessed in records of their own, where the rank with fewest
+    """P21/P22: a file several MPI ranks accessed in records of their own, where the rank with fewest
     bytes written (read) moved more than 30 % fewer than the one with most; a rank that opened
     the file and moved nothing counts with 0 bytes, as its Darshan record does. At stake, per
     file: the slowest rank's time on it less the mean rank's."""
     found = []
-    own = np.flatnonzero((records["layer"] == POSIX) & ~shared(records))
+    own = np.flatnonzero((records["layer"] == POSIX) & ~shared(records) & (records["rank"] >= 0))
     idle_files, idle_ranks = opened_without_data(job, records, own)
     ranks_on_file = np.bincount(records["file"][own], minlength=len(job.files)) + idle_ranks
     n = max(len(job.files), 1)
