@@ -1,6 +1,6 @@
 """How the job accessed its files, on the evidence Drishti 0.8 uses (docs/assessment.md, "Access
-patterns"): each trigger family of Drishti (its codes, S01 and P01-P22, M01-M07) that holds for
-the job, with the files and ranks behind it and the seconds at stake.
+patterns"): each trigger family of Drishti (its codes P01-P22 and M01-M10; S01 is in
+findings.py) that holds for the job, with the files and ranks behind it and the seconds at stake.
 
 The evidence is Darshan's counters, per record: a Darshan log's own (Job.darshan_records), and
 for the files a log does not count, the same counters computed from the ops the way Darshan's
@@ -68,9 +68,9 @@ def counted_from_ops(job, streams, covered=frozenset()):
     (a failed call counts nowhere, as in Darshan), one record per (process, file, layer) not in
     covered; a file two or more MPI ranks accessed in a layer becomes one shared record (rank -1)
     with its fastest and slowest rank, as Darshan reduces a file every rank opened (reduced_shared).
-    streams:
-    request_streams of those ops (PatternOps.streams). STDIO and MPI-IO have no consecutive,
-    sequential or alignment counts (-1)."""
+    streams: request_streams of those ops (PatternOps.streams). STDIO and MPI-IO have no
+    consecutive, sequential or alignment counts (-1), nor highest offsets where the ops have no
+    offsets (stdio's)."""
     ops = job.ops
     n_files = max(len(job.files), 1)
     rows, stream, sequential, consecutive = streams
@@ -107,6 +107,7 @@ def counted_from_ops(job, streams, covered=frozenset()):
     by_direction(np.add.reduceat(result <= SMALL_BYTES, starts, dtype=np.int64), "small_reads", "small_writes")
     offset = ops["offset"][rows]
     result += offset - 1        # the last byte of each request, in place
+    result[offset < 0] = -1     # no offset (stdio): no highest byte known
     highest(result)
     del result
     by_direction(np.add.reduceat(ops["duration_s"][rows], starts), "read_s", "write_s", np.float64)
@@ -187,10 +188,6 @@ def opens_before(job):
     out = np.empty(len(key), np.int64)
     out[order] = np.cumsum(opened[order])
     return out
-
-
-def flagged(ops, rows, flag):
-    return (op_column(ops, "flags")[rows] & flag) != 0
 
 
 def file_alignments(job):
