@@ -276,8 +276,7 @@ class PatternOps:
         self.streams = request_streams(job, np.flatnonzero(self.data))
         self.sequential = np.zeros(len(ops["file"]), bool)
         self.sequential[self.streams[0]] = self.streams[2]
-        pairs = np.unique(self.streams[1] >> 1) % (max(len(job.files), 1) * len(LAYERS))
-        self.pairs_with_ops = np.unique(pairs)
+        self.pairs_with_ops = np.unique((self.streams[1] >> 1) % (max(len(job.files), 1) * len(LAYERS)))
 
     def lost_share_of(self, records):
         """Per evidence record, the share of its (file, layer)'s counted time that was lost."""
@@ -322,7 +321,7 @@ def pattern(code, level, job, ops, records, op_rows, op_at_stake, record_rows, r
     file_s = np.bincount(op_file, op_at_stake, minlength=n_files).astype(np.float64)
     file_ops = np.bincount(op_file, minlength=n_files).astype(np.int64)
     file_s += np.bincount(records["file"][rec_idx], record_at_stake, minlength=n_files)
-    evidence = ("ops" if len(op_idx) else "") + ("counters" if len(rec_idx) else "")
+    evidence = " and ".join(name for name, rows in (("ops", op_idx), ("counters", rec_idx)) if len(rows)) or None
     files = np.flatnonzero((file_ops > 0) | (np.bincount(records["file"][rec_idx], minlength=n_files) > 0))
     files = files[np.argsort(-file_s[files], kind="stable")][:FILES_NAMED]
     process_s = np.bincount(op_process, op_at_stake, minlength=len(job.processes)).astype(np.float64)
@@ -335,9 +334,7 @@ def pattern(code, level, job, ops, records, op_rows, op_at_stake, record_rows, r
     shared_ranks = sorted({int(r) for r in named.tolist() if r >= 0})
     ranks += [{"rank": r, "pid": None, "seconds": None} for r in shared_ranks[:FILES_NAMED - len(ranks)]]
     at_stake = float(op_at_stake.sum() + record_at_stake.sum()) if evidence else None
-    return {"code": code, "level": level, "evidence": {"ops": "ops", "counters": "counters",
-                                                        "opscounters": "ops and counters", "": None}[evidence],
-            **counts,
+    return {"code": code, "level": level, "evidence": evidence, **counts,
             "files": [{"name": job.files[f].name, "ops": int(file_ops[f]), "seconds": float(file_s[f])}
                       for f in files.tolist()],
             "ranks": ranks,
@@ -350,7 +347,7 @@ def pattern(code, level, job, ops, records, op_rows, op_at_stake, record_rows, r
 
 def fact(code, level, evidence="counters", ranks=(), **counts):
     """A pattern about how the job is set up, not about time: no files or seconds; ranks, the
-    processes it names (Job.processes indices)."""
+    JobProcesses it names."""
     return {"code": code, "level": level, "evidence": evidence, **counts, "files": [],
             "ranks": [{"rank": job_process.rank, "pid": job_process.pid or None, "seconds": None}
                       for job_process in ranks],
@@ -359,7 +356,7 @@ def fact(code, level, evidence="counters", ranks=(), **counts):
 
 def shared(records):
     """The evidence records of a file shared by the ranks (Darshan's rank -1, or reduced from the
-    ops of several processes), not a process's own."""
+    ops of several MPI ranks: reduced_shared), not a rank's or a process's own."""
     return (records["rank"] < 0) & (records["process"] < 0)
 
 
@@ -453,10 +450,8 @@ def misaligned(job, records, ops):
     if not total:
         return found
     data = ops.data & (o["layer"] == POSIX)
-    alignment = file_alignments(job)[o["file"]] if len(job.files) else np.ones(len(o["file"]), np.int64)
-    buffer = o["buffer"]
-    op_masks = {"P07": data & (buffer != 0) & (buffer % MEMORY_ALIGNMENT != 0),
-                "P08": data & (o["offset"] >= 0) & (o["offset"] % alignment != 0)}
+    op_masks = {"P07": lambda: (o["buffer"] != 0) & (o["buffer"] % MEMORY_ALIGNMENT != 0),
+                "P08": lambda: (o["offset"] >= 0) & (o["offset"] % offset_alignment(job, slice(None)) != 0)}
     for code, column, what in (("P07", "mem_not_aligned", "memory"), ("P08", "file_not_aligned", "file")):
         count = posix_total(records, column)
         if count / total <= MISALIGNED_REQUESTS:
@@ -465,7 +460,7 @@ def misaligned(job, records, ops):
         requests = np.maximum(records["reads"] + records["writes"], 1)
         estimate = (records["read_s"] + records["write_s"]) * np.clip(records[column] / requests, 0.0, 1.0) * \
             ops.lost_share_of(records)
-        mask = op_masks[code]
+        mask = data & op_masks[code]()
         known = records["file_alignment"][(records["layer"] == POSIX) & (records["file_alignment"] > 0)]
         alignment = MEMORY_ALIGNMENT if code == "P07" else int(known.min()) if len(known) else DEFAULT_FILE_ALIGNMENT
         found.append(pattern(code, "high", job, ops, records, mask, ops.lost_s[mask], counted, estimate,
@@ -615,13 +610,13 @@ def individual_imbalance(job, records, ops):
     file: the slowest rank's time on it less the mean rank's."""
     found = []
     own = np.flatnonzero((records["layer"] == POSIX) & ~shared(records) & (records["rank"] >= 0))
+    if not len(own):
+        return found
     idle_files, idle_ranks = opened_without_data(job, records, own)
     ranks_on_file = np.bincount(records["file"][own], minlength=len(job.files)) + idle_ranks
     n = max(len(job.files), 1)
+    files = records["file"][own]
     for code, column in (("P21", "bytes_written"), ("P22", "bytes_read")):
-        files = records["file"][own]
-        if not len(files):
-            continue
         most = np.full(n, -1, np.int64)
         fewest = np.full(n, np.iinfo(np.int64).max, np.int64)
         np.maximum.at(most, files, records[column][own])
@@ -637,9 +632,9 @@ def individual_imbalance(job, records, ops):
 
 
 def opened_without_data(job, records, own):
-    """Files of the records own that some process opened (POSIX) and moved no data in (a Darshan
-    record of 0 bytes: Job.meta_kinds' opens; a traced process's open with no read or write),
-    and per file of the job how many such processes there are."""
+    """Files of the ranks' own records `own` that some other rank opened (POSIX: Job.meta_kinds'
+    opens of Darshan's records, the traced opens) without a record of its own there, that is
+    without moving data; and per file of the job how many such ranks there are."""
     opened = job.meta_kinds
     kind_open = (opened["kind"] == META_KINDS.index("open")) & (opened["layer"] == POSIX) & (opened["process"] >= 0)
     pairs = set(zip(opened["process"][kind_open].tolist(), opened["file"][kind_open].tolist()))
@@ -648,11 +643,10 @@ def opened_without_data(job, records, own):
         (o["layer"] == POSIX) & (o["result"] >= 0)
     pairs |= set(zip(o["process"][traced_open].tolist(), o["file"][traced_open].tolist()))
     files = set(records["file"][own].tolist())
-    moved = set(zip(o["process"][o["direction"] < META].tolist(), o["file"][o["direction"] < META].tolist()))
-    rank_of = {p: job.processes[p].rank for p in range(len(job.processes))}
     counted = set(zip(records["rank"][own].tolist(), records["file"][own].tolist()))
-    idle = [f for p, f in pairs if f in files and (p, f) not in moved and (rank_of[p], f) not in counted]
-    return np.unique(np.array(idle, np.int64)), np.bincount(np.array(idle, np.int64), minlength=len(job.files))
+    idle_ranks = {(job.processes[p].rank, f) for p, f in pairs if f in files and job.processes[p].rank >= 0} - counted
+    idle = np.array([f for _, f in idle_ranks], np.int64)
+    return np.unique(idle), np.bincount(idle, minlength=len(job.files))
 
 
 def imbalance_pattern(code, job, ops, records, rows, ranks_on_file, **counts):
@@ -683,7 +677,8 @@ def imbalance_pattern(code, job, ops, records, rows, ranks_on_file, **counts):
         share = np.where(per_process > 0, excess / np.maximum(per_process, 1e-300), 0.0)
         at_stake[idx] = o["duration_s"][idx] * share[inverse]
         mask[idx] = share[inverse] > 0
-    counted = np.isin(records["file"], files[~with_ops]) & np.isin(np.arange(len(records["file"])), rows)
+    counted = np.zeros(len(records["file"]), bool)
+    counted[rows] = np.isin(records["file"][rows], files[~with_ops])
     nprocs = max(job.nprocs, 1)
     time = records["read_s"] + records["write_s"] + records["meta_s"]
     estimate = np.where(shared(records), np.nan_to_num(records["slowest_s"]) - time / nprocs, 0.0)
