@@ -8,7 +8,6 @@ from .metadata import METADATA_RANK_S, SMALL_FILE_BYTES
 
 # Recommendation thresholds (docs/assessment.md says why).
 LOST_SHARE_WORTH_A_LOOK = 0.05      # of the runtime
-SMALL_OPS_SHARE = 0.5
 METADATA_MIN_S = 1.0          # metadata time below this is not worth a finding, whatever its share
 MANY_SMALL_FILES = 100        # small files (report/metadata.py) worth a finding
 MISSING_PATH_CALLS = 10       # lookups of missing paths worth a finding
