@@ -839,3 +839,28 @@ def test_a_shared_records_ranks_and_times_outside_the_job_are_unknown():
     assert table["fastest_rank"].tolist() == [3, 1] and table["slowest_rank"].tolist() == [-1, 2]
     assert table["fastest_s"].tolist() == [0.5, 0.5]
     assert np.isnan(table["slowest_s"][0]) and table["slowest_s"][1] == 1.5
+
+
+@pytest.mark.parametrize("extreme", ["huge", "negative"])
+def test_absurd_access_pattern_counters_are_reported_without_a_traceback(rewrite, ioassess, tmp_path, extreme):
+    """The counters the access-pattern findings read (highest offsets, alignment, access-size
+    bins, consecutive and sequential counts, MPI-IO's kinds of calls) set to 2^63 - 1 or to
+    negative numbers in every POSIX record, times to infinities and NaN: the report is written
+    and matches its schema (IOASSESS_CHECK_SCHEMA is on in the tests), with no traceback."""
+    names, fnames = POSIX_NAMES
+
+    def absurd(raw):
+        records = np.frombuffer(raw, POSIX_RECORD).copy()
+        for name in names:
+            if name.startswith(("POSIX_MAX_BYTE", "POSIX_FILE_ALIGNMENT", "POSIX_MEM_ALIGNMENT", "POSIX_SIZE_",
+                                "POSIX_CONSEC", "POSIX_SEQ", "POSIX_MEM_NOT", "POSIX_FILE_NOT")):
+                records["counters"][:, names.index(name)] = (1 << 63) - 1 if extreme == "huge" else -7
+        for name in ("POSIX_F_READ_TIME", "POSIX_F_WRITE_TIME", "POSIX_F_META_TIME"):
+            records["fcounters"][:, fnames.index(name)] = np.inf if extreme == "huge" else np.nan
+        return records.tobytes()
+
+    log = rewrite("shane_macsio_id29959_5-22-32552-7035573431850780836_1590156158.darshan",
+                  modules={"POSIX": absurd})
+    result = ioassess("report", log, "-o", tmp_path / "r.html", "--json", tmp_path / "a.json")
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert (tmp_path / "r.html").read_text().rstrip().endswith("</html>")
