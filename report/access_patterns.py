@@ -382,13 +382,14 @@ def operation_intensive(job, records, ops):
     """P01-P04: more writes than reads (or the reverse) by more than 10 % of all, in requests
     (P01, P02) or in bytes (P03, P04): a fact about the job that says which direction to tune."""
     found = []
-    for what, (read_col, write_col), codes in (("ops", ("reads", "writes"), ("P01", "P02")),
-                                               ("bytes", ("bytes_read", "bytes_written"), ("P03", "P04"))):
+    for what, (read_col, write_col), names, codes in (
+            ("ops", ("reads", "writes"), ("reads", "writes"), ("P01", "P02")),
+            ("bytes", ("bytes_read", "bytes_written"), ("read_bytes", "written_bytes"), ("P03", "P04"))):
         reads, writes = posix_total(records, read_col), posix_total(records, write_col)
         total = reads + writes
         if total and abs(writes - reads) / total > IMBALANCE_OPERATIONS:
-            found.append(fact(codes[0] if writes > reads else codes[1], "info", measure=what, reads=reads,
-                              writes=writes, share=max(reads, writes) / total))
+            found.append(fact(codes[0] if writes > reads else codes[1], "info", measure=what,
+                              **{names[0]: reads, names[1]: writes}, share=max(reads, writes) / total))
     return found
 
 

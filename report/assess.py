@@ -2,7 +2,7 @@
 HTML report, assessment.json and the tests all read. docs/assessment.md lists every field.
 
 The ops' classes and time lost come from classify.py, the sections from sections.py,
-processes.py, io_model.py, metadata.py and access_patterns.py, the findings from findings.py.
+processes.py, io_model.py, metadata.py, access_patterns.py and storage_targets.py, the findings from findings.py.
 Only the POSIX and STDIO layers count as I/O time (MPI-IO time contains the POSIX time under
 it: the layers are shown side by side, never added); the POSIX reads and writes made inside
 collective MPI-IO calls are the aggregators' work.
@@ -23,9 +23,11 @@ from .io_model import io_model_cell, site_grid_placement, write_throughput
 from .metadata import known_only_from_metadata, metadata_section
 from .processes import launcher_processes, per_process_view, pid_or_none, process_io, process_table, shared_record_ranks
 from .schema import check_if_asked
+from .storage_targets import storage_targets
 from .sections import (aggregator_work, asynchronous_io, class_table, collective_io, file_system_while_running,
                        file_table, flushes, io_uring_instances, kernel_word, layer_table, mapped_files, model_lines,
-                       runtime_files, scatter_sample, size_table, slowdown_timeline, tail_statistics, timeline)
+                       per_file_io, runtime_files, scatter_sample, size_table, slowdown_timeline, tail_statistics,
+                       timeline)
 
 FORMAT = "ioassess-assessment"
 FORMAT_VERSION = 1
@@ -44,6 +46,7 @@ def assess(job, model, model_source="", site_grid=None, model_choice=None, probe
     shared = shared_record_ranks(job, per_total)
     aggregation = aggregator_work(job)
     processes = process_table(job, per_process, shared, aggregation)
+    per_file = per_file_io(job, per_op, per_total)
     headline = headline_numbers(job, per_op, per_total, processes)
     cell = {**io_model_cell(job), **write_throughput(job)}
     assessment = {
@@ -62,14 +65,14 @@ def assess(job, model, model_source="", site_grid=None, model_choice=None, probe
         "mapped_files": mapped_files(job),
         "io_uring": io_uring_instances(job),
         "collective_io": collective_io(job, aggregation),
-        "top_files": file_table(job, per_op, per_total),
+        "top_files": file_table(job, per_op, per_total, per_file),
         "runtime_files": runtime_files(job, per_op, per_total),
         "sizes": size_table(job, per_op, per_total),
         "timeline": timeline(job, per_op),
         "slowdown": slowdown_timeline(job, per_op),
         "tails": tail_statistics(job, per_op),
         "processes": processes,
-        "per_process": per_process_view(job, per_process, per_total, shared),
+        "per_process": per_process_view(job, per_op, per_process, per_total, shared),
         "io_model": cell,
         "site_grid": site_grid_placement(cell, site_grid),
         "scatter": scatter_sample(job, per_op),
@@ -77,6 +80,7 @@ def assess(job, model, model_source="", site_grid=None, model_choice=None, probe
         "file_system": file_system_while_running(job, per_op, probe_db),
         "metadata": metadata_section(job, headline["io_s"]),
         "access_patterns": access_patterns(job, per_op, per_total),
+        "storage_targets": storage_targets(job, per_file),
     }
     assessment["recommendations"] = recommendations(assessment)
     check_if_asked(assessment)

@@ -2,7 +2,7 @@
 says why each threshold)."""
 import collections
 
-from .access_patterns import LEVELS
+from .access_patterns import IMBALANCE_STRAGGLERS, LEVELS
 from .classify import ALLOCATION, STALL
 from .metadata import METADATA_RANK_S, SMALL_FILE_BYTES
 
@@ -90,6 +90,8 @@ def recommendations(a):
                              "enabled, DXT_ENABLE_IO_TRACE=1) for a per-op assessment.", None, level="info",
                              lost_low_s=head["lost_low_s"], lost_high_s=head["lost_high_s"]))
     found += metadata_findings(a.get("metadata"), head["io_s"])
+    found += straggler_findings(a["per_process"], head["runtime_s"])
+    found += slow_target_findings(a["storage_targets"])
     found += [pattern_finding(p) for p in a["access_patterns"]]
     return by_seconds_at_stake(found)
 
@@ -109,6 +111,60 @@ def stdio_findings(layers):
                     "to it. Large requests with read/write or MPI-IO, or a larger buffer (setvbuf), move the same "
                     "data in fewer, larger requests.", stdio_s, code="S01", level="high",
                     stdio_bytes=moved["stdio"], stdio_share=moved["stdio"] / total, stdio_s=stdio_s)]
+
+
+def straggler_findings(view, runtime_s):
+    """Some ranks spent far longer in I/O than the mean rank (report/processes.py, stragglers):
+    the slowest rank's excess over the mean is above IMBALANCE_STRAGGLERS of its time, and at least
+    LOST_SHARE_WORTH_A_LOOK of the runtime. Whether the slowest ranks moved more data than the
+    mean rank says whether the work or the way to storage is uneven. At stake: the slowest
+    rank's I/O time less the mean rank's."""
+    stragglers = view and view["stragglers"]
+    if not stragglers or not stragglers["ranks"]:
+        return []
+    slowest, mean_s = stragglers["ranks"][0], stragglers["mean_s"]
+    excess = slowest["seconds"] - mean_s
+    if excess <= IMBALANCE_STRAGGLERS * slowest["seconds"] or \
+            (runtime_s is not None and excess < LOST_SHARE_WORTH_A_LOOK * runtime_s):
+        return []
+    more_work = slowest["bytes"] > (1 + IMBALANCE_STRAGGLERS) * stragglers["mean_bytes"]
+    text = ("The slowest ranks moved more data than the mean rank: the I/O work is split unevenly, and the job "
+            "waits for its slowest rank wherever the ranks synchronise. Spreading the data evenly over the ranks, "
+            "or collective I/O with an aggregator per node, lets them finish together." if more_work else
+            "The slowest ranks moved no more data than the mean rank, yet took far longer: the difference is not "
+            "in the work but on the way to storage (a slow storage target or server, contention with other jobs, "
+            "a busy node), and the job waits for its slowest rank wherever the ranks synchronise. Compare the "
+            "slowest ranks' files and nodes with the others' (Lustre: lfs getstripe gives a file's OSTs).")
+    ranks = [{"rank": r["rank"], "pid": r["pid"], "seconds": r["seconds"] - mean_s}
+             for r in stragglers["ranks"] if r["seconds"] > mean_s]
+    return [finding("Some ranks spent far longer in I/O than the others", text, excess, level="high",
+                    files=stragglers["files"], ranks=ranks,
+                    at_stake_how="the slowest rank's I/O time less the mean rank's: what the job waits for it "
+                                 "beyond an even split, where the ranks wait for each other",
+                    slowest_rank=slowest["rank"], slowest_s=slowest["seconds"], mean_s=mean_s,
+                    slowest_bytes=slowest["bytes"], mean_bytes=stragglers["mean_bytes"],
+                    imbalance=slowest["seconds"] / mean_s)]
+
+
+def slow_target_findings(targets):
+    """Files on some storage targets (Lustre OSTs) took far longer per byte than the job's other
+    files (report/storage_targets.py). At stake: their time beyond their bytes at the job's
+    median time per MiB."""
+    if not targets or not targets["slow"]:
+        return []
+    slow = targets["slow"]
+    names = sorted((f for t in slow for f in t["names"]), key=lambda f: -f["seconds"])[:len(slow[0]["names"])]
+    return [finding("Files on some storage targets were far slower",
+                    "The job's files on these storage targets (Lustre OSTs) took many times longer per byte than "
+                    "its files on the others: the target (its disks or its server) was slow or overloaded while "
+                    "the job ran, not the job. Tell the site's admins which targets; until they are fixed, "
+                    "placing files on other targets (lfs setstripe --ost, or a stripe count over several "
+                    "targets) avoids them.", sum(t["excess_s"] for t in slow), level="high", files=names,
+                    at_stake_how="the files' time on these targets beyond their bytes at the job's median time "
+                                 "per MiB",
+                    slow_targets=", ".join(str(t["target"]) for t in slow),
+                    files_on_them=sum(t["files"] for t in slow), slowest_target_time_per_MiB_s=slow[0]["s_per_mib"],
+                    job_median_time_per_MiB_s=targets["median_s_per_mib"], targets=targets["targets"])]
 
 
 def sync_findings(flushed, io_s):
@@ -161,8 +217,7 @@ def metadata_findings(meta, io_s):
                              "a large share of the time the job spent in I/O calls: each such call is a round "
                              "trip to the file system's metadata server, however few bytes follow. Opening each "
                              "file once and keeping it open, fewer and larger files, and stat'ing once and "
-                             "sharing the answer reduce it. At stake: the metadata time (metadata_s), of which "
-                             "the ranks above the threshold spent above_s.", meta["seconds"],
+                             "sharing the answer reduce it.", meta["seconds"],
                              code="P17" if above else None, level="high" if above else "warn", **numbers))
     repeated = meta["repeated"]
     if repeated and repeated["calls"] and repeated["seconds"] >= worth and repeated["seconds"] > 0:
@@ -170,7 +225,7 @@ def metadata_findings(meta, io_s):
                              "The same file or directory was opened, stat'ed or checked (access) again and again: "
                              "every call after the first of its kind on a path is counted. Keeping the file open, "
                              "caching the answer of a stat, or having one rank make the call and share the result "
-                             "saves the time of those calls (repeated_s).", repeated["seconds"],
+                             "saves the time of those calls.", repeated["seconds"],
                              repeated_calls=repeated["calls"], repeated_s=repeated["seconds"],
                              repeated_files=len(repeated["files"]), worst_file=repeated["files"][0]["name"] if
                              repeated["files"] else None))
@@ -180,7 +235,7 @@ def metadata_findings(meta, io_s):
                              f"Many files were opened that moved at most {SMALL_FILE_BYTES >> 20} MiB each: their "
                              "opens, closes and stats cost as much as their data. Packing them into fewer, larger "
                              "files (an archive, HDF5, a container image) or staging them in node-local storage "
-                             "saves most of their metadata time (small_files_s).", small["seconds"],
+                             "saves most of their metadata time.", small["seconds"],
                              small_files=small["files"], files_opened=small["opened"], small_files_bytes=small["bytes"],
                              small_files_calls=small["calls"], small_files_s=small["seconds"],
                              threshold_bytes=SMALL_FILE_BYTES))
@@ -190,7 +245,7 @@ def metadata_findings(meta, io_s):
                              "Lookups (open, stat, access, opendir) of paths that do not exist (ENOENT): typically a "
                              "search path tried entry by entry (Python's sys.path, LD_LIBRARY_PATH, a list of "
                              "configuration locations) on every process. Shorter search paths, or a copy of what is "
-                             "looked for in the first place searched, save their time (missing_s).",
+                             "looked for in the first place searched, save their time.",
                              missing["seconds"], missing_calls=missing["calls"], missing_s=missing["seconds"],
                              paths=missing["paths"]))
     return found

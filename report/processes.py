@@ -11,12 +11,14 @@ from ioassess.models.plain import ratio_or_none
 RANK_PLOT_BINS = 200
 # The ranks that lost most, named in the per-process view.
 MOST_LOST_NAMED = 3
+# The slowest ranks named, and the files they spent their I/O time on.
+STRAGGLERS_NAMED = 5
 
 
 def process_io(job, per_op, per_total):
-    """Per process (index into Job.processes): the `ops`, I/O time `io_s` and time lost
-    (`lost_low_s`, `lost_high_s`) of its POSIX and STDIO I/O: its ops known one by one and its
-    own counter rows (rows of rank -1, shared by all ranks, are no process's)."""
+    """Per process (index into Job.processes): the `ops`, I/O time `io_s`, time lost
+    (`lost_low_s`, `lost_high_s`) and `bytes` moved of its POSIX and STDIO I/O: its ops known one
+    by one and its own counter rows (rows of rank -1, shared by all ranks, are no process's)."""
     n = len(job.processes)
     ops, totals = job.ops, job.totals
     io, tio = per_op["is_io"], per_total["is_io"] & (totals["process"] >= 0)
@@ -25,7 +27,8 @@ def process_io(job, per_op, per_total):
     return {"ops": np.bincount(p, minlength=n) + np.bincount(tp, totals["ops"][tio], n),
             "io_s": np.bincount(p, ops["duration_s"][io], n) + np.bincount(tp, totals["seconds"][tio], n),
             "lost_low_s": lost + np.bincount(tp, per_total["lost_low_s"][tio], n),
-            "lost_high_s": lost + np.bincount(tp, per_total["lost_high_s"][tio], n)}
+            "lost_high_s": lost + np.bincount(tp, per_total["lost_high_s"][tio], n),
+            "bytes": np.bincount(p, np.maximum(ops["result"][io], 0), n) + np.bincount(tp, totals["bytes"][tio], n)}
 
 
 def shared_record_ranks(job, per_total):
@@ -119,12 +122,13 @@ def process_table(job, per_process, shared, aggregation):
     return rows
 
 
-def per_process_view(job, per_process, per_total, shared):
+def per_process_view(job, per_op, per_process, per_total, shared):
     """How I/O time and time lost spread over the ranks of an MPI job (every rank, a rank
     without I/O counting as 0 s), or over the processes with I/O of another job: mean, median,
-    the slowest and max / mean (the imbalance), the ranks that lost most, and the series of the
-    per-rank plot. I/O in counter rows shared by all ranks (Darshan's rank -1 records) is no
-    rank's: it is left out and said (`shared`). None for a job without I/O."""
+    the slowest and max / mean (the imbalance), the ranks that lost most, the slowest ranks
+    (stragglers) and the series of the per-rank plot. I/O in counter rows shared by all ranks
+    (Darshan's rank -1 records) is no rank's: it is left out and said (`shared`). None for a job
+    without I/O."""
     units = io_units(job, per_process)
     tio = per_total["is_io"] & (job.totals["process"] < 0)
     in_shared = {"ops": int(job.totals["ops"][tio].sum()), "seconds": float(job.totals["seconds"][tio].sum()),
@@ -144,8 +148,34 @@ def per_process_view(job, per_process, per_total, shared):
                        "lost_high_s": float(units["lost_high_s"][i])} for i in named],
         "most_lost_share": ratio_or_none(float(units["lost_high_s"][named].sum()), lost_total) if named else None,
         "shared": in_shared,
+        "stragglers": stragglers(job, units, per_op, per_total) if attributed else None,
         "plot": binned_units(units, RANK_PLOT_BINS) if attributed else None,
     }
+
+
+def stragglers(job, units, per_op, per_total):
+    """The ranks that spent longest in I/O, against the mean rank: a parallel job waits for its
+    slowest rank. `ranks` (the up to STRAGGLERS_NAMED slowest with I/O: `rank`, `pid`,
+    `hostname`, `seconds`, `bytes`), `mean_s` and `mean_bytes` over all ranks, and `files`, those
+    the named ranks spent their I/O time on, most first (`name`, `ops`, `seconds`: the named
+    ranks' part). None unless the units are two or more ranks."""
+    if units["unit"] != "rank" or len(units["io_s"]) < 2:
+        return None
+    order = np.argsort(-units["io_s"], kind="stable")[:STRAGGLERS_NAMED]
+    named = order[units["io_s"][order] > 0]
+    of_named = np.isin(np.array([p.rank for p in job.processes], np.int64), units["rank"][named])
+    ops, totals, n = job.ops, job.totals, len(job.files)
+    in_ops = per_op["is_io"] & of_named[ops["process"]]
+    in_totals = per_total["is_io"] & (totals["process"] >= 0) & of_named[np.maximum(totals["process"], 0)]
+    seconds = np.bincount(ops["file"][in_ops], ops["duration_s"][in_ops], n) + \
+        np.bincount(totals["file"][in_totals], totals["seconds"][in_totals], n)
+    count = np.bincount(ops["file"][in_ops], minlength=n) + \
+        np.bincount(totals["file"][in_totals], totals["ops"][in_totals], n)
+    top = [i for i in np.argsort(-seconds, kind="stable")[:STRAGGLERS_NAMED].tolist() if seconds[i] > 0]
+    return {"ranks": [{**_identity(units, i), "seconds": float(units["io_s"][i]), "bytes": int(units["bytes"][i])}
+                      for i in named.tolist()],
+            "mean_s": float(units["io_s"].mean()), "mean_bytes": float(units["bytes"].mean()),
+            "files": [{"name": job.files[i].name, "ops": int(count[i]), "seconds": float(seconds[i])} for i in top]}
 
 
 def io_units(job, per_process):
@@ -158,7 +188,7 @@ def io_units(job, per_process):
     ranks = np.array([p.rank for p in job.processes], np.int64)
     pids = np.array([p.pid for p in job.processes], np.int64)
     hosts = np.array([p.hostname for p in job.processes], object)
-    quantities = ("io_s", "lost_low_s", "lost_high_s")
+    quantities = [q for q in ("io_s", "lost_low_s", "lost_high_s", "bytes") if q in per_process]
     ranked = ranks >= 0
     from_darshan = all(i.kind == "darshan" for i in job.inputs)
     if len(np.unique(ranks[ranked])) < 2 and not from_darshan:

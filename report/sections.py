@@ -222,24 +222,32 @@ def runtime_files(job, per_op, per_total):
             "lost_high_s": lost + float(per_total["lost_high_s"][tio].sum())}
 
 
-def file_table(job, per_op, per_total, top=TOP_FILES):
-    """The files that lost most time, with their access pattern; the runtime's own files are
-    left out (runtime_files)."""
+def per_file_io(job, per_op, per_total):
+    """Per file (index into Job.files), the I/O of all processes (POSIX and STDIO reads, writes
+    and syncs, known one by one or from counters): `ops`, `bytes`, `seconds`, `lost_low_s`,
+    `lost_high_s`."""
     nfiles = len(job.files)
-    if not nfiles:
-        return []
-    ops, io = job.ops, per_op["is_io"]
-    f, tf_ = ops["file"][io], job.totals["file"][per_total["is_io"]]
-    tio = per_total["is_io"]
+    ops, io, tio = job.ops, per_op["is_io"], per_total["is_io"]
+    f, tf_ = ops["file"][io], job.totals["file"][tio]
 
     def per_file(values_ops, values_totals):
         return np.bincount(f, values_ops, nfiles) + np.bincount(tf_, values_totals, nfiles)
 
-    seconds = per_file(ops["duration_s"][io], job.totals["seconds"][tio])
-    lost_low = per_file(per_op["lost_s"][io], per_total["lost_low_s"][tio])
-    lost_high = per_file(per_op["lost_s"][io], per_total["lost_high_s"][tio])
-    count = per_file(np.ones(io.sum()), job.totals["ops"][tio].astype(float))
-    nbytes = per_file(np.maximum(ops["result"][io], 0).astype(float), job.totals["bytes"][tio].astype(float))
+    return {"ops": per_file(np.ones(io.sum()), job.totals["ops"][tio].astype(float)),
+            "bytes": per_file(np.maximum(ops["result"][io], 0).astype(float), job.totals["bytes"][tio].astype(float)),
+            "seconds": per_file(ops["duration_s"][io], job.totals["seconds"][tio]),
+            "lost_low_s": per_file(per_op["lost_s"][io], per_total["lost_low_s"][tio]),
+            "lost_high_s": per_file(per_op["lost_s"][io], per_total["lost_high_s"][tio])}
+
+
+def file_table(job, per_op, per_total, per_file, top=TOP_FILES):
+    """The files that lost most time (per_file: per_file_io's), with their access pattern; the
+    runtime's own files are left out (runtime_files)."""
+    if not job.files:
+        return []
+    ops, io, tio = job.ops, per_op["is_io"], per_total["is_io"]
+    seconds, count, nbytes = per_file["seconds"], per_file["ops"], per_file["bytes"]
+    lost_low, lost_high = per_file["lost_low_s"], per_file["lost_high_s"]
     after_previous = access_pattern(ops)
     order = np.lexsort((-seconds, -lost_high))
     rows = []

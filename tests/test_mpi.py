@@ -26,6 +26,7 @@ pytestmark = pytest.mark.mpi
 MPI_LAYOUTS = PROGS / "bin" / "mpi_layouts"
 RANKS, PER_NODE = 8, 4
 BLOCK, BLOCKS, HEAVY = 65536, 16, 64   # as in tests/progs/mpi_layouts.c
+STRAGGLERS = "Some ranks spent far longer in I/O than the others"
 
 
 def on_two_nodes(layout, data_dir, *more):
@@ -254,3 +255,50 @@ def test_the_rank_that_does_most_io_is_the_slowest_and_the_spread_is_the_traces(
     assert {row["pid"] for row in assessment["processes"] if row["launcher"]} <= set(launchers)
     assert all(row["launcher"] == (row["rank"] < 0) for row in assessment["processes"])
     assert f"{RANKS} ({RANKS} with I/O, on 2 hosts); besides them {len(launchers)} launcher processes" in text
+
+
+def test_a_rank_that_does_far_more_io_than_the_others_is_a_straggler_finding(ioassess, tmp_path):
+    """Rank 2 writes and reads 256 times the blocks of the others, to a file of its own: the
+    finding "Some ranks spent far longer in I/O than the others" names it first with its file,
+    says its work is uneven (it moved more than the mean rank), and its seconds at stake are the
+    traces' slowest rank's I/O time less the mean rank's."""
+    heavy, factor = 2, 256
+    (tmp_path / "data").mkdir()
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--",
+                      *on_two_nodes("fpp", tmp_path / "data", -1, heavy, factor))
+    assert result.returncode == 0, result.stderr
+    ranks, directions, moved, start, end = posix_ops(tmp_path / "t")
+    ranked = ranks >= 0
+    io_s = np.bincount(ranks[ranked], (end - start)[ranked], RANKS)
+    moved_bytes = np.bincount(ranks[ranked], np.maximum(moved[ranked], 0), RANKS)
+    assert moved_bytes[heavy] == 2 * BLOCKS * factor * BLOCK    # written and read back
+    slowest = int(np.argmax(io_s))
+
+    assessment = read_json(tmp_path / "t" / "assessment.json")
+    stragglers = assessment["per_process"]["stragglers"]
+    assert stragglers["ranks"][0]["rank"] == slowest == heavy
+    assert stragglers["ranks"][0]["bytes"] == moved_bytes[heavy]
+    assert stragglers["mean_s"] == pytest.approx(io_s.mean(), rel=1e-6)
+    assert stragglers["files"][0]["name"] == str(tmp_path / "data" / f"rank.{heavy}")
+    (found,) = [r for r in assessment["recommendations"] if r["title"] == STRAGGLERS]
+    assert found["level"] == "high" and found["code"] is None
+    assert found["at_stake_s"] == pytest.approx(io_s[heavy] - io_s.mean(), rel=0.05)
+    assert found["ranks"][0]["rank"] == heavy and found["files"][0]["name"] == str(tmp_path / "data" / f"rank.{heavy}")
+    assert found["numbers"]["slowest_bytes"] > found["numbers"]["mean_bytes"] and "split unevenly" in found["text"]
+    assert "The slowest ranks: rank 2 on node0" in page_text(tmp_path / "t" / "report.html")
+
+
+def test_ranks_with_equal_little_io_are_a_straggler_finding_only_by_the_rule(ioassess, tmp_path):
+    """Every rank writes and reads its 1 MiB: the finding fires exactly when the traces' slowest
+    rank's excess over the mean is above 15 % of its time and at least 5 % of the runtime
+    (a rank stalled for long on a loaded machine), which an idle machine never gives."""
+    (tmp_path / "data").mkdir()
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", *on_two_nodes("fpp", tmp_path / "data"))
+    assert result.returncode == 0, result.stderr
+    ranks, _, _, start, end = posix_ops(tmp_path / "t")
+    io_s = np.bincount(ranks[ranks >= 0], (end - start)[ranks >= 0], RANKS)
+    assessment = read_json(tmp_path / "t" / "assessment.json")
+    excess = io_s.max() - io_s.mean()
+    expected = excess > 0.15 * io_s.max() and excess >= 0.05 * assessment["job"]["runtime_s"]
+    fired = STRAGGLERS in {r["title"] for r in assessment["recommendations"]}
+    assert fired == expected, (io_s, assessment["job"]["runtime_s"])

@@ -3,10 +3,11 @@
  *   fpp     file per process: DIR/rank.<rank>
  *   shared  one shared file: DIR/shared, rank r's blocks at offsets (i * size + r) * BLOCK
  *   node    file per node: DIR/node.<rank / PER_NODE>, shared by PER_NODE consecutive ranks
- * usage: mpi_layouts fpp|shared|node DIR [PER_NODE [KILLED_RANK [HEAVY_RANK]]]
+ * usage: mpi_layouts fpp|shared|node DIR [PER_NODE [KILLED_RANK [HEAVY_RANK [HEAVY]]]]
  * Prints "rank R of N: wrote B bytes" per rank; exit 0, or 1 with a message on an I/O error.
  * KILLED_RANK (a walltime kill simulated): that rank sends itself SIGKILL after its writes;
- * -1: none. HEAVY_RANK (an imbalanced job): that rank writes and reads HEAVY times the blocks. */
+ * -1: none. HEAVY_RANK (an imbalanced job): that rank writes and reads HEAVY (default 64) times
+ * the blocks. */
 #include <fcntl.h>
 #include <mpi.h>
 #include <signal.h>
@@ -24,12 +25,13 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (argc < 3) {
-        fprintf(stderr, "usage: mpi_layouts fpp|shared|node DIR [PER_NODE [KILLED_RANK [HEAVY_RANK]]]\n");
+        fprintf(stderr, "usage: mpi_layouts fpp|shared|node DIR [PER_NODE [KILLED_RANK [HEAVY_RANK [HEAVY]]]]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int per_node = argc > 3 ? atoi(argv[3]) : 4;
     int killed_rank = argc > 4 ? atoi(argv[4]) : -1;
-    int blocks = argc > 5 && atoi(argv[5]) == rank ? BLOCKS * HEAVY : BLOCKS;
+    int heavy = argc > 6 ? atoi(argv[6]) : HEAVY;
+    int blocks = argc > 5 && atoi(argv[5]) == rank ? BLOCKS * heavy : BLOCKS;
     char path[4096];
     int slot = rank, stride = 1;   /* block i of this rank goes to (i * stride + slot) * BLOCK */
     if (strcmp(argv[1], "fpp") == 0) {
