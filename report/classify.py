@@ -98,22 +98,25 @@ def estimate_totals(job, model):
     rows = len(totals["ops"])
     cached_low, cached_high = np.zeros(rows), np.zeros(rows)
     if rows:
-        keys = ("process", "file", "layer", "direction")
-        row_of = {tuple(int(totals[k][i]) for k in keys): i for i in range(rows)}
+        row_of_bin = _rows_of_bins(totals, bins)
+        modelled_bins = np.flatnonzero((row_of_bin >= 0) & (bins["direction"] < 2))
+        i = row_of_bin[modelled_bins]
+        low = np.maximum(bins["size_low"][modelled_bins], 1)
+        mean_size = totals["bytes"][i] // np.maximum(totals["ops"][i], 1)
+        high = np.where(bins["size_high"][modelled_bins] >= 0, bins["size_high"][modelled_bins],
+                        np.maximum(low, mean_size))
+        high = np.maximum(high, low)
+        direction = bins["direction"][modelled_bins]
+        edge_times = _cached_seconds(model, np.concatenate((direction, direction)), np.concatenate((low, high)))
+        counts = bins["ops"][modelled_bins]
+        cached_low += np.bincount(i, counts * edge_times[:len(i)], rows)
+        cached_high += np.bincount(i, counts * edge_times[len(i):], rows)
         binned = np.zeros(rows, bool)
-        for j in range(len(bins["ops"])):
-            i = row_of.get(tuple(int(bins[k][j]) for k in keys))
-            if i is None or bins["direction"][j] >= 2:
-                continue
-            binned[i] = True
-            low, high = _bin_edges(bins["size_low"][j], bins["size_high"][j], totals["bytes"][i], totals["ops"][i])
-            edge_times = _cached_seconds(model, int(bins["direction"][j]), np.array([low, high]))
-            cached_low[i] += bins["ops"][j] * edge_times[0]
-            cached_high[i] += bins["ops"][j] * edge_times[1]
-        for i in np.flatnonzero(~binned & (totals["direction"] < 2) & (totals["ops"] > 0)):
-            mean_size = totals["bytes"][i] / totals["ops"][i]
-            time = totals["ops"][i] * _cached_seconds(model, int(totals["direction"][i]), np.array([mean_size]))[0]
-            cached_low[i] = cached_high[i] = time
+        binned[i] = True
+        plain = np.flatnonzero(~binned & (totals["direction"] < 2) & (totals["ops"] > 0))
+        mean_sizes = totals["bytes"][plain] / totals["ops"][plain]
+        cached_low[plain] = cached_high[plain] = \
+            totals["ops"][plain] * _cached_seconds(model, totals["direction"][plain], mean_sizes)
         unmodelled = totals["direction"] >= 2
         cached_low[unmodelled] = cached_high[unmodelled] = totals["seconds"][unmodelled]
     seconds = totals["seconds"]
@@ -123,13 +126,24 @@ def estimate_totals(job, model):
             "is_io": np.isin(totals["layer"], IO_LAYERS) & (totals["direction"] != META)}
 
 
-def _bin_edges(size_low, size_high, row_bytes, row_ops):
-    low = max(int(size_low), 1)
-    high = int(size_high) if size_high >= 0 else max(low, int(row_bytes // max(row_ops, 1)))
-    return low, max(high, low)
+def _rows_of_bins(totals, bins):
+    """Per size-bin row, the Job.totals row of its (process, file, layer, direction); -1 for none.
+    Where totals name a key twice, the last row of it (as a dict of the rows would)."""
+    keys = ("process", "file", "layer", "direction")
+    rows, nbins = len(totals["ops"]), len(bins["ops"])
+    if not nbins:
+        return np.zeros(0, np.int64)
+    table = np.concatenate([np.stack([totals[k].astype(np.int64) for k in keys], 1),
+                            np.stack([bins[k].astype(np.int64) for k in keys], 1)])
+    _, key = np.unique(table, axis=0, return_inverse=True)
+    key = key.reshape(-1)
+    row_of_key = np.full(key.max() + 1, -1, np.int64)
+    row_of_key[key[:rows]] = np.arange(rows)    # the last row of a key wins
+    return row_of_key[key[rows:]]
 
 
-def _cached_seconds(model, direction, sizes):
+def _cached_seconds(model, directions, sizes):
+    """The cached typical time at each size for its direction (0 where the model has none)."""
     layouts = np.full(len(sizes), LAYOUT_UNKNOWN, np.int8)
-    seconds = cached_typical_seconds(model, np.full(len(sizes), direction), sizes, layouts)
+    seconds = cached_typical_seconds(model, directions, np.asarray(sizes), layouts)
     return np.nan_to_num(seconds, nan=0.0)

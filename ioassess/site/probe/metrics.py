@@ -12,6 +12,8 @@ from .target import OPS
 
 WINDOW_S = 60.0
 NORMAL_REFRESH_S = 600.0
+# A normal of fewer samples is refreshed every round: a new probe's first round alone is no normal.
+NORMAL_MIN_SAMPLES = 100
 
 
 class MetricsUnavailable(Exception):
@@ -39,6 +41,7 @@ class Exporter:
         self.recent = collections.defaultdict(collections.deque)   # (target, op) -> (time, seconds)
         self.normals = {}
         self.normals_at = -NORMAL_REFRESH_S
+        self.normals_settled = False
         try:
             start_http_server(port, registry=self.registry)
         except OSError as error:
@@ -53,10 +56,13 @@ class Exporter:
 
     def round_done(self, store):
         now = time.monotonic()
-        if now - self.normals_at >= NORMAL_REFRESH_S or any(name not in self.normals for name, _ in self.recent):
+        if now - self.normals_at >= NORMAL_REFRESH_S or not self.normals_settled or \
+                any(name not in self.normals for name, _ in self.recent):
             self.normals_at = now
-            self.normals = {name: normals(store, target, time.time(), self.normal_days)[0]
-                            for name, (target, _, _) in store.targets().items()}
+            found = {name: normals(store, target, time.time(), self.normal_days)
+                     for name, (target, _, _) in store.targets().items()}
+            self.normals = {name: medians for name, (medians, _) in found.items()}
+            self.normals_settled = all(n >= NORMAL_MIN_SAMPLES for _, counts in found.values() for n in counts)
         for (name, op), recent in self.recent.items():
             while recent and recent[0][0] < now - WINDOW_S:
                 recent.popleft()
