@@ -864,3 +864,27 @@ def test_absurd_access_pattern_counters_are_reported_without_a_traceback(rewrite
     result = ioassess("report", log, "-o", tmp_path / "r.html", "--json", tmp_path / "a.json")
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     assert (tmp_path / "r.html").read_text().rstrip().endswith("</html>")
+
+
+def test_times_too_long_for_any_job_are_taken_as_0_with_a_note(rewrite, ioassess, tmp_path):
+    """POSIX times of 1.7e308 s (finite, and summed over records beyond what a float holds) in
+    every POSIX record: taken as 0 like a negative time, with the note, and the report is whole
+    and matches its schema."""
+    names, fnames = POSIX_NAMES
+
+    def too_long(raw):
+        records = np.frombuffer(raw, POSIX_RECORD).copy()
+        for name in ("POSIX_F_READ_TIME", "POSIX_F_WRITE_TIME", "POSIX_F_META_TIME", "POSIX_F_MAX_READ_TIME",
+                     "POSIX_F_MAX_WRITE_TIME"):
+            records["fcounters"][:, fnames.index(name)] = 1.7e308
+        return records.tobytes()
+
+    log = rewrite("shane_macsio_id29959_5-22-32552-7035573431850780836_1590156158.darshan",
+                  modules={"POSIX": too_long})
+    job = read_darshan_log(log)
+    posix = job.totals["layer"] == LAYERS.index("posix")
+    assert (job.totals["seconds"][posix] == 0).all() and np.isnan(job.totals["max_op_seconds"][posix]).all()
+    assert any("taken as 0" in note for note in job.inputs[0].notes)
+    result = ioassess("report", log, "-o", tmp_path / "r.html", "--json", tmp_path / "a.json")
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert (tmp_path / "r.html").read_text().rstrip().endswith("</html>")

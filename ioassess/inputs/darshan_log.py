@@ -87,9 +87,15 @@ _RANK_FCOUNTERS = {"fastest_s": "F_FASTEST_RANK_TIME", "slowest_s": "F_SLOWEST_R
 # Access-size bin of a size: the number of bin upper edges below it (the first bin includes 0).
 _SIZE_BIN_UPPER_EDGES = np.array([high for _, high in DARSHAN_SIZE_BINS[:-1]], np.int64)
 NOTE_LIST_LIMIT = 3  # files named in a note before "and N more"
-# A DXT segment larger, or starting or lasting longer (in seconds), is damaged data.
+# A DXT segment larger, or starting or lasting longer (in seconds), is damaged data; so is a
+# counter's time longer than MAX_SECONDS (31 years: no job's, and 65,536 ranks' sum stays finite).
 MAX_SEGMENT_BYTES = 1 << 50
-MAX_SEGMENT_SECONDS = 1e9
+MAX_SECONDS = 1e9
+
+
+def valid_seconds(values):
+    """Which of a Darshan log's times can be true: finite, at least 0 and at most MAX_SECONDS."""
+    return np.isfinite(values) & (values >= 0) & (values <= MAX_SECONDS)
 
 
 def read_darshan_log(path):
@@ -235,8 +241,8 @@ def _dxt_tables(dxt, problems):
 def _valid_segments(segments):
     with np.errstate(over="ignore", invalid="ignore"):
         durations = segments["end"] - segments["start"]
-        times_valid = (np.abs(segments["start"]) <= MAX_SEGMENT_SECONDS) & (0 <= durations) & \
-            (durations <= MAX_SEGMENT_SECONDS)
+        times_valid = (np.abs(segments["start"]) <= MAX_SECONDS) & (0 <= durations) & \
+            (durations <= MAX_SECONDS)
     return times_valid & (segments["length"] >= 0) & (segments["length"] <= MAX_SEGMENT_BYTES)
 
 
@@ -280,7 +286,7 @@ def _counter_tables(counters, problems):
                 bins = counter[:, [names.index(bins_prefix + suffix) for suffix in _SIZE_BIN_SUFFIXES]]
             else:
                 bins = np.zeros((len(records), len(DARSHAN_SIZE_BINS)), np.int64)
-            seconds_invalid = ~(np.isfinite(seconds) & (seconds >= 0))
+            seconds_invalid = ~valid_seconds(seconds)
             negative |= (ops < 0) | (byte_count < 0) | seconds_invalid | np.any(bins < 0, axis=1)
             unknown = np.full(len(records), -1)
             max_seconds = fcounter[:, fnames.index(max_seconds_name)] if max_seconds_name else unknown
@@ -290,7 +296,7 @@ def _counter_tables(counters, problems):
                 "direction": np.full(len(records), DIRECTIONS.index(direction), np.uint8),
                 "ops": np.maximum(ops, 0), "bytes": np.maximum(byte_count, 0),
                 "seconds": np.where(seconds_invalid, 0.0, seconds),
-                "max_op_seconds": np.where(np.isfinite(max_seconds) & (max_seconds >= 0), max_seconds, np.nan),
+                "max_op_seconds": np.where(valid_seconds(max_seconds), max_seconds, np.nan),
                 "max_op_size": np.where(max_size >= 0, max_size, -1),
                 "has_bins": np.full(len(records), bins_prefix is not None),
                 "syncs": _synccount_text(module, direction, counter, names),
@@ -319,7 +325,7 @@ def _metadata_tables(counters):
         seconds_name, kinds = _META_COUNTERS[module]
         n = len(records)
         seconds = records["fcounters"][:, fnames.index(seconds_name)] if seconds_name in fnames else np.zeros(n)
-        seconds = np.where(np.isfinite(seconds) & (seconds >= 0), seconds, 0.0)
+        seconds = np.where(valid_seconds(seconds), seconds, 0.0)
         layer = np.full(n, LAYERS.index(COUNTER_MODULES[module]), np.uint8)
         per_kind = {kind: sum(np.maximum(records["counters"][:, names.index(name)], 0) if name in names else 0
                               for name in kind_names) + np.zeros(n, np.int64) for kind, kind_names in kinds.items()}
@@ -357,7 +363,7 @@ def _record_table(counters, nprocs):
 
         def seconds(name):
             values = records["fcounters"][:, fnames.index(name)] if name in fnames else np.full(n, np.nan)
-            return np.where(np.isfinite(values) & (values >= 0), values, np.nan)
+            return np.where(valid_seconds(values), values, np.nan)
 
         table = {"record_id": records["id"], "rank": records["rank"],
                  "layer": np.full(n, LAYERS.index(COUNTER_MODULES[module]), np.uint8)}
