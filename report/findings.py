@@ -5,6 +5,7 @@ import collections
 from .access_patterns import IMBALANCE_STRAGGLERS, LEVELS
 from .classify import ALLOCATION, STALL
 from .metadata import METADATA_RANK_S, SMALL_FILE_BYTES
+from .storage_targets import SLOW_TARGET_FILES_NAMED
 
 # Recommendation thresholds (docs/assessment.md says why).
 LOST_SHARE_WORTH_A_LOOK = 0.05      # of the runtime
@@ -153,7 +154,7 @@ def slow_target_findings(targets):
     if not targets or not targets["slow"]:
         return []
     slow = targets["slow"]
-    names = sorted((f for t in slow for f in t["names"]), key=lambda f: -f["seconds"])[:len(slow[0]["names"])]
+    names = sorted((f for t in slow for f in t["names"]), key=lambda f: -f["seconds"])[:SLOW_TARGET_FILES_NAMED]
     return [finding("Files on some storage targets were far slower",
                     "The job's files on these storage targets (Lustre OSTs) took many times longer per byte than "
                     "its files on the others: the target (its disks or its server) was slow or overloaded while "

@@ -22,15 +22,15 @@ def storage_targets(job, per_file):
     striped over k targets gives each 1/k), `s_per_mib` (its files' median), `excess_s` (its part
     of its files' time beyond their bytes at the job's median time per MiB) and `names` (its
     files with most excess, up to SLOW_TARGET_FILES_NAMED: `name`, `ops`, `seconds`)."""
-    seconds, nbytes = per_file["seconds"], per_file["bytes"]
-    chosen = np.array([i for i, f in enumerate(job.files)
-                       if f.osts and nbytes[i] >= TARGET_MIN_BYTES and seconds[i] > 0], np.int64)
+    chosen = np.array([i for i, f in enumerate(job.files) if f.osts and per_file["bytes"][i] >= TARGET_MIN_BYTES
+                       and per_file["seconds"][i] > 0], np.int64)
     if not len(chosen):
         return None
+    seconds, nbytes = per_file["seconds"][chosen], per_file["bytes"][chosen]
     stripes = np.array([len(job.files[i].osts) for i in chosen], np.int64)
-    rate = seconds[chosen] / (nbytes[chosen] / MIB)
+    rate = seconds / (nbytes / MIB)
     median = float(np.median(rate))
-    excess = np.maximum(seconds[chosen] - nbytes[chosen] / MIB * median, 0.0)
+    excess = np.maximum(seconds - nbytes / MIB * median, 0.0)
     # one row per (file, target)
     row_file = np.repeat(np.arange(len(chosen)), stripes)
     row_target = np.concatenate([np.asarray(job.files[i].osts, np.int64) for i in chosen])
@@ -46,11 +46,11 @@ def storage_targets(job, per_file):
         on = row_target == targets[t]
         files = row_file[on][np.argsort(-excess[row_file[on]], kind="stable")][:SLOW_TARGET_FILES_NAMED]
         rows.append({"target": int(targets[t]), "files": int(count[t]),
-                     "bytes": int(np.sum(nbytes[chosen][row_file[on]] * share[on])),
-                     "seconds": float(np.sum(seconds[chosen][row_file[on]] * share[on])),
+                     "bytes": int(np.sum(nbytes[row_file[on]] * share[on])),
+                     "seconds": float(np.sum(seconds[row_file[on]] * share[on])),
                      "s_per_mib": float(medians[t]), "excess_s": float(target_excess[t]),
                      "names": [{"name": job.files[chosen[f]].name, "ops": int(per_file["ops"][chosen[f]]),
-                                "seconds": float(seconds[chosen[f]])} for f in files.tolist()]})
+                                "seconds": float(seconds[f])} for f in files.tolist()]})
     return {"targets": len(targets), "files": len(chosen), "median_s_per_mib": median, "slow": rows}
 
 
