@@ -1,8 +1,9 @@
 """Asynchronous I/O, mapped files and io_uring under the real recorder, with real programs.
 
 - fio's libaio engine (4 KiB random O_DIRECT reads, iodepth 8): every request recorded, once,
-  as an asynchronous read whose median duration is within 10 % of fio's own median completion
-  latency (clat_ns, from its JSON output);
+  as an asynchronous read whose median duration is within 10 % of fio's own median latency of the
+  same interval, from the start of its submission to its completion (lat_ns with
+  --lat_percentiles=1; fio's clat_ns starts after io_submit returns, 5-8 µs later on AMD EPYC);
 - fio's io_uring engine (its ring set up through syscall()), and rings set up by raw system
   calls as liburing does (found at exit, tests/progs/rawring.c): each instance recorded once, and
   the report (HTML and JSON) says that their I/O is not timed;
@@ -31,7 +32,8 @@ def fio(tmp_path, engine, trace_dir, recorder_lib, ops=FIO_OPS):
     recorder; its JSON output's read statistics."""
     result = run([tool("fio"), "--name=aio", f"--filename={tmp_path / 'fio.dat'}", "--size=16M", "--rw=randread",
                   "--bs=4k", "--direct=1", f"--ioengine={engine}", "--iodepth=8", f"--number_ios={ops}",
-                  "--output-format=json"], cwd=tmp_path, preload=[recorder_lib], trace_dir=trace_dir)
+                  "--lat_percentiles=1", "--output-format=json"],
+                 cwd=tmp_path, preload=[recorder_lib], trace_dir=trace_dir)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)["jobs"][0]["read"]
 
@@ -47,7 +49,7 @@ def test_fio_libaio_every_request_timed_as_fio_times_it(tmp_path, recorder_lib, 
     assert (ops["requested"][reads] == 4096).all() and (ops["result"][reads] == 4096).all()
     assert (ops["offset"][reads] % 4096 == 0).all() and (ops["offset"][reads] < 16 << 20).all()
     recorded_median = float(np.median(ops["duration_ns"][reads]))
-    fio_median = stats["clat_ns"]["percentile"]["50.000000"]
+    fio_median = stats["lat_ns"]["percentile"]["50.000000"]
     assert abs(recorded_median - fio_median) <= 0.1 * fio_median, (recorded_median, fio_median)
 
     # The report: in the layer table flagged async, counted once in the I/O time, and said to overlap.
