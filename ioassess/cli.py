@@ -37,6 +37,7 @@ from .site.iomodels import (DEFAULT_REPEATS, DEFAULT_TOTAL_BYTES, LAYOUTS, SITE_
 from .inputs.load import LoadError, input_kind
 from .site.probe.command import add_commands as add_probe_commands
 from .report import export_job, make_report
+from .report.invariants import violations
 from .report.summary import text_summary
 from .show import format_text, summarise
 from .units import count_text
@@ -131,6 +132,9 @@ def _build_parser():
     report.add_argument("--probe-db", metavar="PROBE.sqlite",
                         help="the file-system probe's store, for the file system's slowdown during the job "
                              "(default: $IOASSESS_PROBE_DB, else probe_db in /etc/ioassess/epilog.conf)")
+    report.add_argument("--check", action="store_true",
+                        help="also check the assessment against the rules every assessment keeps (docs/assessment.md, "
+                             "\"The rules an assessment keeps\"): each broken one on standard error, exit status 1")
     report.set_defaults(handler=_report)
     export = commands.add_parser(
         "export", help="write a job's ops for another viewer (Perfetto, Parquet)",
@@ -264,7 +268,10 @@ def _report(args):
     written = [path for path in (output, args.json) if path]
     if written:
         _print_error("wrote " + " and ".join(written))
-    return 0
+    broken = violations(assessment) if args.check else []
+    for rule in broken:
+        _print_error(f"rule broken: {rule}")
+    return 1 if broken else 0
 
 
 def _export(args):

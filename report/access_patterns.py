@@ -14,6 +14,8 @@ import numpy as np
 from ioassess.inputs.job import (DARSHAN_RECORD_COLUMNS, LAYERS, META, META_KINDS, MPIIO, POSIX, READ, WRITE, Flag,
                                  concatenate_columns, op_column)
 
+from .stakes import WALL_CLOCK_HOW, capped, in_wall_clock, level_by_stake
+
 # Drishti 0.8's thresholds (drishti/includes/config.py), by its names.
 IMBALANCE_OPERATIONS = 0.1       # P01-P04: |writes - reads| over all, for one direction to dominate
 SMALL_BYTES = 1 << 20            # P05/P06/P15/P16: a request of at most this many bytes is small
@@ -32,21 +34,20 @@ REDUNDANT_SHARE = 0.1
 MEMORY_ALIGNMENT = 8
 DEFAULT_FILE_ALIGNMENT = 4096
 FILES_NAMED = 5                  # files and ranks named per pattern
-LEVELS = ("high", "warn", "info", "ok")   # Drishti's: act on it, worth a look, a fact, good
 
 
-def access_patterns(job, per_op, per_total):
+def access_patterns(job, per_op, per_total, clock):
     """The patterns that hold for the job, each a dict: code (Drishti's), level, evidence
     ("counters", "ops" or both), the counts behind it, the files and ranks named, ops_s (the time
     of the ops it is about), lost_s (the time lost in them), at_stake_s and at_stake_how."""
-    ops = PatternOps(job, per_op, per_total)
+    ops = PatternOps(job, per_op, per_total, clock)
     records = evidence_records(job, ops.streams)
     ops.streams = None    # the sorted requests: only the evidence records need them
     found = []
     for check in (operation_intensive, small_requests, misaligned, redundant_traffic, random_access,
                   shared_small_requests, shared_imbalance, individual_imbalance, mpiio_usage, aggregators_per_node):
         found += check(job, records, ops)
-    return found
+    return [dict(p, level=level_by_stake(p, clock.runtime_s)) for p in found]
 
 
 # --- the evidence: Darshan's counters, per record ---------------------------------------------
@@ -266,9 +267,10 @@ class PatternOps:
     Darshan's order (`streams`) and which of them Darshan counts sequential, their time lost,
     and which (file, layer) pairs have ops at all (the rest are known only from counters)."""
 
-    def __init__(self, job, per_op, per_total):
+    def __init__(self, job, per_op, per_total, clock):
         ops = job.ops
         self.job = job
+        self.clock = clock
         self.lost_share = lost_share_of_counted(job, per_total)
         self.data = ((ops["direction"] == READ) | (ops["direction"] == WRITE)) & (ops["result"] >= 0)
         self.lost_s = per_op["lost_s"]
@@ -333,16 +335,40 @@ def pattern(code, level, job, ops, records, op_rows, op_at_stake, record_rows, r
     named = np.where(records["rank"][rec_idx] >= 0, records["rank"][rec_idx], records["slowest_rank"][rec_idx])
     shared_ranks = sorted({int(r) for r in named.tolist() if r >= 0})
     ranks += [{"rank": r, "pid": None, "seconds": None} for r in shared_ranks[:FILES_NAMED - len(ranks)]]
-    at_stake = float(op_at_stake.sum() + record_at_stake.sum()) if evidence else None
-    return {"code": code, "level": level, "evidence": evidence, **counts,
-            "files": [{"name": job.files[f].name, "ops": int(file_ops[f]), "seconds": float(file_s[f])}
-                      for f in files.tolist()],
-            "ranks": ranks,
-            "ops_s": float(job.ops["duration_s"][op_idx].sum()) if len(op_idx) else None,
-            "lost_s": float(ops.lost_s[op_idx].sum()) if len(op_idx) else None,
-            "at_stake_s": at_stake, "at_stake_how": "; ".join(
-                ([how[0]] if len(op_idx) else []) + ([f"estimated from counters: {how[1]}"] if len(rec_idx) else []))
-            or None}
+    found = {"code": code, "level": level, "evidence": evidence, **counts,
+             "files": [{"name": job.files[f].name, "ops": int(file_ops[f]), "seconds": float(file_s[f])}
+                       for f in files.tolist()],
+             "ranks": ranks,
+             "ops_s": float(job.ops["duration_s"][op_idx].sum()) if len(op_idx) else None,
+             "lost_s": float(ops.lost_s[op_idx].sum()) if len(op_idx) else None,
+             "at_stake_s": None, "rank_seconds": None, "at_stake_how": "; ".join(
+                 ([how[0]] if len(op_idx) else []) + ([f"estimated from counters: {how[1]}"] if len(rec_idx) else []))
+             or None}
+    if not evidence:
+        return found
+    on_records = records_by_process(job, records, rec_idx, record_at_stake)
+    return in_wall_clock(found, ops.clock, process_s + on_records["process_s"], on_records["shared_s"],
+                         on_records["top_share"], WALL_CLOCK_HOW)
+
+
+def records_by_process(job, records, rec_idx, seconds):
+    """Seconds per evidence record (of records rec_idx) as process-seconds per process (a
+    record of a process or of a rank with a process) and per shared record with the share of its
+    time its slowest rank spent (Darshan's *_F_SLOWEST_RANK_TIME over the record's time); a
+    rank's record whose rank has no process counts as a shared record held by one rank."""
+    process_of_rank = {p.rank: i for i, p in reversed(list(enumerate(job.processes))) if p.rank >= 0}
+    process_s = np.zeros(len(job.processes))
+    owner = records["process"][rec_idx].astype(np.int64)
+    rank = records["rank"][rec_idx]
+    of_rank = np.array([process_of_rank.get(int(r), -1) for r in rank.tolist()], np.int64)
+    owner = np.where((owner < 0) & (rank >= 0), of_rank, owner)
+    own = owner >= 0
+    np.add.at(process_s, owner[own], seconds[own])
+    time = (np.nan_to_num(records["read_s"][rec_idx]) + np.nan_to_num(records["write_s"][rec_idx]) +
+            np.nan_to_num(records["meta_s"][rec_idx]))
+    slowest = np.nan_to_num(records["slowest_s"][rec_idx], nan=-1.0)
+    top_share = np.where((rank < 0) & (slowest >= 0) & (time > 0), slowest / np.where(time > 0, time, 1.0), 1.0)
+    return {"process_s": process_s, "shared_s": seconds[~own], "top_share": top_share[~own]}
 
 
 def fact(code, level, evidence="counters", ranks=(), **counts):
@@ -351,7 +377,7 @@ def fact(code, level, evidence="counters", ranks=(), **counts):
     return {"code": code, "level": level, "evidence": evidence, **counts, "files": [],
             "ranks": [{"rank": job_process.rank, "pid": job_process.pid or None, "seconds": None}
                       for job_process in ranks],
-            "ops_s": None, "lost_s": None, "at_stake_s": None, "at_stake_how": None}
+            "ops_s": None, "lost_s": None, "at_stake_s": None, "rank_seconds": None, "at_stake_how": None}
 
 
 def shared(records):
@@ -725,11 +751,9 @@ def mpiio_usage(job, records, ops):
                                o["duration_s"][mask], counted, records[c["seconds"]],
                                ("the blocking MPI-IO calls' time", "the records' MPI-IO time"),
                                direction=DIRECTION_NAMES[direction])
-            if blocking["at_stake_s"] is not None:
-                blocking["at_stake_s"] = min(blocking["at_stake_s"], outside_io_s(job))
-                blocking["at_stake_how"] += ", at most the time the ranks spent outside I/O (overlap hides I/O " \
-                    "behind computation, no more)"
-            found.append(blocking)
+            found.append(capped(blocking, outside_io_s(job) / max(job.nprocs, 1),
+                                "at most the mean rank's time outside I/O (overlap hides I/O behind computation, "
+                                "no more)"))
     return found
 
 

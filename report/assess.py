@@ -23,6 +23,7 @@ from .io_model import io_model_cell, site_grid_placement, write_throughput
 from .metadata import known_only_from_metadata, metadata_section
 from .processes import launcher_processes, per_process_view, pid_or_none, process_io, process_table, shared_record_ranks
 from .schema import check_if_asked
+from .stakes import JobSeconds, WallClock
 from .storage_targets import storage_targets
 from .sections import (aggregator_work, asynchronous_io, class_table, collective_io, file_system_while_running,
                        file_table, flushes, io_uring_instances, kernel_word, layer_table, mapped_files, model_lines,
@@ -45,6 +46,7 @@ def assess(job, model, model_source="", site_grid=None, model_choice=None, probe
     per_process = process_io(job, per_op, per_total)
     shared = shared_record_ranks(job, per_total)
     aggregation = aggregator_work(job)
+    clock = WallClock(job)
     processes = process_table(job, per_process, shared, aggregation)
     per_file = per_file_io(job, per_op, per_total)
     headline = headline_numbers(job, per_op, per_total, processes)
@@ -79,10 +81,10 @@ def assess(job, model, model_source="", site_grid=None, model_choice=None, probe
         "model_lines": model_lines(model),
         "file_system": file_system_while_running(job, per_op, probe_db),
         "metadata": metadata_section(job, headline["io_s"]),
-        "access_patterns": access_patterns(job, per_op, per_total),
+        "access_patterns": access_patterns(job, per_op, per_total, clock),
         "storage_targets": storage_targets(job, per_file),
     }
-    assessment["recommendations"] = recommendations(assessment)
+    assessment["recommendations"] = recommendations(assessment, JobSeconds(job, per_op, per_total, per_file, clock))
     check_if_asked(assessment)
     return assessment
 
@@ -143,7 +145,8 @@ def headline_numbers(job, per_op, per_total, processes):
         "lost_share_of_io": ratio_or_none((lost_low + lost_high) / 2, io_s),
         "lost_by_cause": {cause: lost_by_cause[cause] for cause in ("storage", "stall", "allocation", "memory")},
         "runtime_s": finite_or_none(runtime),
-        "io_share_of_runtime": ratio_or_none(io_s, runtime * max(job.nprocs, 1)) if math.isfinite(runtime) else None,
+        "io_share_of_runtime": ratio_or_none(slowest["io_s"], runtime) if slowest and math.isfinite(runtime)
+        else None,
         "lost_share_of_runtime": ratio_or_none(critical["lost_high_s"], runtime) if critical and math.isfinite(runtime)
         else None,
         "critical_path": critical,

@@ -2,10 +2,15 @@
 says why each threshold)."""
 import collections
 
-from .access_patterns import IMBALANCE_STRAGGLERS, LEVELS
-from .classify import ALLOCATION, STALL
+import numpy as np
+
+from ioassess.inputs.job import META, STDIO, SYNC
+
+from .access_patterns import IMBALANCE_STRAGGLERS
+from .classify import ALLOCATION, CLASS_CODES, STALL
 from .metadata import METADATA_RANK_S, SMALL_FILE_BYTES
-from .storage_targets import SLOW_TARGET_FILES_NAMED
+from .stakes import LEVELS, WALL_CLOCK_HOW, acting, in_wall_clock, level_by_stake, with_stake
+from .storage_targets import SLOW_TARGET_FILES_NAMED, excess_on_slow_targets
 
 # Recommendation thresholds (docs/assessment.md says why).
 LOST_SHARE_WORTH_A_LOOK = 0.05      # of the runtime
@@ -33,8 +38,9 @@ def finding(title, text, at_stake_s, *, code=None, level="warn", files=(), ranks
     ops it is about that a fix could save, at most; None when it is not about time), Drishti's
     code of the same evidence (None where Drishti has none), its level (LEVELS), the files and
     ranks behind it, how the seconds at stake were computed, and the numbers that triggered it."""
-    return {"title": title, "text": text, "at_stake_s": at_stake_s, "code": code, "level": level,
-            "files": list(files), "ranks": list(ranks), "at_stake_how": at_stake_how, "numbers": numbers}
+    return {"title": title, "text": text, "at_stake_s": at_stake_s, "rank_seconds": None, "code": code,
+            "level": level, "files": list(files), "ranks": list(ranks), "at_stake_how": at_stake_how,
+            "numbers": numbers}
 
 
 def by_seconds_at_stake(found):
@@ -46,72 +52,102 @@ def by_seconds_at_stake(found):
     return sorted(found, key=key)
 
 
-def recommendations(a):
-    """Findings with the numbers that triggered them, most seconds at stake first; each
-    {"title", "text", "at_stake_s", "numbers"}."""
+def recommendations(a, seconds):
+    """Findings with the numbers that triggered them, most wall-clock seconds at stake first
+    (report/stakes.py; seconds: its JobSeconds of the job); each {"title", "text", "at_stake_s",
+    "rank_seconds", "level", "numbers", ...}. A level follows the stake (level_by_stake), and the
+    verdict that the time lost is small is given only beside no high finding."""
     found = []
     head = a["headline"]
     lost_mid = (head["lost_low_s"] + head["lost_high_s"]) / 2
-    share = head["lost_share_of_runtime"]
     by_class = collections.defaultdict(lambda: {"ops": 0, "seconds": 0.0, "lost": 0.0})
     for row in a["classes"]:
         entry = by_class[row["class"]]
         entry["ops"] += row["ops"]
         entry["seconds"] += row["seconds"]
         entry["lost"] += row["lost_high_s"]
-    if share is not None and share < LOST_SHARE_WORTH_A_LOOK:
-        found.append(finding("I/O time lost is small",
-                             "Compared with cached I/O the job lost little time: tuning its I/O would gain little.",
-                             None, level="ok", lost_s=lost_mid, lost_share_of_runtime=share))
     uncached = by_class["uncached"]
     if uncached["lost"] > 0 and lost_mid > 0 and uncached["lost"] >= 0.5 * lost_mid:
-        found.append(finding("Most lost time is uncached I/O",
-                             "Reads went to the storage device instead of the page cache; writes waited for "
-                             "the device (partial pages of uncached files are read first) or for new page-cache "
-                             "memory. Larger, aligned, sequential requests, reading data once, or a staging "
-                             "copy in fast storage reduce this.", uncached["lost"],
-                             uncached_ops=uncached["ops"], uncached_s=uncached["seconds"], lost_s=uncached["lost"]))
+        found.append(lost_in(seconds, "uncached", finding(
+            "Most lost time is uncached I/O",
+            "Reads went to the storage device instead of the page cache; writes waited for the device (partial pages "
+            "of uncached files are read first) or for new page-cache memory. Larger, aligned, sequential requests, "
+            "reading data once, or a staging copy in fast storage reduce this.", None,
+            uncached_ops=uncached["ops"], uncached_s=uncached["seconds"], lost_s=uncached["lost"])))
     slow = by_class["slow"]
     if slow["ops"]:
-        found.append(finding("Some ops were slower than uncached I/O",
-                             "These ops took longer than the model's slowest explained duration: contention "
-                             "on the file system or the node, or a cause the model does not know.", slow["lost"],
-                             slow_ops=slow["ops"], slow_s=slow["seconds"], lost_s=slow["lost"]))
+        found.append(lost_in(seconds, "slow", finding(
+            "Some ops were slower than uncached I/O",
+            "These ops took longer than the model's slowest explained duration: contention on the file system or the "
+            "node, or a cause the model does not know.", None,
+            slow_ops=slow["ops"], slow_s=slow["seconds"], lost_s=slow["lost"])))
     for cls, title, text in NOT_STORAGE_FINDINGS:
         entry = by_class[cls]
         if entry["lost"] > 0 and entry["lost"] >= LOST_SHARE_WORTH_A_LOOK * lost_mid:
             numbers = {f"{cls}_ops": entry["ops"], f"{cls}_s": entry["seconds"], "lost_s": entry["lost"]}
-            found.append(finding(title, text, entry["lost"], **numbers))
-    found += sync_findings(a["flushes"], head["io_s"])
-    found += stdio_findings(a["layers"])
+            found.append(lost_in(seconds, cls, finding(title, text, None, **numbers)))
+    found += sync_findings(a["flushes"], head["io_s"], seconds)
+    found += stdio_findings(a["layers"], seconds)
     if a["tier"] == "counters":
         found.append(finding("Estimates from counters only",
                              "This log has no per-op timings: lost time is an interval estimated from the "
                              "access-size histogram. Run the job under ioassess (or with Darshan's DXT "
                              "enabled, DXT_ENABLE_IO_TRACE=1) for a per-op assessment.", None, level="info",
                              lost_low_s=head["lost_low_s"], lost_high_s=head["lost_high_s"]))
-    found += metadata_findings(a.get("metadata"), head["io_s"])
+    found += metadata_findings(a.get("metadata"), head["io_s"], seconds)
     found += straggler_findings(a["per_process"], head["runtime_s"])
-    found += slow_target_findings(a["storage_targets"])
+    found += slow_target_findings(a["storage_targets"], seconds)
     found += [pattern_finding(p) for p in a["access_patterns"]]
+    found = [dict(f, level=level_by_stake(f, head["runtime_s"])) for f in found]
+    found += verdict(head, found)
     return by_seconds_at_stake(found)
 
 
-def stdio_findings(layers):
+def verdict(head, found):
+    """"I/O time lost is small" when the slowest process lost less than LOST_SHARE_WORTH_A_LOOK of
+    the run time and no finding is high: never beside a finding that says otherwise."""
+    share = head["lost_share_of_runtime"]
+    if share is None or share >= LOST_SHARE_WORTH_A_LOOK or any(f["level"] == "high" for f in found):
+        return []
+    return [finding("I/O time lost is small",
+                    "Compared with cached I/O the job lost little time: tuning its I/O would gain little" +
+                    (", though the findings below are worth a look." if acting(found) else "."),
+                    None, level="ok", lost_s=(head["lost_low_s"] + head["lost_high_s"]) / 2,
+                    lost_share_of_runtime=share)]
+
+
+def lost_in(seconds, cls, found):
+    """The finding about the time lost in the ops of class cls, in wall-clock seconds."""
+    rows = seconds.per_op["is_io"] & (seconds.per_op["class"] == CLASS_CODES[cls])
+    process_s, _, _ = seconds.of(rows, np.zeros(len(seconds.job.totals["seconds"]), bool),
+                                 op_seconds=seconds.per_op["lost_s"][rows])
+    found["at_stake_how"] = "their time lost compared with cached I/O"
+    return seconds_in_wall_clock(seconds, found, process_s)
+
+
+def seconds_in_wall_clock(seconds, found, process_s, shared_s=None, top=None):
+    return in_wall_clock(found, seconds.clock, process_s, shared_s, top, WALL_CLOCK_HOW)
+
+
+def stdio_findings(layers, seconds):
     """Much of the data moved through stdio (Drishti's S01, on the same evidence: stdio's bytes
     over those of the POSIX, MPI-IO and stdio layers added up, as Drishti adds them). At stake:
-    the stdio calls' time, all a faster interface could save."""
+    the stdio calls' time, at most all a faster interface could save (an upper bound)."""
     moved = {layer: sum(row[layer]["bytes"] for row in layers if row[layer]) for layer in ("posix", "mpiio", "stdio")}
     total = sum(moved.values())
     if not total or moved["stdio"] / total <= STDIO_BYTES_SHARE:
         return []
     stdio_s = sum(row["stdio"]["seconds"] for row in layers if row["stdio"])
-    return [finding("Much of the data went through stdio",
+    job, per_op, per_total = seconds.job, seconds.per_op, seconds.per_total
+    found = finding("Much of the data went through stdio",
                     "fread, fwrite, fprintf and the other stdio calls moved a large share of the job's bytes: each "
                     "goes through the C library's buffer (4 KiB by default) and leaves the layout of the requests "
                     "to it. Large requests with read/write or MPI-IO, or a larger buffer (setvbuf), move the same "
-                    "data in fewer, larger requests.", stdio_s, code="S01", level="high",
-                    stdio_bytes=moved["stdio"], stdio_share=moved["stdio"] / total, stdio_s=stdio_s)]
+                    "data in fewer, larger requests.", None, code="S01", level="high",
+                    at_stake_how="the stdio calls' time, an upper bound of what another interface saves",
+                    stdio_bytes=moved["stdio"], stdio_share=moved["stdio"] / total, stdio_s=stdio_s)
+    return [seconds.stake_of(found, per_op["is_io"] & (job.ops["layer"] == STDIO),
+                             per_total["is_io"] & (job.totals["layer"] == STDIO))]
 
 
 def straggler_findings(view, runtime_s):
@@ -138,65 +174,84 @@ def straggler_findings(view, runtime_s):
             "slowest ranks' files and nodes with the others' (Lustre: lfs getstripe gives a file's OSTs).")
     ranks = [{"rank": r["rank"], "pid": r["pid"], "seconds": r["seconds"] - mean_s}
              for r in stragglers["ranks"] if r["seconds"] > mean_s]
-    return [finding("Some ranks spent far longer in I/O than the others", text, excess, level="high",
+    found = finding("Some ranks spent far longer in I/O than the others", text, None, level="high",
                     files=stragglers["files"], ranks=ranks,
                     at_stake_how="the slowest rank's I/O time less the mean rank's: what the job waits for it "
-                                 "beyond an even split, where the ranks wait for each other",
+                                 "beyond an even split, where the ranks wait for each other (wall-clock, at most the "
+                                 "run time)",
                     slowest_rank=slowest["rank"], slowest_s=slowest["seconds"], mean_s=mean_s,
                     slowest_bytes=slowest["bytes"], mean_bytes=stragglers["mean_bytes"],
-                    imbalance=slowest["seconds"] / mean_s)]
+                    imbalance=slowest["seconds"] / mean_s)
+    wall = min(excess, runtime_s) if runtime_s else excess
+    # the named files: the slowest ranks' time on them, as a part of the excess
+    # process-seconds: the named ranks' excess; their files' seconds a part of it pro rata
+    excess_s, full_s = sum(r["seconds"] for r in ranks), sum(r["seconds"] for r in stragglers["ranks"])
+    found["files"] = [dict(f, seconds=f["seconds"] * excess_s / full_s) for f in found["files"]]
+    return [with_stake(found, wall, excess_s)]
 
 
-def slow_target_findings(targets):
+def slow_target_findings(targets, seconds):
     """Files on some storage targets (Lustre OSTs) took far longer per byte than the job's other
     files (report/storage_targets.py). At stake: their time beyond their bytes at the job's
-    median time per MiB."""
+    median time per MiB, in wall-clock seconds (each file's part held by the processes that
+    spent time on it)."""
     if not targets or not targets["slow"]:
         return []
     slow = targets["slow"]
     names = sorted((f for t in slow for f in t["names"]), key=lambda f: -f["seconds"])[:SLOW_TARGET_FILES_NAMED]
-    return [finding("Files on some storage targets were far slower",
+    found = finding("Files on some storage targets were far slower",
                     "The job's files on these storage targets (Lustre OSTs) took many times longer per byte than "
                     "its files on the others: the target (its disks or its server) was slow or overloaded while "
                     "the job ran, not the job. Tell the site's admins which targets; until they are fixed, "
                     "placing files on other targets (lfs setstripe --ost, or a stripe count over several "
-                    "targets) avoids them.", sum(t["excess_s"] for t in slow), level="high", files=names,
+                    "targets) avoids them.", None, level="high", files=names,
                     at_stake_how="the files' time on these targets beyond their bytes at the job's median time "
                                  "per MiB",
                     slow_targets=", ".join(str(t["target"]) for t in slow),
                     files_on_them=sum(t["files"] for t in slow), slowest_target_time_per_MiB_s=slow[0]["s_per_mib"],
-                    job_median_time_per_MiB_s=targets["median_s_per_mib"], targets=targets["targets"])]
+                    job_median_time_per_MiB_s=targets["median_s_per_mib"], targets=targets["targets"])
+    process_s, shared_s, top = seconds.of_files(excess_on_slow_targets(seconds.job, seconds.per_file))
+    return [seconds_in_wall_clock(seconds, found, process_s, shared_s, top)]
 
 
-def sync_findings(flushed, io_s):
+def sync_findings(flushed, io_s, seconds):
     """Syncs whose fixed cost, or time beyond the model's flushes, is worth a look (at least
-    LOST_SHARE_WORTH_A_LOOK of the I/O time)."""
+    LOST_SHARE_WORTH_A_LOOK of the I/O time), in wall-clock seconds: each process's part pro rata
+    of its syncs' time."""
     if flushed is None or flushed["fixed_s"] is None or not io_s:
         return []
     found = []
+    job = seconds.job
+    syncs = seconds.per_op["is_io"] & (job.ops["direction"] == SYNC)
+    counted = seconds.per_total["is_io"] & (job.totals["direction"] == SYNC)
+
+    def part_of_syncs(f, saving):
+        return seconds.stake_of(f, syncs, counted, saving / flushed["seconds"] if flushed["seconds"] > 0 else 0.0)
     per_sync = flushed["fixed_s"] / flushed["syncs"]
     # The syncs' time against the model's time of one sync per file of the same bytes.
     once_per_file_s = flushed["files"] * per_sync + flushed["typical_s"] - flushed["fixed_s"]
     saving = max(flushed["seconds"] - once_per_file_s, 0.0)
     if flushed["syncs"] > flushed["files"] and saving >= LOST_SHARE_WORTH_A_LOOK * io_s:
-        found.append(finding("Frequent syncs",
+        found.append(part_of_syncs(finding("Frequent syncs",
                              "Each fsync or fdatasync costs this file system a fixed time, however little it "
                              "has to write back. Syncing each file once, when its data must be safe (at the end "
                              "or at a checkpoint), saves that time for every other call.", saving,
                              syncs=flushed["syncs"], synced_files=flushed["files"], sync_s=flushed["seconds"],
-                             fixed_per_sync_s=per_sync, once_per_file_s=once_per_file_s, saving_s=saving))
+                             fixed_per_sync_s=per_sync, once_per_file_s=once_per_file_s, saving_s=saving), saving))
     if flushed["beyond_bound_s"] >= LOST_SHARE_WORTH_A_LOOK * io_s:
-        found.append(finding("Syncs slower than this file system's flushes",
+        found.append(part_of_syncs(finding("Syncs slower than this file system's flushes",
                              "These syncs took longer than the model's slowest flush of as many bytes: the "
                              "device was busy with other write-back (other files, other processes) or slower "
                              "than when the model was made.", flushed["beyond_bound_s"],
-                             slow_syncs=flushed["beyond_bound_syncs"], beyond_s=flushed["beyond_bound_s"]))
+                             slow_syncs=flushed["beyond_bound_syncs"], beyond_s=flushed["beyond_bound_s"]),
+                                   flushed["beyond_bound_s"]))
     return found
 
 
-def metadata_findings(meta, io_s):
+def metadata_findings(meta, io_s, seconds):
     """Findings on metadata calls (docs/assessment.md, "Metadata"), each with the seconds at
-    stake; the rules on repeated lookups and missing paths need calls known one by one."""
+    stake in wall-clock seconds (each process's part pro rata of its metadata time); the rules on
+    repeated lookups and missing paths need calls known one by one."""
     if meta is None or not meta["seconds"]:
         return []
     found = []
@@ -249,7 +304,9 @@ def metadata_findings(meta, io_s):
                              "looked for in the first place searched, save their time.",
                              missing["seconds"], missing_calls=missing["calls"], missing_s=missing["seconds"],
                              paths=missing["paths"]))
-    return found
+    job = seconds.job
+    calls, counted = job.ops["direction"] == META, job.totals["direction"] == META
+    return [seconds.stake_of(f, calls, counted, f["at_stake_s"] / meta["seconds"]) for f in found]
 
 
 # What each access pattern (report/access_patterns.py) means and what to do: code -> (title, text).
@@ -328,7 +385,7 @@ PATTERN_WORDS = {
             "process per node."),
 }
 # Numbers of a pattern that are not shown as numbers (they have their own place on the page).
-PATTERN_PLACES = ("code", "level", "files", "ranks", "at_stake_s", "at_stake_how")
+PATTERN_PLACES = ("code", "level", "files", "ranks", "at_stake_s", "rank_seconds", "at_stake_how")
 
 
 def pattern_finding(p):
@@ -336,5 +393,5 @@ def pattern_finding(p):
     seconds at stake."""
     title, text = PATTERN_WORDS[p["code"]]
     numbers = {key: value for key, value in p.items() if key not in PATTERN_PLACES and value is not None}
-    return finding(title, text, p["at_stake_s"], code=p["code"], level=p["level"], files=p["files"],
-                   ranks=p["ranks"], at_stake_how=p["at_stake_how"], **numbers)
+    return dict(finding(title, text, p["at_stake_s"], code=p["code"], level=p["level"], files=p["files"],
+                        ranks=p["ranks"], at_stake_how=p["at_stake_how"], **numbers), rank_seconds=p["rank_seconds"])

@@ -36,8 +36,9 @@ def shared_record_ranks(job, per_total):
     per record with I/O known only from its counters, the fastest and slowest rank, their time
     on the file (reads, writes and metadata: Darshan's *_F_FASTEST/SLOWEST_RANK_TIME) and bytes,
     and the standard deviation of the time over the ranks; and per process of those ranks
-    (index into Job.processes) that time and a time lost pro rata: the record's time lost times
-    the rank's time over the record's summed time, at most all of it."""
+    (index into Job.processes) its I/O part of that time (the rank's time times the record's
+    read and write time over its read, write and metadata time) and a time lost pro rata: the
+    record's time lost times the rank's I/O time over the record's, at most all of it."""
     n = len(job.processes)
     per_process = {"io_s": np.zeros(n), "lost_low_s": np.zeros(n), "lost_high_s": np.zeros(n)}
     records = job.darshan_records
@@ -51,14 +52,18 @@ def shared_record_ranks(job, per_total):
         if not rows.any() or seconds <= 0:
             continue
         lost_low, lost_high = float(per_total["lost_low_s"][rows].sum()), float(per_total["lost_high_s"][rows].sum())
+        # a rank's time on the file includes its metadata calls: its I/O part is the record's share
+        meta_s = float(records["meta_s"][r]) if np.isfinite(records["meta_s"][r]) else 0.0
+        io_part = seconds / (seconds + max(meta_s, 0.0))
         ranks = {}
         for end in ("slowest", "fastest"):
             rank, rank_s = int(records[f"{end}_rank"][r]), float(records[f"{end}_s"][r])
             ranks[end] = {"rank": rank, "seconds": rank_s, "bytes": int(records[f"{end}_bytes"][r])}
             process = process_of_rank.get(rank)
             if process is not None and (end == "slowest" or rank != ranks["slowest"]["rank"]):
-                share = min(rank_s / seconds, 1.0)
-                per_process["io_s"][process] += rank_s
+                rank_io_s = min(rank_s * io_part, seconds)
+                share = rank_io_s / seconds
+                per_process["io_s"][process] += rank_io_s
                 per_process["lost_low_s"][process] += share * lost_low
                 per_process["lost_high_s"][process] += share * lost_high
         described.append({"file": job.files[records["file"][r]].name, "layer": LAYERS[records["layer"][r]],
@@ -129,9 +134,14 @@ def per_process_view(job, per_op, per_process, per_total, shared):
     (stragglers) and the series of the per-rank plot. I/O in counter rows shared by all ranks
     (Darshan's rank -1 records) is no rank's: it is left out and said (`shared`). None for a job
     without I/O."""
-    units = io_units(job, per_process)
+    # one I/O time per process: the processes table's, with the fastest and slowest rank's parts
+    # of shared records (shared_record_ranks)
+    from_shared = shared["per_process"]
+    units = io_units(job, {**per_process, **{q: per_process[q] + from_shared[q] for q in from_shared}})
     tio = per_total["is_io"] & (job.totals["process"] < 0)
-    in_shared = {"ops": int(job.totals["ops"][tio].sum()), "seconds": float(job.totals["seconds"][tio].sum()),
+    shared_s = float(job.totals["seconds"][tio].sum())
+    in_shared = {"ops": int(job.totals["ops"][tio].sum()), "seconds": shared_s,
+                 "left_out_s": max(shared_s - float(from_shared["io_s"].sum()), 0.0),
                  "records": shared["records"]} if tio.any() else None
     if not units["io_s"].any() and in_shared is None:
         return None

@@ -47,7 +47,20 @@ def check_assessment(assessment):
         raise SchemaMismatch(f"the assessment breaks {SCHEMA_PATH} at {best.json_path}: {best.message}{more}")
 
 
+class RuleBroken(SchemaMismatch):
+    """An assessment that breaks a rule of report/invariants.py; str() lists them."""
+
+
+def check_rules(assessment):
+    """Raise RuleBroken when the assessment breaks a rule of report/invariants.py."""
+    from .invariants import violations
+    broken = violations(assessment)
+    if broken:
+        raise RuleBroken(f"the assessment breaks {len(broken)} rule(s): " + "; ".join(broken[:5]))
+
+
 def check_if_asked(assessment):
-    """check_assessment when IOASSESS_CHECK_SCHEMA=1 (the tests set it)."""
+    """check_assessment and check_rules when IOASSESS_CHECK_SCHEMA=1 (the tests set it)."""
     if os.environ.get(CHECK_SCHEMA_ENV) == "1":
         check_assessment(assessment)
+        check_rules(assessment)

@@ -22,25 +22,12 @@ def storage_targets(job, per_file):
     striped over k targets gives each 1/k), `s_per_mib` (its files' median), `excess_s` (its part
     of its files' time beyond their bytes at the job's median time per MiB) and `names` (its
     files with most excess, up to SLOW_TARGET_FILES_NAMED: `name`, `ops`, `seconds`)."""
-    chosen = np.array([i for i, f in enumerate(job.files) if f.osts and per_file["bytes"][i] >= TARGET_MIN_BYTES
-                       and per_file["seconds"][i] > 0], np.int64)
-    if not len(chosen):
+    m = measured(job, per_file)
+    if m is None:
         return None
-    seconds, nbytes = per_file["seconds"][chosen], per_file["bytes"][chosen]
-    stripes = np.array([len(job.files[i].osts) for i in chosen], np.int64)
-    rate = seconds / (nbytes / MIB)
-    median = float(np.median(rate))
-    excess = np.maximum(seconds - nbytes / MIB * median, 0.0)
-    # one row per (file, target)
-    row_file = np.repeat(np.arange(len(chosen)), stripes)
-    row_target = np.concatenate([np.asarray(job.files[i].osts, np.int64) for i in chosen])
-    share = 1.0 / stripes[row_file]
-    targets, inverse = np.unique(row_target, return_inverse=True)
-    count = np.bincount(inverse, minlength=len(targets))
-    medians = group_medians(inverse, rate[row_file], len(targets))
-    slow = np.flatnonzero((count >= TARGET_MIN_FILES) & (medians >= SLOW_TARGET_FACTOR * median)) \
-        if len(targets) >= TARGETS_MIN else np.zeros(0, np.int64)
-    target_excess = np.bincount(inverse, excess[row_file] * share, len(targets))
+    chosen, seconds, nbytes, excess = m["chosen"], m["seconds"], m["nbytes"], m["excess"]
+    row_file, row_target, share, targets, count = m["row_file"], m["row_target"], m["share"], m["targets"], m["count"]
+    slow, medians, target_excess, median = m["slow"], m["medians"], m["target_excess"], m["median"]
     rows = []
     for t in slow[np.argsort(-target_excess[slow], kind="stable")].tolist():
         on = row_target == targets[t]
@@ -52,6 +39,47 @@ def storage_targets(job, per_file):
                      "names": [{"name": job.files[chosen[f]].name, "ops": int(per_file["ops"][chosen[f]]),
                                 "seconds": float(seconds[f])} for f in files.tolist()]})
     return {"targets": len(targets), "files": len(chosen), "median_s_per_mib": median, "slow": rows}
+
+
+def measured(job, per_file):
+    """The arrays storage_targets reads: the chosen files (index into Job.files), their seconds,
+    bytes and excess, one row per (file, target) with its share of the file, the targets, their
+    file counts, medians and excess, the slow ones (indices into targets); None when no file
+    qualifies."""
+    chosen = np.array([i for i, f in enumerate(job.files) if f.osts and per_file["bytes"][i] >= TARGET_MIN_BYTES
+                       and per_file["seconds"][i] > 0], np.int64)
+    if not len(chosen):
+        return None
+    seconds, nbytes = per_file["seconds"][chosen], per_file["bytes"][chosen]
+    stripes = np.array([len(job.files[i].osts) for i in chosen], np.int64)
+    rate = seconds / (nbytes / MIB)
+    median = float(np.median(rate))
+    excess = np.maximum(seconds - nbytes / MIB * median, 0.0)
+    row_file = np.repeat(np.arange(len(chosen)), stripes)
+    row_target = np.concatenate([np.asarray(job.files[i].osts, np.int64) for i in chosen])
+    share = 1.0 / stripes[row_file]
+    targets, inverse = np.unique(row_target, return_inverse=True)
+    count = np.bincount(inverse, minlength=len(targets))
+    medians = group_medians(inverse, rate[row_file], len(targets))
+    slow = np.flatnonzero((count >= TARGET_MIN_FILES) & (medians >= SLOW_TARGET_FACTOR * median)) \
+        if len(targets) >= TARGETS_MIN else np.zeros(0, np.int64)
+    return {"chosen": chosen, "seconds": seconds, "nbytes": nbytes, "excess": excess, "median": median,
+            "row_file": row_file, "row_target": row_target, "share": share, "targets": targets,
+            "inverse": inverse, "count": count, "medians": medians, "slow": slow,
+            "target_excess": np.bincount(inverse, excess[row_file] * share, len(targets))}
+
+
+def excess_on_slow_targets(job, per_file):
+    """Per file (an array over Job.files), its excess time on the slow targets: the parts
+    storage_targets' `excess_s` of the slow targets add up."""
+    out = np.zeros(len(job.files))
+    m = measured(job, per_file)
+    if m is None or not len(m["slow"]):
+        return out
+    on_slow = np.isin(m["inverse"], m["slow"])
+    rows = m["row_file"][on_slow]
+    np.add.at(out, m["chosen"][rows], m["excess"][rows] * m["share"][on_slow])
+    return out
 
 
 def group_medians(group, values, groups):

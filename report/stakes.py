@@ -1,0 +1,188 @@
+"""Seconds at stake in wall-clock time, the unit a reader acts on, and the levels and verdict
+that follow from them.
+
+A finding's detector knows what its fix could save per process (process-seconds: summed over
+the processes they are the allocation's cost, not the job's time) and, for Darshan's records
+shared by all ranks (rank -1), per record. The job's wall clock shortens by at most the savings
+along one chain of processes that ran one after the other: processes that overlap in time run
+side by side, so a saving on each shortens the job by the largest of them, while processes in
+sequence (a script's commands) add theirs. The wall-clock stake is the heaviest such chain
+(weighted interval scheduling over the processes' spans, each saving at most its process's
+span), plus for each shared record the part of its stake its slowest rank holds, and at most
+the run time. The process-seconds stay beside it in `rank_seconds`.
+"""
+import math
+
+import numpy as np
+
+LEVELS = ("high", "warn", "info", "ok")   # Drishti's: act on it, worth a look, a fact, good
+# A high finding has at least this share of the run time at stake; below it, at most warn.
+HIGH_MIN_SHARE_OF_RUNTIME = 0.01
+
+
+class WallClock:
+    """The job's processes' spans and run time, to turn per-process savings into wall-clock
+    seconds (module docstring)."""
+
+    def __init__(self, job):
+        runtime = job.runtime_s
+        self.runtime_s = runtime if math.isfinite(runtime) and runtime > 0 else None
+        whole = (0.0, self.runtime_s if self.runtime_s is not None else math.inf)
+        starts = np.array([p.start_s for p in job.processes], np.float64)
+        ends = np.array([p.end_s for p in job.processes], np.float64)
+        # A span not known (Darshan ranks, a process still running) is the whole job's.
+        known = np.isfinite(starts) & np.isfinite(ends) & (ends >= starts)
+        self.starts = np.where(known, starts, whole[0])
+        self.ends = np.where(known, ends, whole[1])
+        self.nprocs = max(job.nprocs, 1)
+
+    def stake(self, process_s=None, shared_s=None, shared_top_share=None):
+        """(wall-clock seconds, process-seconds) of a saving of process_s per process (an array
+        over Job.processes) and shared_s per shared record, of which the record's slowest rank
+        holds shared_top_share (at least 1/nprocs)."""
+        process_s = np.zeros(len(self.starts)) if process_s is None else np.nan_to_num(
+            np.asarray(process_s, np.float64), nan=0.0, posinf=0.0, neginf=0.0).clip(0.0)
+        process_s = np.minimum(process_s, self.ends - self.starts)
+        shared = np.zeros(0) if shared_s is None else np.nan_to_num(
+            np.asarray(shared_s, np.float64), nan=0.0, posinf=0.0, neginf=0.0).clip(0.0)
+        top = np.full(len(shared), 1.0 / self.nprocs) if shared_top_share is None else np.clip(
+            np.nan_to_num(np.asarray(shared_top_share, np.float64), nan=1.0), 1.0 / self.nprocs, 1.0)
+        wall = heaviest_chain(self.starts, self.ends, process_s) + float((shared * top).sum())
+        if self.runtime_s is not None:
+            wall = min(wall, self.runtime_s)
+        return wall, float(process_s.sum() + shared.sum())
+
+
+def heaviest_chain(starts, ends, weights):
+    """The largest sum of weights over intervals that do not overlap (weighted interval
+    scheduling), taking only intervals of positive weight."""
+    chosen = np.flatnonzero(weights > 0)
+    if not len(chosen):
+        return 0.0
+    starts, ends, weights = starts[chosen], ends[chosen], weights[chosen]
+    if np.all(starts == starts[0]) and np.all(ends == ends[0]):
+        return float(weights.max())
+    order = np.argsort(ends, kind="stable")
+    starts, ends, weights = starts[order], ends[order], weights[order]
+    # the last interval ending at or before each one starts
+    before = np.searchsorted(ends, starts, side="right") - 1
+    best = np.zeros(len(weights) + 1)
+    for i in range(len(weights)):
+        best[i + 1] = max(best[i], weights[i] + best[before[i] + 1])
+    return float(best[-1])
+
+
+def in_wall_clock(found, clock, process_s=None, shared_s=None, shared_top_share=None, how=None):
+    """The finding with its stake in wall-clock seconds (WallClock.stake), its process-seconds
+    in `rank_seconds`, and the seconds of each file and rank it names cut to their part of the
+    wall-clock stake."""
+    wall, summed = clock.stake(process_s, shared_s, shared_top_share)
+    return with_stake(found, wall, summed, how)
+
+
+def with_stake(found, wall_s, rank_seconds, how=None):
+    """The finding with at_stake_s = wall_s, rank_seconds, and the named files' and ranks'
+    seconds at most their part of it: a file its process-seconds pro rata, a rank at most the
+    whole."""
+    found = dict(found, at_stake_s=wall_s, rank_seconds=rank_seconds)
+    scale = wall_s / rank_seconds if rank_seconds > 0 else 0.0
+    found["files"] = [dict(f, seconds=f["seconds"] * min(scale, 1.0)) if f.get("seconds") is not None else f
+                      for f in found["files"]]
+    found["ranks"] = [dict(r, seconds=min(r["seconds"], wall_s)) if r.get("seconds") is not None else r
+                      for r in found["ranks"]]
+    if how:
+        found["at_stake_how"] = "; ".join(filter(None, (found.get("at_stake_how"), how)))
+    return found
+
+
+def capped(found, cap_s, how):
+    """The finding with its stake at most cap_s, its named parts cut alike."""
+    stake = found["at_stake_s"]
+    if stake is None or stake <= cap_s:
+        return found
+    scale = cap_s / stake if stake > 0 else 0.0
+    return dict(found, at_stake_s=cap_s, at_stake_how="; ".join(filter(None, (found["at_stake_how"], how))),
+                files=[dict(f, seconds=f["seconds"] * scale) if f.get("seconds") is not None else f
+                       for f in found["files"]],
+                ranks=[dict(r, seconds=min(r["seconds"], cap_s)) if r.get("seconds") is not None else r
+                       for r in found["ranks"]])
+
+
+WALL_CLOCK_HOW = ("wall-clock: what the processes on the job's longest chain would save (processes running side "
+                  "by side save at once), at most the run time")
+
+
+def level_by_stake(found, runtime_s):
+    """The level its stake allows: a finding to act on (high, warn) has a positive stake; high
+    needs at least HIGH_MIN_SHARE_OF_RUNTIME of the run time."""
+    level, stake = found["level"], found["at_stake_s"]
+    if level not in ("high", "warn"):
+        return level
+    if stake is None or not stake > 0:
+        return "info"
+    if level == "high" and runtime_s and stake < HIGH_MIN_SHARE_OF_RUNTIME * runtime_s:
+        return "warn"
+    return level
+
+
+def acting(found):
+    """The findings to act on (high, warn)."""
+    return [f for f in found if LEVELS.index(f["level"]) < LEVELS.index("info")]
+
+
+class JobSeconds:
+    """The job's seconds per process that findings' stakes are parts of: each process's ops
+    known one by one and its own counter rows; Darshan's rows shared by all ranks (process -1)
+    apart, with the share of each that its slowest rank spent."""
+
+    def __init__(self, job, per_op, per_total, per_file, clock):
+        self.job, self.per_op, self.per_total, self.per_file, self.clock = job, per_op, per_total, per_file, clock
+        records = job.darshan_records
+        time = np.nan_to_num(records["read_s"]) + np.nan_to_num(records["write_s"]) + np.nan_to_num(records["meta_s"])
+        slowest = np.nan_to_num(records["slowest_s"], nan=-1.0)
+        top = np.where((records["rank"] < 0) & (slowest >= 0) & (time > 0), slowest / np.where(time > 0, time, 1), 1.0)
+        self._top_of = {}
+        for file, layer, share in zip(records["file"].tolist(), records["layer"].tolist(), top.tolist()):
+            self._top_of[(file, layer)] = share
+
+    def of(self, op_rows, total_rows, op_seconds=None, total_seconds=None):
+        """(process-seconds per process, seconds per shared row, their slowest ranks' shares) of
+        the ops op_rows (their durations, or op_seconds) and the counter rows total_rows."""
+        ops, totals, n = self.job.ops, self.job.totals, len(self.job.processes)
+        op_seconds = ops["duration_s"][op_rows] if op_seconds is None else op_seconds
+        total_seconds = totals["seconds"][total_rows] if total_seconds is None else total_seconds
+        process = totals["process"][total_rows]
+        own = process >= 0
+        process_s = np.bincount(ops["process"][op_rows], op_seconds, n) + \
+            np.bincount(process[own], total_seconds[own], n)
+        files, layers = totals["file"][total_rows][~own], totals["layer"][total_rows][~own]
+        top = np.array([self._top_of.get((f, la), 1.0) for f, la in zip(files.tolist(), layers.tolist())])
+        return process_s, total_seconds[~own], top
+
+    def stake_of(self, found, op_rows, total_rows, part=1.0):
+        """The finding in wall-clock seconds, its saving a share `part` of the time of the ops
+        op_rows and counter rows total_rows."""
+        process_s, shared_s, top = self.of(op_rows, total_rows)
+        return in_wall_clock(found, self.clock, process_s * part, shared_s * part, top, WALL_CLOCK_HOW)
+
+    def of_files(self, file_s):
+        """Process-seconds of a saving given per file (an array over Job.files), each file's part
+        spread over the processes pro rata of their I/O and metadata time on it."""
+        ops, totals, n, n_files = self.job.ops, self.job.totals, len(self.job.processes), len(self.job.files)
+        keys = np.concatenate([ops["process"].astype(np.int64) * n_files + ops["file"],
+                               np.where(totals["process"] >= 0, totals["process"].astype(np.int64), n) * n_files +
+                               totals["file"]])
+        seconds = np.concatenate([ops["duration_s"], totals["seconds"]])
+        seconds = np.nan_to_num(seconds).clip(0.0)
+        pairs, inverse = np.unique(keys, return_inverse=True)
+        pair_s = np.bincount(inverse, seconds, len(pairs))
+        pair_process, pair_file = pairs // n_files, pairs % n_files
+        file_total = np.bincount(pair_file, pair_s, n_files)
+        share = np.where(file_total[pair_file] > 0, pair_s / np.where(file_total[pair_file] > 0,
+                                                                        file_total[pair_file], 1.0), 0.0)
+        part = np.asarray(file_s, np.float64)[pair_file] * share
+        own = pair_process < n
+        process_s = np.bincount(pair_process[own], part[own], n)
+        top = np.array([max((self._top_of.get((int(f), la), 1.0) for la in range(3)), default=1.0)
+                        for f in pair_file[~own].tolist()])
+        return process_s, part[~own], top
