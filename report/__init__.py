@@ -14,7 +14,7 @@ from ioassess.site.probe.during_job import find_probe_db
 
 from .assess import assess
 from .export import write_parquet, write_perfetto
-from .model_choice import choose_model, given_model_choice
+from .model_choice import choose_model, file_models, given_model_choice
 from .render import write_report
 from .schema import json_safe
 
@@ -64,11 +64,12 @@ def load_and_choose(inputs, model_name_or_path=None, owner_uid=None, model_dirs=
 def export_job(inputs, perfetto_path=None, parquet_path=None, model_name_or_path=None, owner_uid=None, mode=0o600):
     """`ioassess export`: the job's ops as a Trace Event Format file for Perfetto's UI and/or a
     Parquet table (export.py); returns how many ops they hold."""
-    job, model, _, _ = load_and_choose(inputs, model_name_or_path, owner_uid)
+    job, model, path, choice = load_and_choose(inputs, model_name_or_path, owner_uid)
+    per_file = file_models(job, model, path, choice)
     if perfetto_path:
-        write_perfetto(perfetto_path, job, model, model.name, mode)
+        write_perfetto(perfetto_path, job, model, model.name, mode, per_file)
     if parquet_path:
-        write_parquet(parquet_path, job, model, mode)
+        write_parquet(parquet_path, job, model, mode, per_file)
     return len(job.ops["start_s"])
 
 

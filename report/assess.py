@@ -21,6 +21,7 @@ from .classify import CAUSES, ROW_CLASSES, classify_ops, estimate_totals
 from .findings import recommendations
 from .io_model import io_model_cell, site_grid_placement, write_throughput
 from .metadata import known_only_from_metadata, metadata_section
+from .model_choice import file_models
 from .processes import launcher_processes, per_process_view, pid_or_none, process_io, process_table, shared_record_ranks
 from .schema import check_if_asked
 from .stakes import JobSeconds, WallClock
@@ -38,11 +39,13 @@ def assess(job, model, model_source="", site_grid=None, model_choice=None, probe
     """The assessment (a dict) of a Job under a CauseModel. site_grid: None, or the site's
     I/O-model grid to place the job on, {"path", "grid"} (a grid of ioassess.site.iomodels.load_grid),
     or {"path", "problem"} for one that could not be used. model_choice: how the model was
-    chosen and why (report.model_choice), or None. probe_db: the file-system probe's store, or
+    chosen and why (report.model_choice), or None; where it gives a file system a model of its
+    own, that model judges the ops of its files (model_choice.file_models). probe_db: the file-system probe's store, or
     None. With IOASSESS_CHECK_SCHEMA=1 (the tests) it raises report.schema.SchemaMismatch when
     the assessment breaks its JSON Schema (report/assessment.schema.json)."""
-    per_op = classify_ops(job, model)
-    per_total = estimate_totals(job, model)
+    models = file_models(job, model, model_source, model_choice)
+    per_op = classify_ops(job, model, models)
+    per_total = estimate_totals(job, model, models)
     per_process = process_io(job, per_op, per_total)
     shared = shared_record_ranks(job, per_total)
     aggregation = aggregator_work(job)

@@ -1,4 +1,5 @@
-"""Per op, its class and its time lost compared with cached I/O.
+"""Per op, its class and its time lost compared with cached I/O, under the model of its file's
+file system (report/model_choice.py).
 
 Ops known one by one (recorder traces, Darshan DXT) are classified by the model and each gets
 its time lost vs cached: duration minus the cached typical duration of its size. I/O known only
@@ -35,7 +36,31 @@ CAUSES = {"memcpy": "memory", "cached": "memory", "uncached": "storage", "slow":
 IO_LAYERS = (LAYERS.index("posix"), LAYERS.index("stdio"))
 
 
-def classify_ops(job, model):
+def classify_ops(job, model, per_file=None):
+    """classify_ops_of below, each op under its file's model: per_file is (models, index into
+    models per file of Job.files), as model_choice.file_models gives them where the job's file
+    systems have models of their own; None, or one model: `model` judges every op."""
+    if per_file is None or len(per_file[0]) < 2:
+        return classify_ops_of(job, model)
+    models, of_file = per_file
+    of_op = of_file[job.ops["file"]]
+    merged = None
+    covered = []
+    for index, own in enumerate(models):
+        part = classify_ops_of(job, own)
+        mine = of_op == index
+        covered.append(part["modelled"][mine[part["modelled"]]])
+        if merged is None:
+            merged = part
+        else:
+            for name, column in part.items():
+                if name != "modelled":
+                    merged[name][mine] = column[mine]
+    merged["modelled"] = np.sort(np.concatenate(covered))
+    return merged
+
+
+def classify_ops_of(job, model):
     """Per op of Job.ops: class code (index into ROW_CLASSES) with the kernel's word applied and
     the model's own (model_class), the kernel's verdict of its sample (kernel) and the verdict
     it is judged by (judged: its own or its file's, report/ground_truth.py), cached typical
@@ -90,7 +115,25 @@ def classify_ops(job, model):
             "lost_s": lost, "is_io": is_io, "modelled": covered, "appended": appended}
 
 
-def estimate_totals(job, model):
+def estimate_totals(job, model, per_file=None):
+    """estimate_totals_of below, each row under its file's model (per_file: as classify_ops')."""
+    if per_file is None or len(per_file[0]) < 2:
+        return estimate_totals_of(job, model)
+    models, of_file = per_file
+    of_row = of_file[job.totals["file"]]
+    merged = None
+    for index, own in enumerate(models):
+        part = estimate_totals_of(job, own)
+        mine = of_row == index
+        if merged is None:
+            merged = part
+        else:
+            for name, column in part.items():
+                merged[name][mine] = column[mine]
+    return merged
+
+
+def estimate_totals_of(job, model):
     """Per row of Job.totals: time if cached and time lost as (low, high) intervals. The cached
     typical time of each size bin's ops lies between the line at the bin's two edges; rows
     without size bins use their mean op size (bytes / ops) for both edges."""

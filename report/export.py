@@ -138,19 +138,21 @@ def op_table(job, per_op):
             "flags": [flag_names[v] for v in flags.tolist()]}
 
 
-def write_parquet(path, job, model, mode=0o600):
+def write_parquet(path, job, model, mode=0o600, per_file=None):
     """The job's ops as a Parquet file at path (written whole or not at all): one row per op,
-    PARQUET_COLUMNS. Needs pyarrow."""
+    PARQUET_COLUMNS, classed under model, or per file system (per_file: classify_ops'). Needs
+    pyarrow."""
     import pyarrow
     import pyarrow.parquet
-    table = pyarrow.table(op_table(job, classify_ops(job, model)))
+    table = pyarrow.table(op_table(job, classify_ops(job, model, per_file)))
     write_atomically(path, lambda out: pyarrow.parquet.write_table(table, out.buffer), mode)
     return table.num_rows
 
 
-def write_perfetto(path, job, model, model_name, mode=0o600):
-    """The job's ops as a Trace Event Format file at path (written whole or not at all)."""
-    per_op = classify_ops(job, model)
+def write_perfetto(path, job, model, model_name, mode=0o600, per_file=None):
+    """The job's ops as a Trace Event Format file at path (written whole or not at all), classed
+    under model, or per file system (per_file: classify_ops')."""
+    per_op = classify_ops(job, model, per_file)
 
     def write(out):
         out.write('{"displayTimeUnit": "ns", "otherData": ')

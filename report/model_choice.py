@@ -1,9 +1,12 @@
-"""Which cause model judges a job: the one whose provenance fits where the job's I/O went
-(docs/cause-models.md, "Choosing the model").
+"""Which cause models judge a job: per file system the job's I/O went to, the one whose
+provenance fits it (docs/cause-models.md, "Choosing the model").
 
-The job's main file system is the one that took most of its I/O time (reads and writes of the
-POSIX and STDIO layers, per op and from counters). Candidates are the model files of the
-user's, the site's and the shipped directories (ioassess.models.modelfile.find_models), ranked:
+A file's file system is that of its own evidence (ioassess.inputs.job.with_own_file_systems);
+the job's main file system is the one that took most of its I/O time (reads and writes of the
+POSIX and STDIO layers, per op and from counters), and its model is the job's model, which also
+judges the files of no known file system. Candidates are the model files of the user's, the
+site's and the shipped directories (ioassess.models.modelfile.find_models), ranked for each file
+system:
 
   1. a user's or site's model made on a host of the job, for that file system (same device
      number for traces, same mount point for Darshan logs, which have no device numbers), of
@@ -16,7 +19,7 @@ user's, the site's and the shipped directories (ioassess.models.modelfile.find_m
 
 Ties go to the earlier directory in the search order, then to the name. With no candidate the
 default is used all the same, and the choice says, with a banner, that its file-system type is
-not the job's: a model of one type is never applied to another silently.
+not that file system's: a model of one type is never applied to another silently.
 """
 import dataclasses
 import os
@@ -44,6 +47,15 @@ class FileSystem:
     device: int         # st_dev; 0 if not known (Darshan logs)
     seconds: float      # the job's I/O time on it
     share: float        # of the I/O time on known file systems
+    key: tuple = ()     # file_system_key of its files
+
+
+def file_system_key(file):
+    """What files of one file system share: type and mount point, or device where the mount
+    point is not known; None for files of pseudo file systems and of unknown ones."""
+    if file.fs_type in PSEUDO_TYPES:
+        return None
+    return file.fs_type, file.mount_point, 0 if file.mount_point else file.device
 
 
 def job_file_systems(job):
@@ -53,15 +65,15 @@ def job_file_systems(job):
     seconds = _seconds_per_file(job)
     groups = {}
     for index, file in enumerate(job.files):
-        if file.fs_type in PSEUDO_TYPES:
+        key = file_system_key(file)
+        if key is None:
             continue
-        key = (file.fs_type, file.mount_point, 0 if file.mount_point else file.device)
         total, files, device = groups.get(key, (0.0, 0, 0))
         groups[key] = (total + seconds[index], files + 1, device or file.device)
     overall = sum(total for total, _, _ in groups.values())
     ordered = sorted(groups.items(), key=lambda item: (-item[1][0], -item[1][1], item[0]))
-    return [FileSystem(fs_type, mount, device, total, total / overall if overall > 0 else 1.0 / len(ordered))
-            for (fs_type, mount, _), (total, _, device) in ordered]
+    return [FileSystem(key[0], key[1], device, total, total / overall if overall > 0 else 1.0 / len(ordered), key)
+            for key, (total, _, device) in ordered]
 
 
 def _seconds_per_file(job):
@@ -109,56 +121,102 @@ def device_number(st_dev):
 
 
 def choose_model(job, dirs=None):
-    """(model, path, choice) for the job, from the model directories (default: model_dirs());
-    choice is the assessment's "choice" (docs/assessment.md). Raises ModelFileError when the
-    shipped default is needed and cannot be read."""
+    """(model, path, choice) for the job, from the model directories (default: model_dirs()):
+    the model of its main file system; choice is the assessment's "choice" (docs/assessment.md),
+    with the model of each file system. Raises ModelFileError when the shipped default is
+    needed and cannot be read."""
     file_systems = job_file_systems(job)
     hosts = sorted({process.hostname for process in job.processes if process.hostname})
     found = find_models(dirs)
     usable = [entry for entry in found if entry.model is not None]
     not_used = [f"{entry.path}: {entry.problem}" for entry in found if entry.model is None]
-    main = file_systems[0] if file_systems else None
-    ranked = []
-    for index, entry in enumerate(usable if main else ()):
-        rank = match_rank(entry, main, hosts)
-        if rank is not None:
-            ranked.append((rank, ORIGINS.index(entry.origin), entry.name, index))
-    if ranked:
-        rank, _, _, index = min(ranked)
-        model, path, match = usable[index].model, usable[index].path, MATCHES[rank]
-    else:
-        shipped = next(directory for origin, directory in dirs or model_dirs() if origin == "shipped")
-        path = os.path.join(shipped, DEFAULT_MODEL + ".json")
-        model, match = load_model(path), "none"
-    choice = {"match": match, "reason": _reason(match, model, main, hosts), "not_used": not_used}
-    return model, path, {**choice, **_file_system_facts(model, file_systems)}
+    default = []    # the shipped default, loaded once if any file system needs it
+
+    def best(file_system):
+        """(model, path, match, reason) for a file system (None: the job's file systems are not known)."""
+        ranked = []
+        for index, entry in enumerate(usable if file_system else ()):
+            rank = match_rank(entry, file_system, hosts)
+            if rank is not None:
+                ranked.append((rank, ORIGINS.index(entry.origin), entry.name, index))
+        if ranked:
+            rank, _, _, index = min(ranked)
+            model, path, match = usable[index].model, usable[index].path, MATCHES[rank]
+        else:
+            if not default:
+                shipped = next(directory for origin, directory in dirs or model_dirs() if origin == "shipped")
+                path = os.path.join(shipped, DEFAULT_MODEL + ".json")
+                default.append((load_model(path), path))
+            (model, path), match = default[0], "none"
+        return model, path, match, _reason(match, model, file_system, hosts)
+
+    chosen = [best(file_system) for file_system in file_systems] or [best(None)]
+    model, path, match, reason = chosen[0]
+    choice = {"match": match, "reason": reason, "not_used": not_used}
+    return model, path, {**choice, **_file_system_facts(file_systems, chosen)}
 
 
 def given_model_choice(job, model, path):
-    """The choice of a model given with --model (or the epilog's `model` setting)."""
-    choice = {"match": "given", "reason": f"given: {path}", "not_used": []}
-    return {**choice, **_file_system_facts(model, job_file_systems(job))}
+    """The choice of a model given with --model (or the epilog's `model` setting): it judges
+    every file system."""
+    reason = f"given: {path}"
+    choice = {"match": "given", "reason": reason, "not_used": []}
+    file_systems = job_file_systems(job)
+    return {**choice, **_file_system_facts(file_systems, [(model, path, "given", reason)] * len(file_systems))}
 
 
-def _file_system_facts(model, file_systems):
-    """The job's main file system, the others, and the banner when the model's type is not the
-    main one's."""
-    own_type = model.provenance["file_system"]["type"]
-    main = file_systems[0] if file_systems else None
+def file_models(job, model, path, choice):
+    """(models, index into models per file of Job.files): the models that judge the job's
+    files, per file system as the choice says (choose_model); models[0] is the job's model
+    (path), which also judges the files of no known file system. ([model], all 0) without a
+    choice. Raises ModelFileError when a model of the choice cannot be read any more."""
+    of_file = np.zeros(len(job.files), np.int64)
+    if not choice or not choice["file_system"]:
+        return [model], of_file
+    models, paths = [model], [path]
+    index_of_key = {}
+    for file_system, facts in zip(job_file_systems(job), [choice["file_system"], *choice["other_file_systems"]]):
+        if facts["source"] not in paths:
+            models.append(load_model(facts["source"]))
+            paths.append(facts["source"])
+        index_of_key[file_system.key] = paths.index(facts["source"])
+    for position, file in enumerate(job.files):
+        of_file[position] = index_of_key.get(file_system_key(file), 0)
+    return models, of_file
+
+
+def _file_system_facts(file_systems, chosen):
+    """The job's main file system, the others, each with the model that judges it, and the
+    banner when a model's type is not that of the file systems it judges."""
     banner = None
-    if main and main.type != own_type:
-        banner = (f"The cause model {model.name} was made for {own_type}, but {main.share:.0%} of this job's I/O "
-                  f"time went to {_where(main)}: its classes and time lost are not that file system's. "
-                  f"A model of it: `ioassess calibrate` there (for the site: `ioassess calibrate --site`).")
-    return {"file_system": _file_system_json(main) if main else None,
-            "other_file_systems": [_file_system_json(other) for other in file_systems[1:]],
-            "banner": banner}
+    wrong = [(file_system, model) for file_system, (model, *_) in zip(file_systems, chosen)
+             if model.provenance["file_system"]["type"] != file_system.type]
+    if wrong:
+        models = list(dict.fromkeys(model.name for _, model in wrong))
+        sentences = []
+        for name in models:
+            own_type = next(model.provenance["file_system"]["type"] for _, model in wrong if model.name == name)
+            places = [f"{_share_text(file_system.share)} of this job's I/O time went to {_where(file_system)}"
+                      for file_system, model in wrong if model.name == name]
+            whose = "that file system's" if len(places) == 1 else "theirs"
+            sentences.append(f"The cause model {name} was made for {own_type}, but {' and '.join(places)}: its "
+                             f"classes and time lost are not {whose}.")
+        which = "A model of it" if len(wrong) == 1 else "Models of them"
+        banner = " ".join(sentences) + f" {which}: `ioassess calibrate` there (for the site: " \
+                                       "`ioassess calibrate --site`)."
+    facts = [_file_system_json(file_system, *entry) for file_system, entry in zip(file_systems, chosen)]
+    return {"file_system": facts[0] if facts else None, "other_file_systems": facts[1:], "banner": banner}
 
 
-def _file_system_json(file_system):
+def _file_system_json(file_system, model, path, match, reason):
     return {"type": file_system.type, "mount": file_system.mount or None,
             "device_number": device_number(file_system.device) if file_system.device else None,
-            "seconds": file_system.seconds, "share": file_system.share}
+            "seconds": file_system.seconds, "share": file_system.share,
+            "model": model.name, "source": path, "match": match, "reason": reason}
+
+
+def _share_text(share):
+    return "less than 1%" if 0 < share < 0.005 else f"{share:.0%}"
 
 
 def _where(file_system):

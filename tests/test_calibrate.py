@@ -15,10 +15,15 @@ import tempfile
 import time
 
 import markupsafe
+import numpy as np
 import pytest
 
-from ioassess.models.modelfile import DEFAULT_MODEL, load_model
+from ioassess.inputs.load import load_job
+from ioassess.models.modelfile import DEFAULT_MODEL, PRETRAINED_DIR, load_model
+from ioassess.report.classify import classify_ops, classify_ops_of, estimate_totals, estimate_totals_of
+from ioassess.report.model_choice import choose_model, file_models
 from recorder_helpers import shipped_darshan_logs, tool
+from test_darshan_log import darshan_util, rewrite  # noqa: F401
 
 pytestmark = pytest.mark.root
 
@@ -281,3 +286,56 @@ def test_a_model_given_for_another_file_system_type_gets_the_banner(ioassess, tm
     assert choice["banner"].startswith(f"The cause model {DEFAULT_MODEL} was made for ext4, but 100% of this "
                                        "job's I/O time went to lustre at /global/cscratch1:")
     assert escaped(choice["banner"]) in html
+
+
+def test_lustre_files_under_a_containers_overlay_root_are_judged_by_the_lustre_model(ioassess, tmp_path, rewrite):  # noqa: F811
+    """sample-badost.darshan with a container's mount table, only "/" as overlay: its 2,048
+    LUSTRE records say where its I/O went, so Lustre (at the directory its files share) is the
+    main file system and the shipped Lustre model judges it; the one file the records do not
+    name stays on the overlay, judged by the local default under a banner of its own."""
+    log = rewrite("sample-badost.darshan", mounts=[(b"/", b"overlay")])
+    assessment, html = report_json(ioassess, tmp_path, log)
+    choice = assessment["model"]["choice"]
+    assert assessment["model"]["name"] == "mistral-lustre-2015" and choice["match"] == "shipped for the type"
+    main, = [choice["file_system"]]
+    assert (main["type"], main["mount"], main["model"]) == \
+        ("lustre", "/scratch1/scratchdirs/glock/test-scratch1", "mistral-lustre-2015")
+    assert main["share"] > 0.99
+    (overlay,) = choice["other_file_systems"]
+    assert (overlay["type"], overlay["mount"], overlay["model"], overlay["match"]) == \
+        ("overlay", "/", DEFAULT_MODEL, "local default")
+    assert choice["banner"].startswith(f"The cause model {DEFAULT_MODEL} was made for ext4, but less than 1% of "
+                                       "this job's I/O time went to overlay at /:")
+    assert "went to lustre" not in choice["banner"]
+    assert 'id="file-system-models"' in html and escaped(main["reason"]) in html
+
+
+def test_each_file_system_of_a_job_is_judged_by_its_own_model(tmp_path, rewrite):  # noqa: F811
+    """sample-dxt-simple.darshan (DXT ops and counters) with /yellow on Lustre and "/" on ext4:
+    the Lustre files' ops and totals rows are judged by the shipped Lustre model, the ext4
+    file's by the shipped ext4 one, each exactly as that model alone judges them."""
+    log = rewrite("sample-dxt-simple.darshan", mounts=[(b"/", b"ext4"), (b"/yellow", b"lustre")])
+    job = load_job([log])
+    dirs = [("user", str(tmp_path / "user")), ("site", str(tmp_path / "site")), ("shipped", PRETRAINED_DIR)]
+    model, path, choice = choose_model(job, dirs)
+    judged = {(fs["type"], fs["mount"]): (fs["model"], fs["match"])
+              for fs in [choice["file_system"], *choice["other_file_systems"]]}
+    assert judged == {("lustre", "/yellow"): ("mistral-lustre-2015", "shipped for the type"),
+                      ("ext4", "/"): (DEFAULT_MODEL, "shipped for the type")}
+    assert choice["banner"] is None
+    models, of_file = file_models(job, model, path, choice)
+    assert [m.name for m in models] == [model.name, *{"mistral-lustre-2015", DEFAULT_MODEL} - {model.name}]
+    on_ext4 = np.array([f.fs_type == "ext4" for f in job.files])
+    assert on_ext4.any() and (~on_ext4).any()
+    per_op, per_total = classify_ops(job, model, (models, of_file)), estimate_totals(job, model, (models, of_file))
+    for own in models:
+        mine = np.array([models[i].name == own.name for i in of_file])
+        alone_op, alone_total = classify_ops_of(job, own), estimate_totals_of(job, own)
+        ops, rows = mine[job.ops["file"]], mine[job.totals["file"]]
+        assert ops.any() and rows.any()
+        for name in ("class", "cached_typical_s", "lost_s"):
+            assert np.array_equal(per_op[name][ops], alone_op[name][ops], equal_nan=True)
+        assert set(per_op["modelled"][ops[per_op["modelled"]]]) == \
+            set(alone_op["modelled"][ops[alone_op["modelled"]]])
+        for name, column in alone_total.items():
+            assert np.array_equal(per_total[name][rows], column[rows])

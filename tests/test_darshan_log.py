@@ -23,7 +23,7 @@ from darshan.log_utils import get_log_path  # noqa: E402
 from ioassess.inputs.darshan_log import DarshanLogError, read_darshan_log  # noqa: E402
 from ioassess.inputs.load import LoadError, load_job  # noqa: E402
 from ioassess.inputs.job import (DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, META, NO_IO_NOTE, OP_COLUMNS,  # noqa: E402
-                                 SIZE_BIN_COLUMNS, TOTAL_COLUMNS)
+                                 SIZE_BIN_COLUMNS, TOTAL_COLUMNS, JobFile, with_own_file_systems)
 
 PACKAGE_DIR = os.path.dirname(darshan.__file__)
 SHIPPED_LOGS = sorted(p for d in ("tests/input", "examples/example_logs")
@@ -506,6 +506,41 @@ def test_bytes_that_are_not_utf8_are_kept_escaped(rewrite):
                                    mounts=[(b"/scratch\xff", b"lustre"), (b"/", b"rootfs")]))
     assert job.exe == "/opt/caf\\xe9/ior" and job.cmdline == "/opt/caf\\xe9/ior -w"
     assert ("/scratch\\xff", "lustre") in job.mounts
+
+
+@pytest.mark.parametrize("name", ("sample-badost.darshan", "sample-goodost.darshan", "sample.darshan"))
+def test_files_of_lustre_records_are_on_lustre_under_a_containers_overlay_root(rewrite, name):
+    """A container's mount table may list only its overlay "/": the files of LUSTRE records are
+    on Lustre all the same, at the directory they share; the others stay on the overlay."""
+    original = read_darshan_log(shipped(name))
+    job = read_darshan_log(rewrite(name, mounts=[(b"/", b"overlay")]))
+    assert job.mounts == [("/", "overlay")]
+    lustre = [f for f in original.files if f.fs_type == "lustre"]
+    shared = os.path.commonpath([os.path.dirname(f.name) for f in lustre])
+    assert lustre and shared.startswith("/scratch")
+    for before, after in zip(original.files, job.files):
+        assert after.name == before.name and after.osts == before.osts
+        if before.fs_type == "lustre":
+            assert (after.fs_type, after.mount_point) == ("lustre", shared)
+        elif before.name.startswith("/"):
+            assert (after.fs_type, after.mount_point) == ("overlay", "/")
+    # a Lustre mount the table lists is the files' mount point, however deep the overlay's
+    job = read_darshan_log(rewrite(name, mounts=[(b"/", b"overlay"), (b"/scratch1", b"lustre"),
+                                                 (b"/scratch2", b"lustre")]))
+    assert {f.mount_point for f in job.files if f.fs_type == "lustre"} == \
+        {f.mount_point for f in original.files if f.fs_type == "lustre"}
+
+
+def test_a_trace_files_own_type_overrides_a_generic_parent_mount():
+    """with_own_file_systems on the types a trace's statfs magic gives: a file on Lustre below an
+    overlay gets the Lustre mount that holds it, or the directory the Lustre files share; overlay files,
+    files whose type is their mount's, and files of no mount keep theirs."""
+    mounts = [("/", "overlay"), ("/home", "nfs4"), ("/lus/a", "lustre"), ("/lus/a/x", "overlay")]
+    files = [JobFile("/lus/a/x/1", "/lus/a/x", "lustre"), JobFile("/lus/b/y/2", "/", "lustre"),
+             JobFile("/lus/b/z/3", "/", "lustre"), JobFile("/etc/passwd", "/", "overlayfs"),
+             JobFile("/home/u/f", "/home", "nfs"), JobFile("rel/f", "", "ext4"), JobFile("/dev/shm/s", "/", "tmpfs")]
+    assert [f.mount_point for f in with_own_file_systems(files, mounts)] == \
+        ["/lus/a", "/lus/b", "/lus/b", "/", "/home", "", "/dev/shm"]
 
 
 @pytest.mark.parametrize("cut_bytes", (500, 40_000))

@@ -16,7 +16,7 @@ from ..units import count_text
 from .darshan_util import COUNTER_MODULES, DXT_MODULES, SEGMENT_DTYPE, DarshanLogError, read_log_contents
 from .job import (DARSHAN_RECORD_COLUMNS, DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, META, META_KIND_COLUMNS, META_KINDS,
                   NO_IO_NOTE, OP_COLUMNS, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Job, JobFile, JobInput, JobProcess,
-                  empty_columns, mount_index, mount_of)
+                  empty_columns, mount_index, mount_of, with_own_file_systems)
 
 __all__ = ["DarshanLogError", "read_darshan_log"]
 
@@ -527,7 +527,9 @@ def _processes(contents, traced_ranks, other_ranks, exe):
 
 def _files(contents, *record_id_columns):
     """The JobFiles of the records that rows refer to, by name, with their mount point, file
-    system and Lustre striping; and their record ids in that order, for indexing."""
+    system and Lustre striping; and their record ids in that order, for indexing. A file of a
+    LUSTRE record is on Lustre whatever the mount table says (a container's may list only its
+    overlay "/"): with_own_file_systems gives its mount point."""
     record_ids = np.unique(np.concatenate(record_id_columns))
     names = [_file_name(contents.names, record_id) for record_id in record_ids.tolist()]
     order = sorted(range(len(names)), key=names.__getitem__)
@@ -535,9 +537,10 @@ def _files(contents, *record_id_columns):
     mounts = mount_index(contents.mounts)
     for i in order:
         mount_point, fs_type = mount_of(names[i], mounts)
-        stripe_size, stripe_count, osts = contents.lustre.get(int(record_ids[i]), (-1, -1, ()))
-        files.append(JobFile(names[i], mount_point, fs_type, stripe_size, stripe_count, osts))
-    return files, record_ids[np.array(order, np.int64)]
+        striping = contents.lustre.get(int(record_ids[i]))
+        files.append(JobFile(names[i], mount_point, fs_type if striping is None else "lustre",
+                             *(striping or (-1, -1, ()))))
+    return with_own_file_systems(files, contents.mounts), record_ids[np.array(order, np.int64)]
 
 
 def _position(values, ordered):

@@ -109,7 +109,7 @@ class LogContents:
     modules: dict  # module name -> darshan_mod_info fields
     names: dict  # record id -> file name
     counters: dict  # module name -> (records (id, rank, counters, fcounters), counter names, fcounter names)
-    lustre: dict  # record id -> (stripe size, stripe count, OST ids)
+    lustre: dict  # record id -> (stripe size, stripe count, OST ids) of each LUSTRE record
     dxt: dict  # module name -> (records (id, rank, hostname, write_count, read_count), segments)
     problems: list  # one sentence each
 
@@ -480,9 +480,10 @@ def _read_dxt_records(ffi, lib, handle, module_index, module_bytes, nprocs):
 
 
 def _read_lustre_records(ffi, lib, handle, module_index, module_bytes):
-    """(record id -> (stripe size, stripe count, OST ids), records read, damaged). A file striped
-    in several components (progressive file layout) gets the widest component's size and count
-    and every component's OSTs (in order, without repeats)."""
+    """(record id -> (stripe size, stripe count, OST ids), records read, damaged): every file of
+    a LUSTRE record, which is on Lustre. A file striped in several components (progressive file
+    layout) gets the widest component's size and count and every component's OSTs (in order,
+    without repeats); one of no component, -1, -1 and none."""
     names = _counter_names(ffi, lib, "lustre_comp_counter_names")
     size_column, count_column = names.index("LUSTRE_COMP_STRIPE_SIZE"), names.index("LUSTRE_COMP_STRIPE_COUNT")
     striping = {}
@@ -497,6 +498,8 @@ def _read_lustre_records(ffi, lib, handle, module_index, module_bytes):
             osts = ffi.unpack(lustre.ost_ids, lustre.num_stripes) if lustre.num_stripes > 0 else []
             stripe_size, stripe_count = max(components, key=lambda component: component[1])
             striping[int(lustre.base_rec.id)] = (int(stripe_size), int(stripe_count), tuple(dict.fromkeys(osts)))
+        else:   # on Lustre all the same, its striping unknown
+            striping[int(lustre.base_rec.id)] = (-1, -1, ())
 
     records_read, damaged = _each_record(ffi, lib, handle, module_index, take)
     return striping, records_read, damaged

@@ -11,6 +11,7 @@ Times are seconds since Job.start_epoch_s (the earliest start any input knows).
 import dataclasses
 import enum
 import math
+import os
 
 import numpy as np
 
@@ -278,6 +279,44 @@ def mount_of(name, index):
         cut = path.rfind("/")
         path = "" if cut < 0 or path == "/" else path[:cut] or "/"
     return "", ""
+
+
+# Mounts that hold no storage of their own for the files below them: a container's root
+# (overlay), an initramfs root, memory, an automounter. A file whose own evidence (a Darshan
+# LUSTRE record, a trace's statfs magic) names another type is on a file system mounted below
+# such a mount, or below "/" of any type, that the job's mount table does not list.
+GENERIC_MOUNT_TYPES = frozenset({"overlay", "overlayfs", "rootfs", "tmpfs", "autofs", "aufs", "none"})
+# The names one type goes by: the kernel's mount table says overlay, its statfs magic overlayfs.
+_TYPE_ALIASES = {"overlayfs": "overlay"}
+
+
+def with_own_file_systems(files, mounts):
+    """The JobFiles with the mount point of the file system their type names, where that type
+    (from the file's own evidence: a Darshan LUSTRE record, a trace's statfs magic) is not the
+    type of the mount the job's mount table gives it (mount_of) and that mount is generic
+    (GENERIC_MOUNT_TYPES, or "/"): the longest mount of the table of the file's type that holds
+    it, else the directory that the job's files of that type under generic mounts share. Files
+    the table gives no mount, and names that are not absolute paths, are kept as they are."""
+    index = mount_index(mounts)
+    of_type = {}
+    moved = {}
+    for position, file in enumerate(files):
+        mount_point, mount_type = mount_of(file.name, index)
+        if not (mount_point and file.fs_type and file.name.startswith("/")) or \
+                _TYPE_ALIASES.get(file.fs_type, file.fs_type) == _TYPE_ALIASES.get(mount_type, mount_type) or \
+                not (mount_type in GENERIC_MOUNT_TYPES or (mount_point.rstrip("/") or "/") == "/"):
+            continue
+        if file.fs_type not in of_type:
+            of_type[file.fs_type] = mount_index([entry for entry in mounts if entry[1] == file.fs_type])
+        moved[position] = mount_of(file.name, of_type[file.fs_type])[0]
+    shared = {}
+    for position, mount_point in moved.items():
+        if not mount_point:
+            file = files[position]
+            shared.setdefault(file.fs_type, []).append(file.name.rsplit("/", 1)[0] or "/")
+    shared = {fs_type: os.path.commonpath(directories) for fs_type, directories in shared.items()}
+    return [dataclasses.replace(file, mount_point=moved[position] or shared[file.fs_type]) if position in moved
+            else file for position, file in enumerate(files)]
 
 
 def op_column(ops, name):

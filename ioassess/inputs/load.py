@@ -21,7 +21,7 @@ from . import traceformat as tf
 from .job import (ALL_OP_COLUMNS, DARSHAN_RECORD_COLUMNS, LAYERS, MAPPED_FILE_COLUMNS, META, META_KIND_COLUMNS,
                   META_KINDS, NO_IO_NOTE, PAGECACHE_COLUMNS, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Flag, Job, JobFile,
                   JobInput, JobProcess, concatenate_columns, empty_columns, mount_index, mount_of,
-                  with_optional_columns)
+                  with_optional_columns, with_own_file_systems)
 from .trace import DIRECTION_OF_OP, TraceFileError, read_trace_dir, sum_by, summarise_errors
 
 # statfs f_type -> file system name, for the ones an HPC job meets.
@@ -103,7 +103,7 @@ def job_from_traces(paths, owner_uid=None):
     start_ns = min(p.start_ns for p in processes)
     file_ids = sorted(traceset.files)
     mounts = mount_index(traceset.mounts)
-    files = [_trace_file(traceset.files[i], mounts) for i in file_ids]
+    files = with_own_file_systems([_trace_file(traceset.files[i], mounts) for i in file_ids], traceset.mounts)
     mapped_files, rings = _process_facts(traceset, file_ids)
     ops = _trace_op_columns(_rows(traceset.ops, _IS_OP[traceset.ops["op"]]), file_ids, start_ns)
     traceset.ops.clear()   # its columns may be views into the op records: let them go now
