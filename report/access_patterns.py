@@ -512,6 +512,7 @@ def redundant_traffic(job, records, ops):
         counted = (records["layer"] == POSIX) & ops.counters_only(records) & (records[c["bytes"]] > 0)
         # float: a damaged log's highest offset may be near 2^63, where + 1 would wrap
         beyond = np.maximum(records[c["bytes"]].astype(np.float64) - (records[c["max_byte"]] + 1.0), 0.0)
+        beyond[records[c["max_byte"]] < 0] = 0.0    # no highest offset known (damaged): nothing said
         record_share = np.where(counted, beyond / np.maximum(records[c["bytes"]], 1), 0.0)
         counted &= beyond > 0
         again_bytes = float((again_share * o["result"][moved]).sum() + beyond[counted].sum())
@@ -611,16 +612,19 @@ def random_access(job, records, ops):
 def shared_imbalance(job, records, ops):
     """P18/P19: on a shared file (a record of every rank, rank -1), the slowest and the fastest
     rank differ by more than 15 % of the file's bytes (P18) or of its time (P19). At stake, per
-    file: the slowest rank's time less the mean rank's (what balancing the ranks could save)."""
+    file: the slowest rank's time less the mean rank's (what balancing the ranks could save).
+    Records whose fastest or slowest rank is unknown (damaged counters) are not judged."""
     found = []
-    shared_rows = np.flatnonzero((records["layer"] == POSIX) & shared(records))
+    both_known = (records["fastest_rank"] >= 0) & (records["slowest_rank"] >= 0)
+    shared_rows = np.flatnonzero((records["layer"] == POSIX) & shared(records) & both_known)
     time = records["read_s"] + records["write_s"] + records["meta_s"]
     moved = records["bytes_read"] + records["bytes_written"]
-    for code, diff, whole in (("P18", records["slowest_bytes"] - records["fastest_bytes"], moved),
-                              ("P19", records["slowest_s"] - records["fastest_s"], time)):
-        with np.errstate(invalid="ignore", divide="ignore"):
-            share = np.abs(diff[shared_rows]) / whole[shared_rows]
-            imbalanced = shared_rows[(whole[shared_rows] > 0) & (share > IMBALANCE_STRAGGLERS)]
+    for code, fastest, slowest, whole in (("P18", "fastest_bytes", "slowest_bytes", moved),
+                                          ("P19", "fastest_s", "slowest_s", time)):
+        diff = np.abs(records[slowest][shared_rows] - records[fastest][shared_rows])
+        judged = whole[shared_rows] > 0
+        share = diff[judged] / whole[shared_rows][judged]
+        imbalanced = shared_rows[judged][share > IMBALANCE_STRAGGLERS]
         if not len(imbalanced):
             continue
         ranks_on_file = np.zeros(len(job.files), np.int64)

@@ -160,4 +160,7 @@ def headline_numbers(job, per_op, per_total, processes):
 def _iso(epoch_s):
     if not math.isfinite(epoch_s) or epoch_s <= 0:
         return None
-    return datetime.datetime.fromtimestamp(epoch_s, datetime.timezone.utc).isoformat(timespec="seconds")
+    try:
+        return datetime.datetime.fromtimestamp(epoch_s, datetime.timezone.utc).isoformat(timespec="seconds")
+    except (OverflowError, OSError, ValueError):   # a damaged log's time beyond any calendar's
+        return None

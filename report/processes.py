@@ -46,7 +46,9 @@ def shared_record_ranks(job, per_total):
     shared_rows = per_total["is_io"] & (totals["process"] < 0)
     process_of_rank = {p.rank: i for i, p in reversed(list(enumerate(job.processes))) if p.rank >= 0}
     described = []
-    for r in np.flatnonzero((records["rank"] < 0) & (records["slowest_rank"] >= 0)).tolist():
+    # a record's fastest and slowest rank are both known, or it says nothing of single ranks
+    known = (records["slowest_rank"] >= 0) & (records["fastest_rank"] >= 0)
+    for r in np.flatnonzero((records["rank"] < 0) & known).tolist():
         rows = shared_rows & (totals["file"] == records["file"][r]) & (totals["layer"] == records["layer"][r])
         seconds = float(totals["seconds"][rows].sum())
         if not rows.any() or seconds <= 0:

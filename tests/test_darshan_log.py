@@ -8,6 +8,7 @@ import gzip
 import itertools
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -20,7 +21,7 @@ darshan = pytest.importorskip("darshan")
 import darshan.backend.cffi_backend as pydarshan_backend  # noqa: E402
 from darshan.log_utils import get_log_path  # noqa: E402
 
-from ioassess.inputs.darshan_log import DarshanLogError, read_darshan_log  # noqa: E402
+from ioassess.inputs.darshan_log import NOTE_LIST_LIMIT, DarshanLogError, read_darshan_log  # noqa: E402
 from ioassess.inputs.load import LoadError, load_job  # noqa: E402
 from ioassess.inputs.job import (DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, META, NO_IO_NOTE, OP_COLUMNS,  # noqa: E402
                                  SIZE_BIN_COLUMNS, TOTAL_COLUMNS, JobFile, with_own_file_systems)
@@ -38,6 +39,12 @@ READ, WRITE = DIRECTIONS.index("read"), DIRECTIONS.index("write")
 
 def shipped(name):
     return get_log_path(name)
+
+
+def undamaged_notes(job):
+    """The notes of a Job's first input other than on damaged counter values (dxt.darshan has
+    negative POSIX metadata times)."""
+    return tuple(note for note in job.inputs[0].notes if not note.startswith("Damaged counter values"))
 
 
 def io_rows(totals):
@@ -129,8 +136,10 @@ def test_job_facts_are_what_pydarshan_reads(path, reference):
     assert job.exe == facts["exe"].split(" ")[0]
     assert job.user == f"uid {record['uid']}"
     assert sorted(job.mounts) == sorted(report.mounts)
-    negative_stdio_time = os.path.basename(path) in ("sample.darshan", "example.darshan")
-    assert len(job.inputs[0].notes) == (1 if negative_stdio_time else 0)
+    # sample.darshan and example.darshan: a negative STDIO write time; dxt.darshan: negative
+    # POSIX metadata times in 5 records
+    negative_time = os.path.basename(path) in ("sample.darshan", "example.darshan", "dxt.darshan")
+    assert len(job.inputs[0].notes) == (1 if negative_time else 0)
 
 
 @pytest.mark.parametrize("name", DXT_LOGS)
@@ -291,8 +300,8 @@ def test_negative_counter_values_are_taken_as_zero_and_noted():
     """sample.darshan (Darshan 3.1.3) has STDIO_F_WRITE_TIME = -2662.7 s on <STDERR>."""
     job = read_darshan_log(shipped("sample.darshan"))
     [note] = job.inputs[0].notes
-    assert note == ("Negative operation counts, byte counts or times (a bug of some older Darshan versions, or "
-                    "damaged data) in 1 STDIO record are taken as 0.")
+    assert note == ("Damaged counter values, negative times (a bug of some older Darshan versions, or damaged "
+                    "data): STDIO_F_WRITE_TIME in 1 record (<STDERR>); they are taken as 0.")
     assert np.all(job.totals["seconds"] >= 0)
 
 
@@ -497,7 +506,7 @@ def test_truncated_dxt_of_a_per_rank_record(rewrite):
     posix = (job.totals["layer"] == LAYERS.index("posix")) & io_rows(job.totals)
     assert job.totals["ops"][posix].tolist() == [3] and job.totals["process"][posix].tolist() == [0]
     assert job.totals["bytes"][posix].tolist() == [dropped["length"].sum()]
-    [note] = job.inputs[0].notes
+    [note] = undamaged_notes(job)
     assert "lacks 3 of the " in note and "(rank 0: 3 missing)" in note
 
 
@@ -553,7 +562,7 @@ def test_file_cut_inside_its_dxt_data_falls_back_to_the_counters(tmp_path, cut_b
     cut.write_bytes(data[:len(data) - cut_bytes])
     whole = read_darshan_log(shipped("dxt.darshan"))
     job = read_darshan_log(str(cut))
-    assert job.inputs[0].notes == ("The DXT_POSIX module's data is damaged (darshan-util: failed to read module "
+    assert undamaged_notes(job) == ("The DXT_POSIX module's data is damaged (darshan-util: failed to read module "
                                    "DXT_POSIX data from darshan log file): none of its records can be used.",)
     assert len(job.ops["size"]) == 0
     for direction in (READ, WRITE):
@@ -860,20 +869,27 @@ def test_a_merged_job_with_ops_does_not_repeat_the_logs_no_io_note(rewrite, pyth
 
 def test_a_shared_records_ranks_and_times_outside_the_job_are_unknown():
     """A damaged log's shared record naming a slowest rank the job did not have (2^40, which
-    the per-rank view would take for an array size) or a time that is not finite: unknown."""
-    from ioassess.inputs.darshan_log import _record_table
-    names = ["POSIX_READS", "POSIX_WRITES", "POSIX_FASTEST_RANK", "POSIX_SLOWEST_RANK"]
+    the per-rank view would take for an array size) or a time that is not finite: unknown, its
+    time and bytes with it."""
+    from ioassess.inputs.darshan_log import _record_table, _undamaged_counters
+    names = ["POSIX_READS", "POSIX_WRITES", "POSIX_FASTEST_RANK", "POSIX_SLOWEST_RANK", "POSIX_FASTEST_RANK_BYTES",
+             "POSIX_SLOWEST_RANK_BYTES"]
     fnames = ["POSIX_F_FASTEST_RANK_TIME", "POSIX_F_SLOWEST_RANK_TIME"]
     records = np.zeros(2, dtype=[("id", np.uint64), ("rank", np.int64), ("counters", np.int64, len(names)),
                                  ("fcounters", np.float64, len(fnames))])
     records["id"] = [1, 2]
     records["rank"] = -1
-    records["counters"] = [[5, 0, 3, 1 << 40], [5, 0, 1, 2]]
+    records["counters"] = [[5, 0, 3, 1 << 40, 10, 20], [5, 0, 1, 2, 10, 20]]
     records["fcounters"] = [[0.5, np.inf], [0.5, 1.5]]
-    table = _record_table({"POSIX": (records, names, fnames)}, nprocs=4)
+    notes = []
+    table = _record_table(_undamaged_counters({"POSIX": (records, names, fnames)}, {1: "f"}, 4, notes))
     assert table["fastest_rank"].tolist() == [3, 1] and table["slowest_rank"].tolist() == [-1, 2]
-    assert table["fastest_s"].tolist() == [0.5, 0.5]
+    assert table["fastest_s"].tolist() == [0.5, 0.5] and table["slowest_bytes"].tolist() == [-1, 20]
     assert np.isnan(table["slowest_s"][0]) and table["slowest_s"][1] == 1.5
+    assert notes == ["Damaged counter values, infinite times (a bug of some older Darshan versions, or damaged "
+                     "data): POSIX_F_SLOWEST_RANK_TIME in 1 record (f); they are unknown.",
+                     "Damaged counter values, fastest or slowest ranks the job did not have (a bug of some older "
+                     "Darshan versions, or damaged data): POSIX_SLOWEST_RANK in 1 record (f); they are unknown."]
 
 
 @pytest.mark.parametrize("extreme", ["huge", "negative"])
@@ -923,3 +939,128 @@ def test_times_too_long_for_any_job_are_taken_as_0_with_a_note(rewrite, ioassess
     result = ioassess("report", log, "-o", tmp_path / "r.html", "--json", tmp_path / "a.json")
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     assert (tmp_path / "r.html").read_text().rstrip().endswith("</html>")
+
+
+# --- damaged counter values cannot hide a finding ---------------------------------------------
+
+MACSIO = "shane_macsio_id29959_5-22-32552-7035573431850780836_1590156158.darshan"
+# shane_macsio's shared POSIX records on which P19 fires (the slowest rank's time less the
+# fastest's is 34 % and 38 % of the record's time), and the one on which it does not (9 %)
+P19_FILES = ("/tmp/test/macsio-timings.log", "/tmp/test/macsio-log.log")
+OTHER_SHARED_FILE = "/tmp/test/macsio_hdf5_000.h5"
+MPIIO_NAMES = pydarshan_backend.counter_names("MPI-IO"), pydarshan_backend.fcounter_names("MPI-IO")
+RECORDS = {"POSIX": (POSIX_NAMES, POSIX_RECORD),
+           "MPI-IO": (MPIIO_NAMES, np.dtype([("id", "<u8"), ("rank", "<i8"), ("counters", "<i8", len(MPIIO_NAMES[0])),
+                                             ("fcounters", "<f8", len(MPIIO_NAMES[1]))]))}
+# Per kind of damaged value (ioassess.inputs.darshan_log's TIME_DAMAGE, COUNT_DAMAGE and the
+# ranks the job did not have): the value, the words of its note, and the counters it is
+# written to, {module: {file: counters}}. Times damage the metadata time of both P19 records
+# (read + write + metadata time is P19's whole), their slowest write and variance, and the
+# slowest rank's time of the third shared record; counts the metadata calls, an access-size
+# bin, a highest offset and fsyncs of the P19 records, and MPI-IO's non-blocking and split
+# writes, added to its other writes (2^63 - 1 there would wrap the sum).
+TIMES = {"POSIX": {**{f: ("POSIX_F_META_TIME", "POSIX_F_MAX_WRITE_TIME", "POSIX_F_VARIANCE_RANK_TIME")
+                      for f in P19_FILES}, OTHER_SHARED_FILE: ("POSIX_F_SLOWEST_RANK_TIME",)}}
+COUNTS = {"POSIX": {f: ("POSIX_STATS", "POSIX_SEEKS", "POSIX_SIZE_WRITE_0_100", "POSIX_MAX_BYTE_WRITTEN",
+                        "POSIX_FSYNCS") for f in P19_FILES},
+          "MPI-IO": {OTHER_SHARED_FILE: ("MPIIO_NB_WRITES", "MPIIO_SPLIT_WRITES")}}
+DAMAGED_VALUES = {
+    "nan": (np.nan, "times that are not a number (NaN)", TIMES),
+    "infinite": (np.inf, "infinite times", TIMES),
+    "minus infinite": (-np.inf, "infinite times", TIMES),
+    "tiny negative time": (-1.9e-304, "negative times", TIMES),
+    "negative time": (-2662.7, "negative times", TIMES),
+    "time above 10^9 s": (3.2e9, "times above 10^9 s (no job's)", TIMES),
+    "negative count": (-7, "negative counts", COUNTS),
+    "count above 2^53": ((1 << 63) - 1, "counts above 2^53 (no job's)", COUNTS),
+    "rank outside the job": (1 << 40, "fastest or slowest ranks the job did not have",
+                             {"POSIX": {OTHER_SHARED_FILE: ("POSIX_SLOWEST_RANK",)}}),
+}
+
+
+def damaged_counters(value, counters):
+    """The module edits (rewritten_log's modules=) that write value into counters, {module:
+    {file: counter names}}, of the records of those files."""
+    from ioassess.inputs.darshan_util import read_log_contents
+    ids = {name: record_id for record_id, name in read_log_contents(shipped(MACSIO)).names.items()}
+
+    def edit(module, by_file):
+        (names, fnames), dtype = RECORDS[module]
+
+        def damage(raw):
+            records = np.frombuffer(raw, dtype).copy()
+            for file, damaged in by_file.items():
+                rows = records["id"] == ids[file]
+                assert rows.any()
+                for name in damaged:
+                    field, column = ("fcounters", fnames.index(name)) if "_F_" in name else \
+                        ("counters", names.index(name))
+                    records[field][rows, column] = value
+            return records.tobytes()
+        return damage
+
+    return {module: edit(module, by_file) for module, by_file in counters.items()}
+
+
+def non_finite(value, path="assessment"):
+    """The places of the numbers that are NaN or infinite in an assessment (before json_safe)."""
+    if isinstance(value, (float, np.floating)) and not math.isfinite(value):
+        yield path
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from non_finite(item, f"{path}.{key}")
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from non_finite(item, f"{path}[{i}]")
+
+
+def assessed(log, html_path):
+    """(the assessment of a log as assess() returns it, before json_safe; the HTML page of it)."""
+    from ioassess.report import load_and_choose
+    from ioassess.report.assess import assess
+    from ioassess.report.render import write_report
+    from ioassess.report.schema import json_safe
+    job, model, model_file, choice = load_and_choose([log])
+    assessment = assess(job, model, model_file, None, choice)
+    write_report(html_path, json_safe(assessment))
+    return assessment, open(html_path, encoding="utf-8").read()
+
+
+def findings(assessment):
+    """{code: names of the files it names} of the access patterns and the recommendations."""
+    found = collections.defaultdict(set)
+    for finding in assessment["access_patterns"] + assessment["recommendations"]:
+        if finding.get("code"):
+            found[finding["code"]] |= {f["name"] for f in finding["files"]}
+    return found
+
+
+@pytest.mark.parametrize("kind", DAMAGED_VALUES)
+def test_damaged_counter_values_hide_no_finding(rewrite, tmp_path, kind):
+    """shane_macsio with a counter value damaged, one kind at a time: the assessment holds no NaN
+    or infinity, the note of that kind names the counter and its files in the assessment and on
+    the page, and every finding of the undamaged log still fires, naming the same files. Above
+    all P19 (Drishti's too) on both records whose metadata time is damaged: a NaN there made
+    their time NaN, and P19 silently did not fire."""
+    import markupsafe
+    value, words, counters = DAMAGED_VALUES[kind]
+    undamaged, _ = assessed(rewrite(MACSIO), tmp_path / "undamaged.html")
+    assessment, page = assessed(rewrite(MACSIO, modules=damaged_counters(value, counters)), tmp_path / "r.html")
+    assert list(non_finite(assessment)) == []
+    [note] = [n for n in assessment["job"]["inputs"][0]["notes"] if n.startswith(f"Damaged counter values, {words} ")]
+    files_of = collections.defaultdict(set)
+    for by_file in counters.values():
+        for file, names in by_file.items():
+            for name in names:
+                files_of[name].add(file)
+    named = [name for name in files_of if re.search(rf"\b{name} in {len(files_of[name])} record", note)]
+    more = re.search(r" and (\d+) more counters?;", note)
+    assert len(named) == min(NOTE_LIST_LIMIT, len(files_of)), note
+    assert len(named) + (int(more[1]) if more else 0) == len(files_of), note
+    assert all(file in note for name in named for file in files_of[name]), note
+    assert str(markupsafe.escape(note)) in page   # as the page's template escapes it
+    before, after = findings(undamaged), findings(assessment)
+    assert {"P18", "P19"} <= set(before)
+    for code, files in before.items():
+        assert code in after and files <= after[code] | {OTHER_SHARED_FILE}, code
+    assert set(P19_FILES) <= after["P19"]

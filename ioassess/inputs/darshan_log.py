@@ -86,16 +86,44 @@ _RANK_FCOUNTERS = {"fastest_s": "F_FASTEST_RANK_TIME", "slowest_s": "F_SLOWEST_R
                    "variance_s": "F_VARIANCE_RANK_TIME", "variance_bytes": "F_VARIANCE_RANK_BYTES"}
 # Access-size bin of a size: the number of bin upper edges below it (the first bin includes 0).
 _SIZE_BIN_UPPER_EDGES = np.array([high for _, high in DARSHAN_SIZE_BINS[:-1]], np.int64)
-NOTE_LIST_LIMIT = 3  # files named in a note before "and N more"
+NOTE_LIST_LIMIT = 3  # files (and counters) named in a note before "and N more"
 # A DXT segment larger, or starting or lasting longer (in seconds), is damaged data; so is a
-# counter's time longer than MAX_SECONDS (31 years: no job's, and 65,536 ranks' sum stays finite).
+# counter's time longer than MAX_SECONDS (31 years: no job's, and 65,536 ranks' sum stays finite)
+# and a count or byte count above MAX_COUNT (no job's: 8 PiB in one record; the largest integer a
+# float holds exactly, and a sum over 1024 such records still fits in int64).
 MAX_SEGMENT_BYTES = 1 << 50
 MAX_SECONDS = 1e9
+MAX_COUNT = 1 << 53
 
 
 def valid_seconds(values):
     """Which of a Darshan log's times can be true: finite, at least 0 and at most MAX_SECONDS."""
     return np.isfinite(values) & (values >= 0) & (values <= MAX_SECONDS)
+
+
+# The kinds of damaged counter values, one rule each: (what the note calls them, which values).
+# A value that is damaged takes the first kind that matches; a time is damaged where
+# valid_seconds says so, a count or byte count where it is negative or above MAX_COUNT.
+TIME_DAMAGE = (
+    ("times that are not a number (NaN)", np.isnan),
+    ("infinite times", np.isinf),
+    ("negative times", lambda values: values < 0),
+    ("times above 10^9 s (no job's)", lambda values: values > MAX_SECONDS),
+)
+COUNT_DAMAGE = (
+    ("negative counts", lambda values: values < 0),
+    ("counts above 2^53 (no job's)", lambda values: values > MAX_COUNT),
+)
+# Darshan's variance of the bytes over the ranks (bytes squared, a float): damaged where it is
+# not finite or negative (a time's bound does not apply).
+VARIANCE_BYTES_DAMAGE = TIME_DAMAGE[:3]
+RANK_DAMAGE = "fastest or slowest ranks the job did not have"
+# The counters, by name without the module prefix, that describe one op, rank or offset rather
+# than add up: damaged, they are unknown (NaN, -1), not 0.
+_UNKNOWN_WHEN_DAMAGED = ("F_MAX_READ_TIME", "F_MAX_WRITE_TIME", "MAX_READ_TIME_SIZE", "MAX_WRITE_TIME_SIZE",
+                         "FASTEST_RANK", "SLOWEST_RANK", "FASTEST_RANK_BYTES", "SLOWEST_RANK_BYTES",
+                         "F_FASTEST_RANK_TIME", "F_SLOWEST_RANK_TIME", "F_VARIANCE_RANK_TIME",
+                         "F_VARIANCE_RANK_BYTES", "MAX_BYTE_READ", "MAX_BYTE_WRITTEN", "FILE_ALIGNMENT")
 
 
 def read_darshan_log(path):
@@ -117,17 +145,22 @@ def _assemble_job(path, contents):
                         "a log rebuilt from a killed job's data): the log does not give the job's runtime.")
     elif not finished:
         problems.append("The log's end time is not after its start time: the job's runtime is unknown.")
+    elif job["runtime_s"] > MAX_SECONDS:
+        finished = False
+        problems.append("The log's end time is more than 10^9 s after its start time (no job's: damaged data): "
+                        "the job's runtime is unknown.")
     problems += _partial_module_problems(contents.modules)
 
     segments, segment_group, dxt_groups = _dxt_tables(contents.dxt, problems)
-    counter_rows, bins = _counter_tables(contents.counters, problems)
+    counters = _undamaged_counters(contents.counters, contents.names, job["nprocs"], problems)
+    counter_rows, bins = _counter_tables(counters)
     totals, size_bins, missing = _untraced_totals(counter_rows, bins, dxt_groups)
     problems += _truncated_dxt_problems(missing, contents.names)
     io_rows = len(totals["ops"])
-    meta_totals, meta_kinds = _metadata_tables(contents.counters)
+    meta_totals, meta_kinds = _metadata_tables(counters)
     totals = {name: np.concatenate([column, meta_totals[name]]) for name, column in totals.items()}
 
-    records = _record_table(contents.counters, contents.job["nprocs"])
+    records = _record_table(counters)
     traced = dxt_groups["ops"] > 0
     named_ranks = np.concatenate([records["fastest_rank"], records["slowest_rank"]])
     processes, rank_of_process = _processes(contents, dxt_groups["rank"][traced],
@@ -268,15 +301,98 @@ def _consecutive_group_reduce(ufunc, values, sizes, empty):
     return reduced
 
 
-def _counter_tables(counters, problems):
+def _used_counters(module):
+    """The names of a module's counters and fcounters the Job is made of (the tables above)."""
+    prefix = module.replace("-", "") + "_"
+    used = set()
+    for op_names, *names, bins_prefix in _DIRECTION_COUNTERS[module].values():
+        used |= {*op_names, *names} | {bins_prefix + suffix for suffix in _SIZE_BIN_SUFFIXES if bins_prefix}
+    for names in _RECORD_COUNTERS[module].values():
+        used |= set(names)
+    seconds_name, kinds = _META_COUNTERS[module]
+    used |= {seconds_name, *(name for names in kinds.values() for name in names)}
+    used |= {prefix + name for name in (*_RANK_COUNTERS.values(), *_RANK_FCOUNTERS.values(),
+                                        *_RECORD_FCOUNTERS.values())}
+    return used
+
+
+def _damage_rules(name, nprocs):
+    """The kinds of damage (kind, which values) a counter of this name can have."""
+    if name.endswith(("_FASTEST_RANK", "_SLOWEST_RANK")):
+        return ((RANK_DAMAGE, lambda values: (values < 0) | (values >= nprocs)),)
+    if name.endswith("_F_VARIANCE_RANK_BYTES"):
+        return VARIANCE_BYTES_DAMAGE
+    return TIME_DAMAGE if "_F_" in name else COUNT_DAMAGE
+
+
+def _undamaged_counters(counters, names, nprocs, problems):
+    """The counter records (LogContents.counters) with every damaged value of a counter the Job
+    is made of (_used_counters) replaced: by unknown (NaN, -1) in the counters that describe one
+    op, rank or offset (_UNKNOWN_WHEN_DAMAGED), else by 0. Damaged: a time that is not a number,
+    infinite, negative (-1.9e-304 too) or above MAX_SECONDS (TIME_DAMAGE); a count or byte count
+    that is negative or above MAX_COUNT (COUNT_DAMAGE); a fastest or slowest rank the job did
+    not have. One note per kind of damage names the counters and their files. The records are
+    copied only where something is damaged."""
+    damaged_by_kind = {}   # kind -> {counter name: record ids}
+    cleaned = {}
+    for module, (records, counter_names, fcounter_names) in counters.items():
+        used = _used_counters(module)
+        replacements = []   # (field, column, rows, value)
+        for field, field_names in (("fcounters", fcounter_names), ("counters", counter_names)):
+            for column, name in enumerate(field_names):
+                if name not in used:
+                    continue
+                values = records[field][:, column]
+                left = np.ones(len(values), bool)
+                with np.errstate(invalid="ignore"):
+                    for kind, rule in _damage_rules(name, nprocs):
+                        rows = left & rule(values)
+                        if rows.any():
+                            left &= ~rows
+                            damaged_by_kind.setdefault(kind, {}).setdefault(name, []).append(records["id"][rows])
+                if not left.all():
+                    unknown = name.split("_", 1)[1] in _UNKNOWN_WHEN_DAMAGED
+                    value = (np.nan if field == "fcounters" else -1) if unknown else 0
+                    replacements.append((field, column, ~left, value))
+        if replacements:
+            records = records.copy()
+            for field, column, rows, value in replacements:
+                records[field][rows, column] = value
+        cleaned[module] = (records, counter_names, fcounter_names)
+    kinds = [kind for kind, _ in TIME_DAMAGE + COUNT_DAMAGE] + [RANK_DAMAGE]
+    for kind in sorted(damaged_by_kind, key=kinds.index):
+        problems.append(_damage_note(kind, {name: np.concatenate(ids) for name, ids in
+                                            damaged_by_kind[kind].items()}, names))
+    return cleaned
+
+
+def _damage_note(kind, damaged, names):
+    """The note on one kind of damaged counter values: damaged {counter name: record ids}."""
+    listed = []
+    by_records = sorted(damaged.items(), key=lambda item: -len(item[1]))
+    for name, record_ids in by_records[:NOTE_LIST_LIMIT]:
+        files = list(dict.fromkeys(_file_name(names, record_id) for record_id in record_ids.tolist()))
+        more = f" and {count_text(len(files) - NOTE_LIST_LIMIT, 'more file')}" if len(files) > NOTE_LIST_LIMIT else ""
+        listed.append(f"{name} in {count_text(len(record_ids), 'record')} ({', '.join(files[:NOTE_LIST_LIMIT])}"
+                      f"{more})")
+    more = f" and {count_text(len(damaged) - NOTE_LIST_LIMIT, 'more counter')}" if len(damaged) > NOTE_LIST_LIMIT \
+        else ""
+    unknown = [name.split("_", 1)[1] in _UNKNOWN_WHEN_DAMAGED for name in damaged]
+    taken = "they are unknown" if all(unknown) else "they are taken as 0" if not any(unknown) else \
+        "they are taken as 0, or as unknown where they are a slowest op's time or size, a fastest or slowest " \
+        "rank, a variance over the ranks, a highest offset or an alignment"
+    return (f"Damaged counter values, {kind} (a bug of some older Darshan versions, or damaged data): "
+            f"{'; '.join(listed)}{more}; {taken}.")
+
+
+def _counter_tables(counters):
     """(rows, bins): per counter record and direction, the record id, rank, layer, direction,
     ops, bytes, seconds, max_op_seconds, max_op_size and has_bins; bins the (n, 10) histogram.
-    Negative values (a bug of some old Darshan versions) are taken as 0 and noted."""
+    The counters are _undamaged_counters'."""
     row_tables, bin_tables = [], []
     for module, (records, names, fnames) in counters.items():
         layer = LAYERS.index(COUNTER_MODULES[module])
         counter, fcounter = records["counters"], records["fcounters"]
-        negative = np.zeros(len(records), bool)
         for direction, (op_names, bytes_name, seconds_name, max_seconds_name, max_size_name, bins_prefix) in \
                 _DIRECTION_COUNTERS[module].items():
             ops = sum(counter[:, names.index(name)] for name in op_names)
@@ -286,26 +402,19 @@ def _counter_tables(counters, problems):
                 bins = counter[:, [names.index(bins_prefix + suffix) for suffix in _SIZE_BIN_SUFFIXES]]
             else:
                 bins = np.zeros((len(records), len(DARSHAN_SIZE_BINS)), np.int64)
-            seconds_invalid = ~valid_seconds(seconds)
-            negative |= (ops < 0) | (byte_count < 0) | seconds_invalid | np.any(bins < 0, axis=1)
             unknown = np.full(len(records), -1)
             max_seconds = fcounter[:, fnames.index(max_seconds_name)] if max_seconds_name else unknown
             max_size = counter[:, names.index(max_size_name)] if max_size_name else unknown
             row_tables.append({
                 "record_id": records["id"], "rank": records["rank"], "layer": np.full(len(records), layer, np.uint8),
                 "direction": np.full(len(records), DIRECTIONS.index(direction), np.uint8),
-                "ops": np.maximum(ops, 0), "bytes": np.maximum(byte_count, 0),
-                "seconds": np.where(seconds_invalid, 0.0, seconds),
-                "max_op_seconds": np.where(valid_seconds(max_seconds), max_seconds, np.nan),
-                "max_op_size": np.where(max_size >= 0, max_size, -1),
+                "ops": ops, "bytes": byte_count, "seconds": seconds,
+                "max_op_seconds": max_seconds if max_seconds_name else np.full(len(records), np.nan),
+                "max_op_size": max_size,
                 "has_bins": np.full(len(records), bins_prefix is not None),
                 "syncs": _synccount_text(module, direction, counter, names),
             })
-            bin_tables.append(np.maximum(bins, 0))
-        if negative.any():
-            problems.append(f"Negative operation counts, byte counts or times (a bug of some older Darshan versions, "
-                            f"or damaged data) in {count_text(np.count_nonzero(negative), module + ' record')} are "
-                            f"taken as 0.")
+            bin_tables.append(bins)
     rows = _concatenated(row_tables, {"record_id": np.uint64, "rank": np.int64, "layer": np.uint8,
                                       "direction": np.uint8, "ops": np.int64, "bytes": np.int64,
                                       "seconds": np.float64, "max_op_seconds": np.float64,
@@ -317,17 +426,15 @@ def _counter_tables(counters, problems):
 def _metadata_tables(counters):
     """(totals, kinds): per counter record with metadata calls or time, a totals row of direction
     META (its calls counted by kind summed, bytes 0, seconds its *_F_META_TIME) and per kind
-    counted its calls (record_id and rank in place of file and process). A negative count or a
-    time that is not a finite number of seconds is taken as 0 (the I/O counters' rule; their
-    note covers the record)."""
+    counted its calls (record_id and rank in place of file and process). The counters are
+    _undamaged_counters'."""
     rows, kind_rows = [], []
     for module, (records, names, fnames) in counters.items():
         seconds_name, kinds = _META_COUNTERS[module]
         n = len(records)
         seconds = records["fcounters"][:, fnames.index(seconds_name)] if seconds_name in fnames else np.zeros(n)
-        seconds = np.where(valid_seconds(seconds), seconds, 0.0)
         layer = np.full(n, LAYERS.index(COUNTER_MODULES[module]), np.uint8)
-        per_kind = {kind: sum(np.maximum(records["counters"][:, names.index(name)], 0) if name in names else 0
+        per_kind = {kind: sum(records["counters"][:, names.index(name)] if name in names else 0
                               for name in kind_names) + np.zeros(n, np.int64) for kind, kind_names in kinds.items()}
         calls = sum(per_kind.values())
         chosen = (calls > 0) | (seconds > 0)
@@ -349,10 +456,11 @@ def _metadata_tables(counters):
     return totals, kinds
 
 
-def _record_table(counters, nprocs):
+def _record_table(counters):
     """The columns of Job.darshan_records (record_id in place of file) of the counter records
-    with reads or writes. A fastest or slowest rank the job did not have, or a time that is not
-    a finite number of seconds, is unknown (-1, NaN): damage, never a process or an array size."""
+    with reads or writes (_undamaged_counters'). The fastest (slowest) rank of a shared record
+    is known with its time and bytes or not at all: where its rank, time or bytes were damaged,
+    all three are unknown (-1, NaN, -1)."""
     tables = []
     for module, (records, names, fnames) in counters.items():
         n = len(records)
@@ -362,8 +470,7 @@ def _record_table(counters, nprocs):
             return records["counters"][:, names.index(name)] if name in names else np.full(n, -1)
 
         def seconds(name):
-            values = records["fcounters"][:, fnames.index(name)] if name in fnames else np.full(n, np.nan)
-            return np.where(valid_seconds(values), values, np.nan)
+            return records["fcounters"][:, fnames.index(name)] if name in fnames else np.full(n, np.nan)
 
         table = {"record_id": records["id"], "rank": records["rank"],
                  "layer": np.full(n, LAYERS.index(COUNTER_MODULES[module]), np.uint8)}
@@ -371,9 +478,7 @@ def _record_table(counters, nprocs):
             if column in _RECORD_COUNTERS[module]:
                 table[column] = sum(np.maximum(counter(name), 0) for name in _RECORD_COUNTERS[module][column])
             elif column in _RANK_COUNTERS:
-                values = counter(prefix + _RANK_COUNTERS[column])
-                valid = (values >= 0) & (values < nprocs if column.endswith("_rank") else True)
-                table[column] = np.where((records["rank"] < 0) & valid, values, -1)
+                table[column] = np.where(records["rank"] < 0, counter(prefix + _RANK_COUNTERS[column]), -1)
             elif column in _RANK_FCOUNTERS:
                 values = seconds(prefix + _RANK_FCOUNTERS[column])
                 table[column] = np.where(records["rank"] < 0, values, np.nan)
@@ -381,6 +486,11 @@ def _record_table(counters, nprocs):
                 table[column] = seconds(prefix + _RECORD_FCOUNTERS[column])
             elif column not in table and column != "file":
                 table[column] = np.full(n, -1)
+        for end in ("fastest", "slowest"):
+            known = (table[f"{end}_rank"] >= 0) & np.isfinite(table[f"{end}_s"]) & (table[f"{end}_bytes"] >= 0)
+            table[f"{end}_rank"] = np.where(known, table[f"{end}_rank"], -1)
+            table[f"{end}_s"] = np.where(known, table[f"{end}_s"], np.nan)
+            table[f"{end}_bytes"] = np.where(known, table[f"{end}_bytes"], -1)
         with_io = (table["reads"] > 0) | (table["writes"] > 0)
         tables.append({name: column[with_io] for name, column in table.items()})
     dtypes = {"record_id": np.uint64,
@@ -393,7 +503,7 @@ def _synccount_text(module, direction, counter, names):
     0 for other rows."""
     if module != "POSIX" or direction != "write":
         return np.zeros(len(counter), np.int64)
-    return sum(np.maximum(counter[:, names.index(name)], 0) for name in _RECORD_COUNTERS["POSIX"]["syncs"])
+    return sum(counter[:, names.index(name)] for name in _RECORD_COUNTERS["POSIX"]["syncs"])
 
 
 def _untraced_totals(rows, bins, dxt_groups):
