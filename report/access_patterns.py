@@ -19,6 +19,8 @@ from .stakes import WALL_CLOCK_HOW, capped, in_wall_clock, level_by_stake
 # Drishti 0.8's thresholds (drishti/includes/config.py), by its names.
 IMBALANCE_OPERATIONS = 0.1       # P01-P04: |writes - reads| over all, for one direction to dominate
 SMALL_BYTES = 1 << 20            # P05/P06/P15/P16: a request of at most this many bytes is small
+# Ours: the size small requests are merged into for their stake (a common Lustre stripe size).
+MERGED_REQUEST_BYTES = 4 << 20
 SMALL_REQUESTS = 0.1             # ... and a share of the requests above this,
 SMALL_REQUESTS_ABSOLUTE = 1000   # ... and more of them than this
 MISALIGNED_REQUESTS = 0.1        # P07/P08
@@ -271,6 +273,10 @@ class PatternOps:
         ops = job.ops
         self.job = job
         self.clock = clock
+        # the per-call cost of each op (its class's line at one byte) and of a counted request
+        self.call_s = per_op["call_s"]
+        self.counted_call_s = {d: float(per_total["call_s"][per_total["is_io"] & (job.totals["direction"] == d)]
+                                        .max(initial=0.0)) for d in (READ, WRITE)}
         self.lost_share = lost_share_of_counted(job, per_total)
         self.data = ((ops["direction"] == READ) | (ops["direction"] == WRITE)) & (ops["result"] >= 0)
         self.lost_s = per_op["lost_s"]
@@ -421,9 +427,10 @@ def operation_intensive(job, records, ops):
 
 def small_requests(job, records, ops, shared_only=False):
     """P05/P06 (P15/P16 on shared files): requests of at most 1 MiB are more than 10 % of the
-    POSIX reads (writes) and more than 1000. At stake: the small requests' time less the time
-    their bytes would take at the job's own rate in larger requests of the same direction; the
-    whole of their time where the job made no larger ones."""
+    POSIX reads (writes) and more than 1000. At stake: the calls that merging each process's small
+    requests of a file into requests of MERGED_REQUEST_BYTES removes, each at the per-call cost
+    of its class's line in the cause model (PatternOps.call_s); from counters, the calls the
+    records' small requests would lose at the model's cached per-call cost."""
     found = []
     posix = records["layer"] == POSIX
     in_scope = posix & shared(records) if shared_only else posix
@@ -438,25 +445,37 @@ def small_requests(job, records, ops, shared_only=False):
         if shared_only:
             moved &= np.isin(o["file"], shared_files)
         small_ops = moved & (o["result"] <= SMALL_BYTES)
-        large_ops = moved & (o["result"] > SMALL_BYTES)
-        large_bytes = float(o["result"][large_ops].sum())
-        seconds = o["duration_s"][small_ops]
-        if large_bytes > 0:
-            per_byte = float(o["duration_s"][large_ops].sum()) / large_bytes
-            at_stake = np.maximum(seconds - o["result"][small_ops] * per_byte, 0.0)
-            how = "the small requests' time less their bytes at the job's rate in requests over 1 MiB"
-        else:
-            at_stake = seconds
-            how = "the small requests' time (the job made no larger requests to compare with)"
         counted = in_scope & ops.counters_only(records) & (records[c["ops"]] > 0)
-        share = np.where(counted, np.clip(records[c["small"]] / np.maximum(records[c["ops"]], 1), 0.0, 1.0), 0.0)
+        small_count = np.clip(records[c["small"]], 0, None).astype(np.float64)
+        small_bytes = np.minimum(np.clip(records[c["bytes"]], 0, None).astype(np.float64), small_count * SMALL_BYTES)
+        removed = np.maximum(small_count - np.ceil(small_bytes / MERGED_REQUEST_BYTES), 0.0)
+        estimate = np.minimum(removed * ops.counted_call_s[direction], np.nan_to_num(records[c["seconds"]]))
         sizes = o["result"][small_ops]
-        found.append(pattern(codes[direction], "high", job, ops, records, small_ops, at_stake, counted,
-                             records[c["seconds"]] * share, (how, "the records' time pro rata of their small requests"),
+        found.append(pattern(codes[direction], "high", job, ops, records, small_ops,
+                             merged_calls_saving(o, np.flatnonzero(small_ops), ops.call_s), counted, estimate,
+                             (f"the calls that merging each process's small requests of a file into requests of "
+                              f"{MERGED_REQUEST_BYTES >> 20} MiB removes, each at its class's per-call cost in the "
+                              f"cause model", "the calls the records' small requests would lose, at the model's "
+                              "cached per-call cost"),
                              direction=DIRECTION_NAMES[direction], small_requests=small, requests=total,
                              share=small / total, threshold_bytes=SMALL_BYTES,
                              median_bytes=float(np.median(sizes)) if len(sizes) else None))
     return found
+
+
+def merged_calls_saving(o, rows, call_s):
+    """Per op of rows (indices into Job.ops), its part of what merging the requests of its
+    (process, file) into requests of MERGED_REQUEST_BYTES saves: its per-call cost times the
+    share of the group's calls that merging removes (1 - the merged calls over the calls)."""
+    if not len(rows):
+        return np.zeros(0)
+    key = o["process"][rows].astype(np.int64) * (int(o["file"][rows].max()) + 1) + o["file"][rows]
+    groups, inverse = np.unique(key, return_inverse=True)
+    calls = np.bincount(inverse, minlength=len(groups))
+    nbytes = np.bincount(inverse, np.maximum(o["result"][rows], 0).astype(np.float64), len(groups))
+    kept = np.maximum(np.ceil(nbytes / MERGED_REQUEST_BYTES), 1.0)
+    removed_share = np.maximum(calls - kept, 0.0) / np.maximum(calls, 1)
+    return np.minimum(call_s[rows], o["duration_s"][rows]) * removed_share[inverse]
 
 
 DIRECTION_NAMES = {READ: "read", WRITE: "write"}

@@ -17,7 +17,7 @@ on storage. Memory layout is unknown without buffer addresses and taken as rnd
 import numpy as np
 
 from ioassess.inputs.job import LAYERS, META, Flag, op_column
-from ioassess.models.causes import (APPENDED, CLASSES, LAYOUT_UNKNOWN, bound_seconds, cached_typical_seconds, classify,
+from ioassess.models.causes import (APPENDED, CLASSES, LAYOUT_UNKNOWN, LAYOUTS, bound_seconds, cached_typical_seconds, classify,
                                     memory_layout_codes)
 
 from .ground_truth import NEW_PAGES, NOT_SAMPLED, PAST_END, inferred_verdicts, kernel_verdicts, overridden_classes
@@ -108,11 +108,26 @@ def classify_ops_of(job, model):
                                                 layouts, cls=APPENDED)
         appended &= ~np.isnan(append_typical)
         cached[appended] = append_typical[appended]
+    call_s = per_call_seconds(model, directions, layouts, classes)
     del layouts, directions
     lost = np.maximum(ops["duration_s"] - cached, 0.0)
     lost[not_modelled] = 0.0
     return {"class": classes, "model_class": codes, "kernel": verdict, "judged": judged, "cached_typical_s": cached,
-            "lost_s": lost, "is_io": is_io, "modelled": covered, "appended": appended}
+            "lost_s": lost, "is_io": is_io, "modelled": covered, "appended": appended, "call_s": call_s}
+
+
+def per_call_seconds(model, directions, layouts, classes=None):
+    """Per op, the cost of a call whatever its size: its class's typical line at one byte (the
+    uncached line's for ops of storage classes, the cached line's for the others); 0 where the
+    model has no such line (syncs, metadata, ops it does not model)."""
+    ones = np.ones(len(directions), np.int64)
+    call_s = cached_typical_seconds(model, directions, ones, layouts)
+    if classes is not None:
+        storage = np.isin(classes, [CLASS_CODES["uncached"], CLASS_CODES["slow"]])
+        uncached = cached_typical_seconds(model, np.where(storage, directions, np.uint8(2)), ones, layouts,
+                                          cls="uncached")
+        call_s = np.where(storage & ~np.isnan(uncached), uncached, call_s)
+    return np.nan_to_num(call_s, nan=0.0).clip(0.0)
 
 
 def estimate_totals(job, model, per_file=None):
@@ -164,9 +179,11 @@ def estimate_totals_of(job, model):
         cached_low[unmodelled] = cached_high[unmodelled] = totals["seconds"][unmodelled]
     seconds = totals["seconds"]
     if_cached_low, if_cached_high = np.minimum(cached_low, seconds), np.minimum(cached_high, seconds)
+    directions = np.where(totals["direction"] < 2, totals["direction"], np.uint8(2))
     return {"if_cached_low_s": if_cached_low, "if_cached_high_s": if_cached_high,
             "lost_low_s": seconds - if_cached_high, "lost_high_s": seconds - if_cached_low,
-            "is_io": np.isin(totals["layer"], IO_LAYERS) & (totals["direction"] != META)}
+            "is_io": np.isin(totals["layer"], IO_LAYERS) & (totals["direction"] != META),
+            "call_s": per_call_seconds(model, directions, np.full(rows, LAYOUTS.index("rnd"), np.int8))}
 
 
 def _rows_of_bins(totals, bins):
