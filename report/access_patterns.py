@@ -22,6 +22,9 @@ SMALL_REQUESTS_ABSOLUTE = 1000   # ... and more of them than this
 MISALIGNED_REQUESTS = 0.1        # P07/P08
 RANDOM_OPERATIONS = 0.2          # P11/P13: share of the requests neither consecutive nor sequential,
 RANDOM_OPERATIONS_ABSOLUTE = 1000  # ... and more of them than this
+# P12/P14 (ours: Drishti 0.8 states them whenever P11/P13 do not fire, at 0 % sequential too):
+# sequential requests above this share of the reads (writes) for them to be mostly sequential.
+MOSTLY_SEQUENTIAL = 0.5
 IMBALANCE_STRAGGLERS = 0.15      # P18/P19: slowest minus fastest rank over the shared file's total
 IMBALANCE_SIZE = 0.3             # P21/P22: most minus fewest bytes over the most, per file
 COLLECTIVE_OPERATIONS_ABSOLUTE = 1000  # M02/M03: MPI-IO requests, none collective
@@ -554,7 +557,9 @@ def running_max_by_group(values, firsts):
 
 def random_access(job, records, ops):
     """P11/P13: POSIX requests neither consecutive nor sequential (Darshan's counts) are more than
-    20 % of the reads (writes) and more than 1000; else P12/P14, mostly sequential. Random here is
+    20 % of the reads (writes) and more than 1000; else P12/P14, mostly sequential, where the
+    sequential requests are more than MOSTLY_SEQUENTIAL of them (too few random requests for
+    P11/P13 and too few sequential ones for P12/P14: neither is said). Random here is
     requests less sequential ones (Darshan's sequential count includes the consecutive ones;
     Drishti 0.8 subtracts both). At stake: the time lost in the random requests (compared with
     cached I/O: random requests cost when they reach storage)."""
@@ -566,6 +571,8 @@ def random_access(job, records, ops):
         random = total - sequential
         codes = ("P11", "P12") if direction == READ else ("P13", "P14")
         if not (random / total > RANDOM_OPERATIONS and random > RANDOM_OPERATIONS_ABSOLUTE):
+            if sequential / total <= MOSTLY_SEQUENTIAL:
+                continue
             found.append(fact(codes[1], "ok", direction=DIRECTION_NAMES[direction], sequential_requests=sequential,
                               requests=total, share=sequential / total))
             continue
