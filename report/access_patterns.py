@@ -11,8 +11,8 @@ estimate, the records' time pro rata of the ops the family is about.
 """
 import numpy as np
 
-from ioassess.inputs.job import (DARSHAN_RECORD_COLUMNS, LAYERS, META, META_KINDS, MPIIO, POSIX, READ, WRITE, Flag,
-                                 concatenate_columns, op_column)
+from ioassess.inputs.job import (DARSHAN_RECORD_COLUMNS, LAYERS, META, META_KINDS, MPIIO, POSIX, READ,
+                                 UNASSESSED_MODULES, WRITE, Flag, concatenate_columns, op_column)
 
 # Drishti 0.8's thresholds (drishti/includes/config.py), by its names.
 IMBALANCE_OPERATIONS = 0.1       # P01-P04: |writes - reads| over all, for one direction to dominate
@@ -696,12 +696,15 @@ def imbalance_pattern(code, job, ops, records, rows, ranks_on_file, **counts):
 
 
 def mpiio_usage(job, records, ops):
-    """M01: an MPI job whose ranks moved data without MPI-IO. M02/M03: more than 1000
+    """M01: an MPI job whose ranks moved data without MPI-IO (not judged when some of its data
+    went past POSIX, through modules ioassess does not assess: bytes_past_posix). M02/M03: more than 1000
     MPI-IO reads (writes), none collective (M04/M05 when some are). M06/M07: MPI-IO used, no
     non-blocking reads (writes). At stake: the time of the independent (blocking) MPI-IO calls,
     all that collective (overlapped) I/O could save."""
     mpiio = records["layer"] == MPIIO
     if not mpiio.any():
+        if bytes_past_posix(job.unassessed):   # the job's I/O was not POSIX or stdio only: not judged
+            return []
         ranks = ranks_with_io(job, records)
         parallel = job.nprocs > 1 and any(p.rank >= 0 for p in job.processes)   # an MPI job's ranks
         return [fact("M01", "warn", ranks_with_io=ranks)] if ranks > 1 and parallel else []
@@ -738,6 +741,13 @@ def mpiio_usage(job, records, ops):
                     "behind computation, no more)"
             found.append(blocking)
     return found
+
+
+def bytes_past_posix(unassessed):
+    """The bytes that Darshan modules ioassess does not assess moved past POSIX and MPI-IO (DFS
+    and DAOS: to DAOS). unassessed: Job.unassessed, module -> its amounts."""
+    return sum(amounts["bytes_read"] + amounts["bytes_written"] for module, amounts in unassessed.items()
+               if UNASSESSED_MODULES[module][1] == "DAOS")
 
 
 def aggregators_per_node(job, records, ops):

@@ -2,7 +2,9 @@
 says why each threshold)."""
 import collections
 
-from .access_patterns import IMBALANCE_STRAGGLERS, LEVELS
+from ioassess.units import bytes_text
+
+from .access_patterns import IMBALANCE_STRAGGLERS, LEVELS, bytes_past_posix
 from .classify import ALLOCATION, STALL
 from .metadata import METADATA_RANK_S, SMALL_FILE_BYTES
 from .storage_targets import SLOW_TARGET_FILES_NAMED
@@ -83,7 +85,7 @@ def recommendations(a):
             numbers = {f"{cls}_ops": entry["ops"], f"{cls}_s": entry["seconds"], "lost_s": entry["lost"]}
             found.append(finding(title, text, entry["lost"], **numbers))
     found += sync_findings(a["flushes"], head["io_s"])
-    found += stdio_findings(a["layers"])
+    found += stdio_findings(a["layers"], a["unassessed_modules"])
     if a["tier"] == "counters":
         found.append(finding("Estimates from counters only",
                              "This log has no per-op timings: lost time is an interval estimated from the "
@@ -97,21 +99,48 @@ def recommendations(a):
     return by_seconds_at_stake(found)
 
 
-def stdio_findings(layers):
+def stdio_findings(layers, unassessed=()):
     """Much of the data moved through stdio (Drishti's S01, on the same evidence: stdio's bytes
-    over those of the POSIX, MPI-IO and stdio layers added up, as Drishti adds them). At stake:
-    the stdio calls' time, all a faster interface could save."""
+    over those of the POSIX, MPI-IO and stdio layers added up, as Drishti adds them, and of every
+    module of the log that moved data ioassess does not assess, the unassessed_modules rows). At
+    stake: the stdio calls' time, all a faster interface could save."""
     moved = {layer: sum(row[layer]["bytes"] for row in layers if row[layer]) for layer in ("posix", "mpiio", "stdio")}
-    total = sum(moved.values())
+    elsewhere = {row["module"]: row["bytes_read"] + row["bytes_written"] for row in unassessed
+                 if row["bytes_read"] + row["bytes_written"]}
+    total = sum(moved.values()) + sum(elsewhere.values())
     if not total or moved["stdio"] / total <= STDIO_BYTES_SHARE:
         return []
     stdio_s = sum(row["stdio"]["seconds"] for row in layers if row["stdio"])
+    counted = {"bytes_all_modules": total, "unassessed_modules": ", ".join(elsewhere),
+               "unassessed_modules_bytes": sum(elsewhere.values())} if elsewhere else {}
     return [finding("Much of the data went through stdio",
-                    "fread, fwrite, fprintf and the other stdio calls moved a large share of the job's bytes: each "
-                    "goes through the C library's buffer (4 KiB by default) and leaves the layout of the requests "
-                    "to it. Large requests with read/write or MPI-IO, or a larger buffer (setvbuf), move the same "
-                    "data in fewer, larger requests.", stdio_s, code="S01", level="high",
-                    stdio_bytes=moved["stdio"], stdio_share=moved["stdio"] / total, stdio_s=stdio_s)]
+                    "fread, fwrite, fprintf and the other stdio calls moved a large share of the job's bytes" +
+                    (f" (counted over every module of the log that moved data, {', '.join(elsewhere)} included)"
+                     if elsewhere else "") +
+                    ": each goes through the C library's buffer (4 KiB by default) and leaves the layout of the "
+                    "requests to it. Large requests with read/write or MPI-IO, or a larger buffer (setvbuf), move "
+                    "the same data in fewer, larger requests.", stdio_s, code="S01", level="high",
+                    stdio_bytes=moved["stdio"], stdio_share=moved["stdio"] / total, stdio_s=stdio_s, **counted)]
+
+
+def withheld_findings(a):
+    """The findings not made because the log's evidence does not reach them, each {code, title,
+    why}: M01 (several processes, no MPI-IO) when some of the job's data went past POSIX and
+    MPI-IO through modules ioassess does not assess (DFS, DAOS): its I/O was not POSIX or stdio
+    only, and what that I/O would gain from MPI-IO is not judged."""
+    rows = {row["module"]: row for row in a["unassessed_modules"]}
+    past = bytes_past_posix(rows)
+    mpiio = any(row["mpiio"] for row in a["layers"])
+    if not past or mpiio or a["job"]["nprocs"] <= 1:
+        return []
+    through = ", ".join(f"{row['what']} ({bytes_text(row['bytes_read'] + row['bytes_written'])})"
+                        for row in rows.values() if row["goes_through"] == "DAOS" and
+                        row["bytes_read"] + row["bytes_written"])
+    title = PATTERN_WORDS["M01"][0]
+    return [{"code": "M01", "title": title,
+             "why": f"{bytes_text(past)} of the job's data went through {through}, to DAOS, past POSIX and MPI-IO: "
+                    "ioassess assesses only POSIX, MPI-IO and stdio, so it does not judge whether the ranks' I/O "
+                    "would gain from MPI-IO."}]
 
 
 def straggler_findings(view, runtime_s):

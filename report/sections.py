@@ -6,7 +6,8 @@ import re
 
 import numpy as np
 
-from ioassess.inputs.job import DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, META, MPIIO, POSIX, SYNC, WRITE, Flag, op_column
+from ioassess.inputs.job import (DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, META, MPIIO, POSIX, SYNC, UNASSESSED_MODULES,
+                                 WRITE, Flag, op_column)
 from ioassess.models.causes import FLUSHED
 from ioassess.models.plain import ratio_or_none
 from ioassess.models.slowdown import slowdown_by_interval
@@ -133,6 +134,14 @@ def layer_table(job):
         if any(row[layer] for layer in LAYERS):
             rows.append(row)
     return rows
+
+
+def unassessed_module_table(job):
+    """The Darshan modules that moved data ioassess does not assess (Job.unassessed), in the order
+    of UNASSESSED_MODULES: `module`, `what` (for the page), `goes_through` (where its data goes on:
+    "MPI-IO or POSIX", "MPI-IO" or "DAOS"), the records, bytes and seconds Darshan counted."""
+    return [{"module": module, "what": what, "goes_through": goes_through, **job.unassessed[module]}
+            for module, (what, goes_through) in UNASSESSED_MODULES.items() if module in job.unassessed]
 
 
 def _collective_counted(job, layer_code, direction):
