@@ -329,7 +329,9 @@ def _darshan_pattern(records, file):
 
 
 def size_table(job, per_op, per_total):
-    """Per Darshan access-size bin: read/write ops, seconds, time lost (both tiers alike)."""
+    """Per Darshan access-size bin: the reads and writes known one by one, with their seconds, time
+    lost and classes (all null where no op is known one by one: a counters-only log), and those
+    known from counters (read_ops_counted, write_ops_counted), where there are such."""
     edges = np.array([high for _, high in DARSHAN_SIZE_BINS[:-1]])
     ops, io = job.ops, per_op["is_io"] & (job.ops["direction"] < 2)
     which = np.searchsorted(edges, ops["size"][io], side="left")
@@ -356,8 +358,12 @@ def size_table(job, per_op, per_total):
     for row in rows:
         if not row["read_ops"] + row["write_ops"]:   # counters have no times per access size
             row["seconds"] = row["lost_s"] = None
-    return [row for row in rows if row["read_ops"] + row["write_ops"] + row.get("read_ops_counted", 0) +
+    rows = [row for row in rows if row["read_ops"] + row["write_ops"] + row.get("read_ops_counted", 0) +
             row.get("write_ops_counted", 0)]
+    if not io.any():   # no op known one by one: its columns are unknown, not 0
+        for row in rows:
+            row.update(read_ops=None, write_ops=None, posix_ops=None, classes=None)
+    return rows
 
 
 def timeline(job, per_op, bins=TIMELINE_BINS):
