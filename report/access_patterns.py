@@ -486,12 +486,23 @@ def redundant_traffic(job, records, ops):
         moved = np.flatnonzero(ops.of(POSIX, direction) & (o["offset"] >= 0) & (o["result"] > 0))
         again_share = repeated_share(o, moved, len(job.files))[o["file"][moved]]
         again = again_share > 0
+        # the same of each process's own requests of a file: what it moved again itself
+        _, own = np.unique(o["file"][moved].astype(np.int64) * max(len(job.processes), 1) + o["process"][moved],
+                           return_inverse=True)
+        own_share = repeated_share(o, moved, int(own.max()) + 1 if len(own) else 0, own.reshape(-1))[own.reshape(-1)]
         counted = (records["layer"] == POSIX) & ops.counters_only(records) & (records[c["bytes"]] > 0)
         # float: a damaged log's highest offset may be near 2^63, where + 1 would wrap
         beyond = np.maximum(records[c["bytes"]].astype(np.float64) - (records[c["max_byte"]] + 1.0), 0.0)
         record_share = np.where(counted, beyond / np.maximum(records[c["bytes"]], 1), 0.0)
         counted &= beyond > 0
         again_bytes = float((again_share * o["result"][moved]).sum() + beyond[counted].sum())
+        # who moved the bytes again: one process its own bytes (ops; a rank's own record), a process
+        # bytes that others moved too (ops), or not known (a shared record counts the ranks together)
+        by = {"again_by_same_process_bytes": float((own_share * o["result"][moved]).sum() +
+                                                   beyond[counted & ~shared(records)].sum()),
+              "again_in_shared_records_bytes": float(beyond[counted & shared(records)].sum())}
+        by["again_by_other_processes_bytes"] = max(again_bytes - by["again_by_same_process_bytes"] -
+                                                   by["again_in_shared_records_bytes"], 0.0)
         total_bytes = posix_total(records, c["bytes"])
         if not total_bytes or again_bytes / total_bytes <= REDUNDANT_SHARE:
             continue
@@ -502,21 +513,33 @@ def redundant_traffic(job, records, ops):
                              records[c["seconds"]] * record_share,
                              ("each file's time in these requests times its share of bytes moved again",
                               "the records' time times their share of bytes beyond the highest offset"),
-                             direction=DIRECTION_NAMES[direction],
-                             again_bytes=again_bytes, bytes=total_bytes, share=again_bytes / total_bytes))
+                             direction=DIRECTION_NAMES[direction], again_by=again_by(by),
+                             again_bytes=again_bytes, bytes=total_bytes, share=again_bytes / total_bytes, **by))
     return found
 
 
-def repeated_share(o, rows, n_files):
+def again_by(by):
+    """Who moved bytes again (redundant_traffic's amounts): "process" (each process its own
+    bytes), "processes" (bytes other processes moved too), "both", or "shared" (only shared
+    records say so, where Darshan counts the ranks together: which of the two is not known)."""
+    own = by["again_by_same_process_bytes"] > 0
+    others = by["again_by_other_processes_bytes"] > 0
+    if not (own or others):
+        return "shared"
+    return "both" if own and others else "process" if own else "processes"
+
+
+def repeated_share(o, rows, n_files, group=None):
     """Per file, the share of the bytes of the ops rows (indices into Job.ops) that cover bytes
-    other ops (or the same op) covered too: 1 - union / sum of the requested ranges."""
+    other ops (or the same op) covered too: 1 - union / sum of the requested ranges. group: per
+    row, a group in place of its file (0 ... n_files - 1)."""
     share = np.zeros(max(n_files, 1))
     if not len(rows):
         return share
     # offsets and sizes past 2^61 (2 EiB) are damage: clipped, so that their sums cannot wrap
     start = np.clip(o["offset"][rows], 0, 1 << 61)
     end = start + np.clip(o["result"][rows], 0, 1 << 61)
-    file = o["file"][rows]
+    file = o["file"][rows] if group is None else group
     total = np.bincount(file, end - start, minlength=n_files)
     highest = int(start.max()) + 1
     if n_files * highest < 1 << 62:

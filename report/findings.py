@@ -356,14 +356,50 @@ PATTERN_WORDS = {
     "M10": ("One MPI-IO aggregator per node", "The collective MPI-IO calls' file system I/O was done by one "
             "process per node."),
 }
+# P09/P10 by who moved the bytes again (access_patterns.again_by): "process" (one process its
+# own bytes), "processes" (bytes other processes moved too), "both".
+AGAIN_WORDS = {
+    ("P09", "process"): ("Data read more than once by the same process", "Processes read bytes of a file that "
+                         "they had read before: reading each once and keeping it in memory saves the second read."),
+    ("P09", "processes"): ("Several processes read the same data", "Different processes (ranks) read the same "
+                           "bytes of the same files, each its own copy: reading the data once (one rank, or "
+                           "collective MPI-IO) and sharing it (MPI_Bcast, node-local storage) saves the other "
+                           "reads."),
+    ("P09", "both"): ("Data read more than once, by the same and by other processes", "Processes read bytes of a "
+                      "file they had read before, and different processes read the same bytes: reading each once "
+                      "and keeping it in memory, or sharing it between ranks, saves the other reads."),
+    ("P10", "process"): ("Data written more than once by the same process", "Processes wrote bytes of a file "
+                         "that they had written before: writing each byte once (the final version) saves the "
+                         "earlier writes."),
+    ("P10", "processes"): ("Several processes wrote the same data", "Different processes (ranks) wrote the same "
+                           "bytes of the same files: only the last write of each byte stays, and without an order "
+                           "between them which one is a race. One writer per part saves the other writes."),
+    ("P10", "both"): ("Data written more than once, by the same and by other processes", "Processes wrote bytes "
+                      "they had written before, and different processes wrote the same bytes: each byte written "
+                      "once, by one rank, saves the other writes."),
+    ("P09", "shared"): ("The ranks together read more bytes than their files hold", "On files the ranks share, "
+                        "the ranks together read more bytes than the highest offset read: several ranks read the "
+                        "same bytes, or one rank read bytes again (Darshan's shared record counts the ranks "
+                        "together and does not tell which). Reading each byte once and sharing it between ranks "
+                        "(MPI_Bcast, collective MPI-IO) saves the other reads."),
+    ("P10", "shared"): ("The ranks together wrote more bytes than their files hold", "On files the ranks share, "
+                        "the ranks together wrote more bytes than the highest offset written: several ranks wrote "
+                        "the same bytes, or one rank wrote bytes again (Darshan's shared record counts the ranks "
+                        "together and does not tell which). Each byte written once, by one rank, saves the other "
+                        "writes."),
+}
+SHARED_RECORD_WORDS = (" Darshan's shared records count the ranks together: from them it cannot be told whether a "
+                       "rank also moved its own bytes again.")
 # Numbers of a pattern that are not shown as numbers (they have their own place on the page).
-PATTERN_PLACES = ("code", "level", "files", "ranks", "at_stake_s", "at_stake_how")
+PATTERN_PLACES = ("code", "level", "files", "ranks", "at_stake_s", "at_stake_how", "again_by")
 
 
 def pattern_finding(p):
     """The finding of one access pattern: its words, its evidence's numbers, files, ranks and
     seconds at stake."""
-    title, text = PATTERN_WORDS[p["code"]]
+    title, text = AGAIN_WORDS.get((p["code"], p.get("again_by")), PATTERN_WORDS[p["code"]])
+    if p.get("again_in_shared_records_bytes") and p.get("again_by") != "shared":
+        text += SHARED_RECORD_WORDS
     numbers = {key: value for key, value in p.items() if key not in PATTERN_PLACES and value is not None}
     return finding(title, text, p["at_stake_s"], code=p["code"], level=p["level"], files=p["files"],
                    ranks=p["ranks"], at_stake_how=p["at_stake_how"], **numbers)
