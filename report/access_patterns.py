@@ -11,8 +11,8 @@ estimate, the records' time pro rata of the ops the family is about.
 """
 import numpy as np
 
-from ioassess.inputs.job import (DARSHAN_RECORD_COLUMNS, LAYERS, META, META_KINDS, MPIIO, POSIX, READ, WRITE, Flag,
-                                 concatenate_columns, op_column)
+from ioassess.inputs.job import (DARSHAN_RECORD_COLUMNS, LAYERS, META, META_KINDS, MPIIO, POSIX, READ,
+                                 UNASSESSED_MODULES, WRITE, Flag, concatenate_columns, op_column)
 
 from .stakes import WALL_CLOCK_HOW, capped, in_wall_clock, level_by_stake
 
@@ -26,6 +26,9 @@ SMALL_REQUESTS_ABSOLUTE = 1000   # ... and more of them than this
 MISALIGNED_REQUESTS = 0.1        # P07/P08
 RANDOM_OPERATIONS = 0.2          # P11/P13: share of the requests neither consecutive nor sequential,
 RANDOM_OPERATIONS_ABSOLUTE = 1000  # ... and more of them than this
+# P12/P14 (ours: Drishti 0.8 states them whenever P11/P13 do not fire, at 0 % sequential too):
+# sequential requests above this share of the reads (writes) for them to be mostly sequential.
+MOSTLY_SEQUENTIAL = 0.5
 IMBALANCE_STRAGGLERS = 0.15      # P18/P19: slowest minus fastest rank over the shared file's total
 IMBALANCE_SIZE = 0.3             # P21/P22: most minus fewest bytes over the most, per file
 COLLECTIVE_OPERATIONS_ABSOLUTE = 1000  # M02/M03: MPI-IO requests, none collective
@@ -528,6 +531,10 @@ def redundant_traffic(job, records, ops):
         moved = np.flatnonzero(ops.of(POSIX, direction) & (o["offset"] >= 0) & (o["result"] > 0))
         again_share = repeated_share(o, moved, len(job.files))[o["file"][moved]]
         again = again_share > 0
+        # the same of each process's own requests of a file: what it moved again itself
+        _, own = np.unique(o["file"][moved].astype(np.int64) * max(len(job.processes), 1) + o["process"][moved],
+                           return_inverse=True)
+        own_share = repeated_share(o, moved, int(own.max()) + 1 if len(own) else 0, own.reshape(-1))[own.reshape(-1)]
         counted = (records["layer"] == POSIX) & ops.counters_only(records) & (records[c["bytes"]] > 0)
         # float: a damaged log's highest offset may be near 2^63, where + 1 would wrap
         beyond = np.maximum(records[c["bytes"]].astype(np.float64) - (records[c["max_byte"]] + 1.0), 0.0)
@@ -535,6 +542,13 @@ def redundant_traffic(job, records, ops):
         record_share = np.where(counted, beyond / np.maximum(records[c["bytes"]], 1), 0.0)
         counted &= beyond > 0
         again_bytes = float((again_share * o["result"][moved]).sum() + beyond[counted].sum())
+        # who moved the bytes again: one process its own bytes (ops; a rank's own record), a process
+        # bytes that others moved too (ops), or not known (a shared record counts the ranks together)
+        by = {"again_by_same_process_bytes": float((own_share * o["result"][moved]).sum() +
+                                                   beyond[counted & ~shared(records)].sum()),
+              "again_in_shared_records_bytes": float(beyond[counted & shared(records)].sum())}
+        by["again_by_other_processes_bytes"] = max(again_bytes - by["again_by_same_process_bytes"] -
+                                                   by["again_in_shared_records_bytes"], 0.0)
         total_bytes = posix_total(records, c["bytes"])
         if not total_bytes or again_bytes / total_bytes <= REDUNDANT_SHARE:
             continue
@@ -545,21 +559,33 @@ def redundant_traffic(job, records, ops):
                              records[c["seconds"]] * record_share,
                              ("each file's time in these requests times its share of bytes moved again",
                               "the records' time times their share of bytes beyond the highest offset"),
-                             direction=DIRECTION_NAMES[direction],
-                             again_bytes=again_bytes, bytes=total_bytes, share=again_bytes / total_bytes))
+                             direction=DIRECTION_NAMES[direction], again_by=again_by(by),
+                             again_bytes=again_bytes, bytes=total_bytes, share=again_bytes / total_bytes, **by))
     return found
 
 
-def repeated_share(o, rows, n_files):
+def again_by(by):
+    """Who moved bytes again (redundant_traffic's amounts): "process" (each process its own
+    bytes), "processes" (bytes other processes moved too), "both", or "shared" (only shared
+    records say so, where Darshan counts the ranks together: which of the two is not known)."""
+    own = by["again_by_same_process_bytes"] > 0
+    others = by["again_by_other_processes_bytes"] > 0
+    if not (own or others):
+        return "shared"
+    return "both" if own and others else "process" if own else "processes"
+
+
+def repeated_share(o, rows, n_files, group=None):
     """Per file, the share of the bytes of the ops rows (indices into Job.ops) that cover bytes
-    other ops (or the same op) covered too: 1 - union / sum of the requested ranges."""
+    other ops (or the same op) covered too: 1 - union / sum of the requested ranges. group: per
+    row, a group in place of its file (0 ... n_files - 1)."""
     share = np.zeros(max(n_files, 1))
     if not len(rows):
         return share
     # offsets and sizes past 2^61 (2 EiB) are damage: clipped, so that their sums cannot wrap
     start = np.clip(o["offset"][rows], 0, 1 << 61)
     end = start + np.clip(o["result"][rows], 0, 1 << 61)
-    file = o["file"][rows]
+    file = o["file"][rows] if group is None else group
     total = np.bincount(file, end - start, minlength=n_files)
     highest = int(start.max()) + 1
     if n_files * highest < 1 << 62:
@@ -600,7 +626,9 @@ def running_max_by_group(values, firsts):
 
 def random_access(job, records, ops):
     """P11/P13: POSIX requests neither consecutive nor sequential (Darshan's counts) are more than
-    20 % of the reads (writes) and more than 1000; else P12/P14, mostly sequential. Random here is
+    20 % of the reads (writes) and more than 1000; else P12/P14, mostly sequential, where the
+    sequential requests are more than MOSTLY_SEQUENTIAL of them (too few random requests for
+    P11/P13 and too few sequential ones for P12/P14: neither is said). Random here is
     requests less sequential ones (Darshan's sequential count includes the consecutive ones;
     Drishti 0.8 subtracts both). At stake: the time lost in the random requests (compared with
     cached I/O: random requests cost when they reach storage)."""
@@ -612,6 +640,8 @@ def random_access(job, records, ops):
         random = total - sequential
         codes = ("P11", "P12") if direction == READ else ("P13", "P14")
         if not (random / total > RANDOM_OPERATIONS and random > RANDOM_OPERATIONS_ABSOLUTE):
+            if sequential / total <= MOSTLY_SEQUENTIAL:
+                continue
             found.append(fact(codes[1], "ok", direction=DIRECTION_NAMES[direction], sequential_requests=sequential,
                               requests=total, share=sequential / total))
             continue
@@ -738,12 +768,15 @@ def imbalance_pattern(code, job, ops, records, rows, ranks_on_file, **counts):
 
 
 def mpiio_usage(job, records, ops):
-    """M01: an MPI job whose ranks moved data without MPI-IO. M02/M03: more than 1000
+    """M01: an MPI job whose ranks moved data without MPI-IO (not judged when some of its data
+    went past POSIX, through modules ioassess does not assess: bytes_past_posix). M02/M03: more than 1000
     MPI-IO reads (writes), none collective (M04/M05 when some are). M06/M07: MPI-IO used, no
     non-blocking reads (writes). At stake: the time of the independent (blocking) MPI-IO calls,
     all that collective (overlapped) I/O could save."""
     mpiio = records["layer"] == MPIIO
     if not mpiio.any():
+        if bytes_past_posix(job.unassessed):   # the job's I/O was not POSIX or stdio only: not judged
+            return []
         ranks = ranks_with_io(job, records)
         parallel = job.nprocs > 1 and any(p.rank >= 0 for p in job.processes)   # an MPI job's ranks
         return [fact("M01", "warn", ranks_with_io=ranks)] if ranks > 1 and parallel else []
@@ -778,6 +811,13 @@ def mpiio_usage(job, records, ops):
                                 "at most the mean rank's time outside I/O (overlap hides I/O behind computation, "
                                 "no more)"))
     return found
+
+
+def bytes_past_posix(unassessed):
+    """The bytes that Darshan modules ioassess does not assess moved past POSIX and MPI-IO (DFS
+    and DAOS: to DAOS). unassessed: Job.unassessed, module -> its amounts."""
+    return sum(amounts["bytes_read"] + amounts["bytes_written"] for module, amounts in unassessed.items()
+               if UNASSESSED_MODULES[module][1] == "DAOS")
 
 
 def aggregators_per_node(job, records, ops):

@@ -18,7 +18,7 @@ from ioassess.models.plain import finite_or_none, ratio_or_none
 
 from .access_patterns import access_patterns
 from .classify import CAUSES, ROW_CLASSES, classify_ops, estimate_totals
-from .findings import recommendations
+from .findings import recommendations, withheld_findings
 from .io_model import io_model_cell, site_grid_placement, write_throughput
 from .metadata import known_only_from_metadata, metadata_section
 from .model_choice import file_models
@@ -29,7 +29,7 @@ from .storage_targets import storage_targets
 from .sections import (aggregator_work, asynchronous_io, class_table, collective_io, file_system_while_running,
                        file_table, flushes, io_uring_instances, kernel_word, layer_table, mapped_files, model_lines,
                        per_file_io, runtime_files, scatter_sample, size_table, slowdown_timeline, tail_statistics,
-                       timeline)
+                       timeline, unassessed_module_table)
 
 FORMAT = "ioassess-assessment"
 FORMAT_VERSION = 1
@@ -66,6 +66,7 @@ def assess(job, model, model_source="", site_grid=None, model_choice=None, probe
         "classes": class_table(job, per_op, per_total),
         "flushes": flushes(job, model),
         "layers": layer_table(job),
+        "unassessed_modules": unassessed_module_table(job),
         "asynchronous": asynchronous_io(job, per_op),
         "mapped_files": mapped_files(job),
         "io_uring": io_uring_instances(job),
@@ -88,6 +89,7 @@ def assess(job, model, model_source="", site_grid=None, model_choice=None, probe
         "storage_targets": storage_targets(job, per_file),
     }
     assessment["recommendations"] = recommendations(assessment, JobSeconds(job, per_op, per_total, per_file, clock))
+    assessment["withheld_findings"] = withheld_findings(assessment)
     check_if_asked(assessment)
     return assessment
 

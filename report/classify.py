@@ -17,8 +17,8 @@ on storage. Memory layout is unknown without buffer addresses and taken as rnd
 import numpy as np
 
 from ioassess.inputs.job import LAYERS, META, Flag, op_column
-from ioassess.models.causes import (APPENDED, CLASSES, LAYOUT_UNKNOWN, LAYOUTS, bound_seconds, cached_typical_seconds, classify,
-                                    memory_layout_codes)
+from ioassess.models.causes import (APPENDED, CLASSES, LAYOUT_UNKNOWN, LAYOUTS, bound_seconds, cached_typical_seconds,
+                                    classify, memory_layout_codes)
 
 from .ground_truth import NEW_PAGES, NOT_SAMPLED, PAST_END, inferred_verdicts, kernel_verdicts, overridden_classes
 

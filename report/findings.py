@@ -5,8 +5,9 @@ import collections
 import numpy as np
 
 from ioassess.inputs.job import META, STDIO, SYNC
+from ioassess.units import bytes_text
 
-from .access_patterns import IMBALANCE_STRAGGLERS
+from .access_patterns import IMBALANCE_STRAGGLERS, bytes_past_posix
 from .classify import ALLOCATION, CLASS_CODES, STALL
 from .metadata import METADATA_RANK_S, SMALL_FILE_BYTES
 from .stakes import LEVELS, WALL_CLOCK_HOW, acting, in_wall_clock, level_by_stake, with_stake
@@ -87,7 +88,7 @@ def recommendations(a, seconds):
             numbers = {f"{cls}_ops": entry["ops"], f"{cls}_s": entry["seconds"], "lost_s": entry["lost"]}
             found.append(lost_in(seconds, cls, finding(title, text, None, **numbers)))
     found += sync_findings(a["flushes"], head["io_s"], seconds)
-    found += stdio_findings(a["layers"], seconds)
+    found += stdio_findings(a["layers"], seconds, a["unassessed_modules"])
     if a["tier"] == "counters":
         found.append(finding("Estimates from counters only",
                              "This log has no per-op timings: lost time is an interval estimated from the "
@@ -129,25 +130,53 @@ def seconds_in_wall_clock(seconds, found, process_s, shared_s=None, top=None):
     return in_wall_clock(found, seconds.clock, process_s, shared_s, top, WALL_CLOCK_HOW)
 
 
-def stdio_findings(layers, seconds):
+def stdio_findings(layers, seconds, unassessed=()):
     """Much of the data moved through stdio (Drishti's S01, on the same evidence: stdio's bytes
-    over those of the POSIX, MPI-IO and stdio layers added up, as Drishti adds them). At stake:
-    the stdio calls' time, at most all a faster interface could save (an upper bound)."""
+    over those of the POSIX, MPI-IO and stdio layers added up, as Drishti adds them, and of every
+    module of the log that moved data ioassess does not assess, the unassessed_modules rows). At
+    stake: the stdio calls' time, at most all a faster interface could save (an upper bound), in
+    wall-clock seconds."""
     moved = {layer: sum(row[layer]["bytes"] for row in layers if row[layer]) for layer in ("posix", "mpiio", "stdio")}
-    total = sum(moved.values())
+    elsewhere = {row["module"]: row["bytes_read"] + row["bytes_written"] for row in unassessed
+                 if row["bytes_read"] + row["bytes_written"]}
+    total = sum(moved.values()) + sum(elsewhere.values())
     if not total or moved["stdio"] / total <= STDIO_BYTES_SHARE:
         return []
     stdio_s = sum(row["stdio"]["seconds"] for row in layers if row["stdio"])
+    counted = {"bytes_all_modules": total, "unassessed_modules": ", ".join(elsewhere),
+               "unassessed_modules_bytes": sum(elsewhere.values())} if elsewhere else {}
     job, per_op, per_total = seconds.job, seconds.per_op, seconds.per_total
     found = finding("Much of the data went through stdio",
-                    "fread, fwrite, fprintf and the other stdio calls moved a large share of the job's bytes: each "
-                    "goes through the C library's buffer (4 KiB by default) and leaves the layout of the requests "
-                    "to it. Large requests with read/write or MPI-IO, or a larger buffer (setvbuf), move the same "
-                    "data in fewer, larger requests.", None, code="S01", level="high",
+                    "fread, fwrite, fprintf and the other stdio calls moved a large share of the job's bytes" +
+                    (f" (counted over every module of the log that moved data, {', '.join(elsewhere)} included)"
+                     if elsewhere else "") +
+                    ": each goes through the C library's buffer (4 KiB by default) and leaves the layout of the "
+                    "requests to it. Large requests with read/write or MPI-IO, or a larger buffer (setvbuf), move "
+                    "the same data in fewer, larger requests.", None, code="S01", level="high",
                     at_stake_how="the stdio calls' time, an upper bound of what another interface saves",
-                    stdio_bytes=moved["stdio"], stdio_share=moved["stdio"] / total, stdio_s=stdio_s)
+                    stdio_bytes=moved["stdio"], stdio_share=moved["stdio"] / total, stdio_s=stdio_s, **counted)
     return [seconds.stake_of(found, per_op["is_io"] & (job.ops["layer"] == STDIO),
                              per_total["is_io"] & (job.totals["layer"] == STDIO))]
+
+
+def withheld_findings(a):
+    """The findings not made because the log's evidence does not reach them, each {code, title,
+    why}: M01 (several processes, no MPI-IO) when some of the job's data went past POSIX and
+    MPI-IO through modules ioassess does not assess (DFS, DAOS): its I/O was not POSIX or stdio
+    only, and what that I/O would gain from MPI-IO is not judged."""
+    rows = {row["module"]: row for row in a["unassessed_modules"]}
+    past = bytes_past_posix(rows)
+    mpiio = any(row["mpiio"] for row in a["layers"])
+    if not past or mpiio or a["job"]["nprocs"] <= 1:
+        return []
+    through = ", ".join(f"{row['what']} ({bytes_text(row['bytes_read'] + row['bytes_written'])})"
+                        for row in rows.values() if row["goes_through"] == "DAOS" and
+                        row["bytes_read"] + row["bytes_written"])
+    title = PATTERN_WORDS["M01"][0]
+    return [{"code": "M01", "title": title,
+             "why": f"{bytes_text(past)} of the job's data went through {through}, to DAOS, past POSIX and MPI-IO: "
+                    "ioassess assesses only POSIX, MPI-IO and stdio, so it does not judge whether the ranks' I/O "
+                    "would gain from MPI-IO."}]
 
 
 def straggler_findings(view, runtime_s):
@@ -384,14 +413,50 @@ PATTERN_WORDS = {
     "M10": ("One MPI-IO aggregator per node", "The collective MPI-IO calls' file system I/O was done by one "
             "process per node."),
 }
+# P09/P10 by who moved the bytes again (access_patterns.again_by): "process" (one process its
+# own bytes), "processes" (bytes other processes moved too), "both".
+AGAIN_WORDS = {
+    ("P09", "process"): ("Data read more than once by the same process", "Processes read bytes of a file that "
+                         "they had read before: reading each once and keeping it in memory saves the second read."),
+    ("P09", "processes"): ("Several processes read the same data", "Different processes (ranks) read the same "
+                           "bytes of the same files, each its own copy: reading the data once (one rank, or "
+                           "collective MPI-IO) and sharing it (MPI_Bcast, node-local storage) saves the other "
+                           "reads."),
+    ("P09", "both"): ("Data read more than once, by the same and by other processes", "Processes read bytes of a "
+                      "file they had read before, and different processes read the same bytes: reading each once "
+                      "and keeping it in memory, or sharing it between ranks, saves the other reads."),
+    ("P10", "process"): ("Data written more than once by the same process", "Processes wrote bytes of a file "
+                         "that they had written before: writing each byte once (the final version) saves the "
+                         "earlier writes."),
+    ("P10", "processes"): ("Several processes wrote the same data", "Different processes (ranks) wrote the same "
+                           "bytes of the same files: only the last write of each byte stays, and without an order "
+                           "between them which one is a race. One writer per part saves the other writes."),
+    ("P10", "both"): ("Data written more than once, by the same and by other processes", "Processes wrote bytes "
+                      "they had written before, and different processes wrote the same bytes: each byte written "
+                      "once, by one rank, saves the other writes."),
+    ("P09", "shared"): ("The ranks together read more bytes than their files hold", "On files the ranks share, "
+                        "the ranks together read more bytes than the highest offset read: several ranks read the "
+                        "same bytes, or one rank read bytes again (Darshan's shared record counts the ranks "
+                        "together and does not tell which). Reading each byte once and sharing it between ranks "
+                        "(MPI_Bcast, collective MPI-IO) saves the other reads."),
+    ("P10", "shared"): ("The ranks together wrote more bytes than their files hold", "On files the ranks share, "
+                        "the ranks together wrote more bytes than the highest offset written: several ranks wrote "
+                        "the same bytes, or one rank wrote bytes again (Darshan's shared record counts the ranks "
+                        "together and does not tell which). Each byte written once, by one rank, saves the other "
+                        "writes."),
+}
+SHARED_RECORD_WORDS = (" Darshan's shared records count the ranks together: from them it cannot be told whether a "
+                       "rank also moved its own bytes again.")
 # Numbers of a pattern that are not shown as numbers (they have their own place on the page).
-PATTERN_PLACES = ("code", "level", "files", "ranks", "at_stake_s", "rank_seconds", "at_stake_how")
+PATTERN_PLACES = ("code", "level", "files", "ranks", "at_stake_s", "rank_seconds", "at_stake_how", "again_by")
 
 
 def pattern_finding(p):
     """The finding of one access pattern: its words, its evidence's numbers, files, ranks and
     seconds at stake."""
-    title, text = PATTERN_WORDS[p["code"]]
+    title, text = AGAIN_WORDS.get((p["code"], p.get("again_by")), PATTERN_WORDS[p["code"]])
+    if p.get("again_in_shared_records_bytes") and p.get("again_by") != "shared":
+        text += SHARED_RECORD_WORDS
     numbers = {key: value for key, value in p.items() if key not in PATTERN_PLACES and value is not None}
     return dict(finding(title, text, p["at_stake_s"], code=p["code"], level=p["level"], files=p["files"],
                         ranks=p["ranks"], at_stake_how=p["at_stake_how"], **numbers), rank_seconds=p["rank_seconds"])

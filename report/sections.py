@@ -6,7 +6,8 @@ import re
 
 import numpy as np
 
-from ioassess.inputs.job import DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, META, MPIIO, POSIX, SYNC, WRITE, Flag, op_column
+from ioassess.inputs.job import (DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, META, MPIIO, POSIX, SYNC, UNASSESSED_MODULES,
+                                 WRITE, Flag, op_column)
 from ioassess.models.causes import FLUSHED
 from ioassess.models.plain import ratio_or_none
 from ioassess.models.slowdown import slowdown_by_interval
@@ -133,6 +134,14 @@ def layer_table(job):
         if any(row[layer] for layer in LAYERS):
             rows.append(row)
     return rows
+
+
+def unassessed_module_table(job):
+    """The Darshan modules that moved data ioassess does not assess (Job.unassessed), in the order
+    of UNASSESSED_MODULES: `module`, `what` (for the page), `goes_through` (where its data goes on:
+    "MPI-IO or POSIX", "MPI-IO" or "DAOS"), the records, bytes and seconds Darshan counted."""
+    return [{"module": module, "what": what, "goes_through": goes_through, **job.unassessed[module]}
+            for module, (what, goes_through) in UNASSESSED_MODULES.items() if module in job.unassessed]
 
 
 def _collective_counted(job, layer_code, direction):
@@ -320,7 +329,9 @@ def _darshan_pattern(records, file):
 
 
 def size_table(job, per_op, per_total):
-    """Per Darshan access-size bin: read/write ops, seconds, time lost (both tiers alike)."""
+    """Per Darshan access-size bin: the reads and writes known one by one, with their seconds, time
+    lost and classes (all null where no op is known one by one: a counters-only log), and those
+    known from counters (read_ops_counted, write_ops_counted), where there are such."""
     edges = np.array([high for _, high in DARSHAN_SIZE_BINS[:-1]])
     ops, io = job.ops, per_op["is_io"] & (job.ops["direction"] < 2)
     which = np.searchsorted(edges, ops["size"][io], side="left")
@@ -347,8 +358,12 @@ def size_table(job, per_op, per_total):
     for row in rows:
         if not row["read_ops"] + row["write_ops"]:   # counters have no times per access size
             row["seconds"] = row["lost_s"] = None
-    return [row for row in rows if row["read_ops"] + row["write_ops"] + row.get("read_ops_counted", 0) +
+    rows = [row for row in rows if row["read_ops"] + row["write_ops"] + row.get("read_ops_counted", 0) +
             row.get("write_ops_counted", 0)]
+    if not io.any():   # no op known one by one: its columns are unknown, not 0
+        for row in rows:
+            row.update(read_ops=None, write_ops=None, posix_ops=None, classes=None)
+    return rows
 
 
 def timeline(job, per_op, bins=TIMELINE_BINS):

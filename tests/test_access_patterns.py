@@ -181,6 +181,11 @@ def test_data_read_twice_fires_p09_with_its_share_of_the_read_time(ioassess, dat
 
     p = fired(a, "P09")
     assert (p["direction"], p["again_bytes"], p["bytes"]) == ("read", again_bytes, read_bytes)
+    # one process read its own bytes again, and the finding says so
+    assert (p["again_by"], p["again_by_same_process_bytes"], p["again_by_other_processes_bytes"]) == \
+        ("process", again_bytes, 0)
+    (found,) = [r for r in a["recommendations"] if r["code"] == "P09"]
+    assert found["title"] == "Data read more than once by the same process"
     assert file_names(p) == [str(data_file)]
     assert expected > 0 and p["at_stake_s"] == pytest.approx(expected, rel=AGREE)
     assert "P12" in codes(a) and not codes(a) & {"P11", "P08", "P05"}
@@ -379,3 +384,19 @@ def test_aggregators_against_nodes_fire_m09_with_two_on_one_node_and_m10_with_on
         assert (p["code"], p["nodes"]) == (code, 1), p
         assert p["aggregators"] == len(aggregators) == {"M10": 1, "M09": 2}[code]
         assert sorted(r["rank"] for r in p["ranks"]) == (aggregators if code == "M09" else [])
+
+
+def test_bytes_moved_again_in_shared_records_do_not_say_who_moved_them(ioassess, tmp_path):
+    """shane_macsio's shared records (rank -1) count more bytes than their highest offsets: the
+    ranks together moved bytes again, which Darshan's counters cannot pin on one rank or several."""
+    from recorder_helpers import shipped_darshan_logs
+    [log] = [path for path in shipped_darshan_logs() if "shane_macsio" in path]
+    result = ioassess("report", log, "-o", tmp_path / "r.html", "--json", tmp_path / "a.json")
+    assert result.returncode == 0, result.stderr
+    a = json.loads((tmp_path / "a.json").read_text())
+    for code, moved in (("P09", "read"), ("P10", "wrote")):
+        p = fired(a, code)
+        assert p["again_by"] == "shared" and p["again_in_shared_records_bytes"] == p["again_bytes"] > 0
+        (found,) = [r for r in a["recommendations"] if r["code"] == code]
+        assert found["title"] == f"The ranks together {moved} more bytes than their files hold"
+        assert "does not tell which" in found["text"]

@@ -154,7 +154,7 @@ def report_of_reads(ioassess, tmp_path, env):
     data = tmp_path / "data"
     data.write_bytes(os.urandom(1 << 20))
     ran = ioassess("run", "--trace-dir", tmp_path / "t", "--", "dd", f"if={data}", "of=/dev/null", "bs=64k", env=env)
-    assert ran.returncode == 0, ran.stderr
+    assert ran.returncode == 0 and (tmp_path / "t" / "assessment.json").exists(), ran.stderr
     return read_json(tmp_path / "t" / "assessment.json"), (tmp_path / "t" / "report.html").read_text()
 
 

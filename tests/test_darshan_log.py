@@ -346,11 +346,12 @@ def darshan_util():
     return ffi, ffi.dlopen(libraries[0])
 
 
-def rewritten_log(darshan_util, out, name, job=None, exe=None, mounts=None, partial=(), modules=None):
+def rewritten_log(darshan_util, out, name, job=None, exe=None, mounts=None, partial=(), modules=None, added=None):
     """A copy of the shipped log `name` written to the new file `out` by darshan-util (in its
     current format, 3.41) with the job record fields, command line, mount table, partial flags
-    or module data changed (modules={module: edit(bytes) -> bytes}); out. The copy keeps the
-    job's runtime: the shipped logs' older formats count whole seconds plus one."""
+    or module data changed (modules={module: edit(bytes) -> bytes}), or modules added
+    (added={module: (index, version, bytes)}); out. The copy keeps the job's runtime: the
+    shipped logs' older formats count whole seconds plus one."""
     ffi, lib = darshan_util
     source = lib.darshan_log_open(shipped(name).encode())
     record = ffi.new("struct darshan_job *")
@@ -372,6 +373,7 @@ def rewritten_log(darshan_util, out, name, job=None, exe=None, mounts=None, part
         size = lib.darshan_log_get_mod(source, info.idx, buffer, len(buffer))
         assert 0 <= size < len(buffer)
         module_data[ffi.string(info.name).decode()] = (info.idx, info.ver, ffi.buffer(buffer, size)[:])
+    module_data.update(added or {})
     for field, value in (job or {}).items():
         setattr(record, field, value)
     if exe is not None:

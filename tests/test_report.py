@@ -345,6 +345,12 @@ def check_darshan_unknowns_and_counts(log, assessment, html):
         assert "hosts unknown" in html
     if assessment["tier"] == "counters":
         assert all(row["seconds"] is None for row in assessment["sizes"])
+        # the per-op columns are unknown, not 0: the page shows the counted ones only
+        assert all(row["read_ops"] is None and row["classes"] is None for row in assessment["sizes"])
+        if assessment["sizes"]:
+            sizes = html[html.index('<h2 id="sizes">'):html.index('<h2 id="timeline">')]
+            assert "Known from Darshan's counters only" in sizes and "<th>time lost</th>" not in sizes
+            assert sum(row["read_ops_counted"] + row["write_ops_counted"] for row in assessment["sizes"]) > 0
     view = assessment["per_process"]
     named = {record[end]["rank"] for record in (view["shared"]["records"] if view and view["shared"] else ())
              for end in ("slowest", "fastest") if record[end]["seconds"] > 0}

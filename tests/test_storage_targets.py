@@ -132,3 +132,13 @@ def test_sample_goodost_has_no_slow_target(ioassess, tmp_path):
     assert finding(a, SLOW_TARGETS) is None
     text = " ".join(open(tmp_path / "report.html").read().split())
     assert "No target is 3 times slower than that." in text
+
+
+@pytest.mark.parametrize("name, words", [
+    ("ior_hdf5_example.darshan", "1 file that moved at least 1 MiB is on 1 target;"),
+    ("example.darshan", "1 file that moved at least 1 MiB is on 24 targets;"),
+    ("sample-goodost.darshan", "48 files that moved at least 1 MiB are on 24 targets;")])
+def test_the_storage_targets_words_agree_with_their_numbers(ioassess, tmp_path, name, words):
+    a = assessment_of(ioassess, get_log_path(name), tmp_path)
+    text = " ".join(open(tmp_path / "report.html").read().split())
+    assert words in text, (a["storage_targets"], text[text.find("Storage targets"):][:200])

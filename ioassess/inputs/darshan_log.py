@@ -192,7 +192,33 @@ def _assemble_job(path, contents):
         inputs=[JobInput(path=path, kind="darshan", tiers=tiers, notes=tuple(problems))],
         darshan_records={name: np.asarray(records[name], dtype) for name, dtype in DARSHAN_RECORD_COLUMNS.items()},
         meta_kinds=meta_kind_columns,
+        unassessed=unassessed_amounts(contents.unassessed),
     )
+
+
+def unassessed_amounts(unassessed):
+    """Job.unassessed of the records of UNASSESSED_MODULES (LogContents.unassessed): per module,
+    its records, bytes read and written and seconds reading and writing, summed over its records
+    (a negative count or an impossible time is taken as 0, as in the modules assessed). PnetCDF's
+    file records count the bytes of its variable records again: taken only without those."""
+    amounts = {}
+    for module, (records, names, fnames) in unassessed.items():
+        if module == "PNETCDF_FILE" and "PNETCDF_VAR" in unassessed:
+            continue
+        counters, fcounters = records["counters"], records["fcounters"]
+
+        def counted(name):
+            return int(np.maximum(counters[:, names.index(name)], 0).sum()) if name in names else 0
+
+        def seconds(name):
+            if name not in fnames:
+                return None
+            values = fcounters[:, fnames.index(name)]
+            return float(values[valid_seconds(values)].sum())
+        amounts[module] = {"records": len(records), "bytes_read": counted(f"{module}_BYTES_READ"),
+                           "bytes_written": counted(f"{module}_BYTES_WRITTEN"),
+                           "read_s": seconds(f"{module}_F_READ_TIME"), "write_s": seconds(f"{module}_F_WRITE_TIME")}
+    return amounts
 
 
 def _exe(cmdline):

@@ -62,6 +62,16 @@ extern char *mpiio_f_counter_names[];
 extern char *stdio_counter_names[];
 extern char *stdio_f_counter_names[];
 extern char *lustre_comp_counter_names[];
+extern char *h5d_counter_names[];
+extern char *h5d_f_counter_names[];
+extern char *pnetcdf_var_counter_names[];
+extern char *pnetcdf_var_f_counter_names[];
+extern char *pnetcdf_file_counter_names[];
+extern char *pnetcdf_file_f_counter_names[];
+extern char *dfs_counter_names[];
+extern char *dfs_f_counter_names[];
+extern char *daos_counter_names[];
+extern char *daos_f_counter_names[];
 char *darshan_log_get_lib_version(void);
 void *darshan_log_open(const char *name);
 void darshan_log_close(void *fd);
@@ -78,7 +88,14 @@ EXE_BUFFER_BYTES = 4096  # darshan-util copies at most DARSHAN_EXE_LEN (3015) by
 SEGMENT_DTYPE = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"), ("end", "<f8")])
 DXT_MODULES = {"DXT_POSIX": "posix", "DXT_MPIIO": "mpiio"}
 COUNTER_MODULES = {"POSIX": "posix", "MPI-IO": "mpiio", "STDIO": "stdio"}
-_COUNTER_NAME_TABLES = {"POSIX": "posix", "MPI-IO": "mpiio", "STDIO": "stdio"}
+# Modules that move data which ioassess does not assess (their I/O is neither POSIX, MPI-IO nor
+# STDIO, or it is a library's above them): read for their bytes and times only. Their records
+# are a base record, counters and fcounters as a POSIX record is, the datasets' and variables'
+# with the record id of their file between base record and counters.
+UNASSESSED_DATA_MODULES = {"H5D": "h5d", "PNETCDF_VAR": "pnetcdf_var", "PNETCDF_FILE": "pnetcdf_file",
+                           "DFS": "dfs", "DAOS": "daos"}
+_COUNTER_NAME_TABLES = {"POSIX": "posix", "MPI-IO": "mpiio", "STDIO": "stdio", **UNASSESSED_DATA_MODULES}
+_WITH_FILE_RECORD_ID = ("H5D", "PNETCDF_VAR")
 MAX_INFLATION = 2048  # more than zlib's maximum compression ratio (1032)
 
 
@@ -112,6 +129,8 @@ class LogContents:
     lustre: dict  # record id -> (stripe size, stripe count, OST ids) of each LUSTRE record
     dxt: dict  # module name -> (records (id, rank, hostname, write_count, read_count), segments)
     problems: list  # one sentence each
+    # module name (UNASSESSED_DATA_MODULES) -> records as `counters` has them
+    unassessed: dict = dataclasses.field(default_factory=dict)
 
 
 def _check_header(path):
@@ -289,10 +308,17 @@ def _read_contents(ffi, lib, path, said):
         modules = _read_modules(ffi, lib, handle)
         names = _read_table(lambda: _read_names(ffi, lib, handle), said, problems,
                             "table of file names", "files without a name are shown by record id")
-        counters, lustre, dxt = {}, {}, {}
+        counters, lustre, dxt, unassessed = {}, {}, {}, {}
         failed = []
         for module, info in modules.items():
             mark = len(said())
+            if module in UNASSESSED_DATA_MODULES:
+                unassessed[module], records_read, damaged = _read_counter_records(ffi, lib, handle, info["idx"],
+                                                                                  module, job["nprocs"])
+                if damaged:   # noted; the I/O assessed does not depend on it
+                    problems.append(f"The {module} module's data is damaged{_quoted(said()[mark:])}: only "
+                                    f"{count_text(records_read, 'record')} of it counted.")
+                continue
             if module in COUNTER_MODULES:
                 counters[module], records_read, damaged = _read_counter_records(ffi, lib, handle, info["idx"], module,
                                                                                 job["nprocs"])
@@ -311,7 +337,7 @@ def _read_contents(ffi, lib, path, said):
         if failed and not any(len(c[0]) for c in counters.values()) and not any(len(d[0]) for d in dxt.values()):
             raise DarshanLogError(path, f"truncated or corrupt: none of its I/O records can be read "
                                         f"({', '.join(failed)}){_quoted(said())}")
-        return LogContents(job, cmdline, mounts, modules, names, counters, lustre, dxt, problems)
+        return LogContents(job, cmdline, mounts, modules, names, counters, lustre, dxt, problems, unassessed)
     finally:
         lib.darshan_log_close(handle)
 
@@ -441,12 +467,13 @@ def _counter_names(ffi, lib, table):
 
 def _read_counter_records(ffi, lib, handle, module_index, module, nprocs):
     """((records, counter names, fcounter names), records read, damaged) of a POSIX, MPI-IO or
-    STDIO module; records is a structured array with fields id, rank, counters and fcounters."""
+    STDIO module, or one of UNASSESSED_DATA_MODULES; records is a structured array with fields
+    id, rank, counters and fcounters (and file_id, the records of _WITH_FILE_RECORD_ID)."""
     prefix = _COUNTER_NAME_TABLES[module]
     names = _counter_names(ffi, lib, f"{prefix}_counter_names")
     fnames = _counter_names(ffi, lib, f"{prefix}_f_counter_names")
-    dtype = np.dtype([("id", "<u8"), ("rank", "<i8"), ("counters", "<i8", len(names)),
-                      ("fcounters", "<f8", len(fnames))])
+    dtype = np.dtype([("id", "<u8"), ("rank", "<i8")] + [("file_id", "<u8")] * (module in _WITH_FILE_RECORD_ID) +
+                     [("counters", "<i8", len(names)), ("fcounters", "<f8", len(fnames))])
     chunks = []
 
     def take(record):

@@ -149,6 +149,21 @@ DARSHAN_SIZE_BINS = ((0, 100), (100, 1 << 10), (1 << 10, 10 << 10), (10 << 10, 1
                      (10 << 20, 100 << 20), (100 << 20, 1 << 30), (1 << 30, -1))
 
 
+# Darshan modules that move data which ioassess does not assess (no op or totals row holds their
+# I/O), what each is for the page, and where its data goes on: HDF5's and PnetCDF's through MPI-IO
+# or POSIX (assessed there), DFS's and DAOS's to DAOS, past POSIX. Job.unassessed holds, per
+# module of a Darshan log that has records of it, UNASSESSED_AMOUNTS as Darshan counted them.
+UNASSESSED_MODULES = {
+    "H5D": ("HDF5 datasets", "MPI-IO or POSIX"),
+    "PNETCDF_VAR": ("PnetCDF variables", "MPI-IO"),
+    "PNETCDF_FILE": ("PnetCDF files", "MPI-IO"),
+    "DFS": ("the DAOS file system (DFS)", "DAOS"),
+    "DAOS": ("DAOS objects", "DAOS"),
+}
+UNASSESSED_AMOUNTS = ("records", "bytes_read", "bytes_written", "read_s", "write_s")   # read_s, write_s: None if
+                                                                                       # the module counts none
+
+
 # Darshan's own per-record counters that no op or totals row carries, one row per POSIX, MPI-IO
 # or STDIO counter record of a Darshan log (docs/darshan-input.md). A count Darshan does not
 # keep for the module is -1; a time it does not keep is NaN.
@@ -253,6 +268,8 @@ class Job:
     meta_kinds: dict = dataclasses.field(default_factory=lambda: empty_columns(META_KIND_COLUMNS))
     # MAPPED_FILE_COLUMNS; empty without recorder traces, or when no process mapped a file
     mapped_files: dict = dataclasses.field(default_factory=lambda: empty_columns(MAPPED_FILE_COLUMNS))
+    # module (UNASSESSED_MODULES) -> {UNASSESSED_AMOUNTS}; empty without a Darshan log of such modules
+    unassessed: dict = dataclasses.field(default_factory=dict)
 
     @property
     def runtime_s(self):

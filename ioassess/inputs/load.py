@@ -373,7 +373,20 @@ def _join_ranks(logs):
                inputs=[i for log in logs for i in log.inputs],
                notes=list(dict.fromkeys(note for log in logs for note in log.notes)),
                darshan_records=concatenate_columns(DARSHAN_RECORD_COLUMNS, records),
-               meta_kinds=concatenate_columns(META_KIND_COLUMNS, meta_kinds))
+               meta_kinds=concatenate_columns(META_KIND_COLUMNS, meta_kinds),
+               unassessed=_summed_unassessed(log.unassessed for log in logs))
+
+
+def _summed_unassessed(per_log):
+    """Job.unassessed of several logs of one job: each module's amounts added up (a time no log
+    counts stays None)."""
+    summed = {}
+    for unassessed in per_log:
+        for module, amounts in unassessed.items():
+            into = summed.setdefault(module, dict.fromkeys(amounts, None))
+            for name, value in amounts.items():
+                into[name] = value if into[name] is None else into[name] if value is None else into[name] + value
+    return summed
 
 
 def _merge_two(a, b):
@@ -429,7 +442,7 @@ def _merge_two(a, b):
         totals=totals, size_bins=size_bins, mounts=darshan.mounts or traced.mounts,
         inputs=traced.inputs + darshan_inputs, notes=traced.notes + darshan.notes, darshan_records=records,
         meta_kinds=concatenate_columns(META_KIND_COLUMNS, [traced.meta_kinds, kept_meta_kinds]),
-        mapped_files=traced.mapped_files)
+        mapped_files=traced.mapped_files, unassessed=darshan.unassessed)
 
 
 def _rebased(ops, shift_s):
