@@ -299,7 +299,10 @@ def metadata_findings(meta, io_s, seconds):
                              "Opening, closing, stat'ing and seeking took " +
                              (f"more than {METADATA_RANK_S:g} s on some ranks (Drishti's threshold), "
                               if above else "") +
-                             "a large share of the time the job spent in I/O calls: each such call is a round "
+                             ("a large share of the time the job spent in I/O calls" if
+                              share >= LOST_SHARE_WORTH_A_LOOK else
+                              f"{share:.1%} of the time the job spent in I/O calls") +
+                             ": each such call is a round "
                              "trip to the file system's metadata server, however few bytes follow. Opening each "
                              "file once and keeping it open, fewer and larger files, and stat'ing once and "
                              "sharing the answer reduce it.", meta["seconds"],
