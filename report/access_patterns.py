@@ -492,7 +492,9 @@ def misaligned(job, records, ops):
     """P07: more than 10 % of the POSIX requests from buffers not aligned in memory; P08: at
     offsets not aligned to the file system's block (Lustre: stripe) size. At stake: the time lost
     in those requests (compared with cached I/O: an aligned request reads or writes no partial
-    block of uncached data, while a cached one costs the same aligned or not)."""
+    block of uncached data, while a cached one costs the same aligned or not); for P08, of a
+    request larger than two blocks only the part of its time lost its two partial blocks take
+    (partial_blocks_share)."""
     found = []
     o = job.ops
     total = posix_total(records, "reads") + posix_total(records, "writes")
@@ -512,11 +514,23 @@ def misaligned(job, records, ops):
         mask = data & op_masks[code]()
         known = records["file_alignment"][(records["layer"] == POSIX) & (records["file_alignment"] > 0)]
         alignment = MEMORY_ALIGNMENT if code == "P07" else int(known.min()) if len(known) else DEFAULT_FILE_ALIGNMENT
-        found.append(pattern(code, "high", job, ops, records, mask, ops.lost_s[mask], counted, estimate,
-                             ("the time lost in the misaligned requests", "the records' time lost pro rata of "
-                              "their misaligned requests"), misaligned=what, misaligned_requests=count, requests=total,
+        op_stake, how = ops.lost_s[mask], ("the time lost in the misaligned requests",
+                                           "the records' time lost pro rata of their misaligned requests")
+        if code == "P08":
+            op_stake = op_stake * partial_blocks_share(o["result"][mask], alignment)
+            moved = np.maximum(records["bytes_read"] + records["bytes_written"], 0)
+            estimate = estimate * partial_blocks_share(moved / requests, alignment)
+            how = tuple(f"{h}, the part of it their two partial blocks of {alignment} bytes take" for h in how)
+        found.append(pattern(code, "high", job, ops, records, mask, op_stake, counted, estimate, how,
+                             misaligned=what, misaligned_requests=count, requests=total,
                              share=count / total, alignment_bytes=alignment))
     return found
+
+
+def partial_blocks_share(sizes, alignment):
+    """The share of a request of each size that its two partial blocks of `alignment` bytes make
+    up, all of it for a request of at most two blocks: what aligning its offset saves at most."""
+    return np.clip(2.0 * alignment / np.maximum(np.asarray(sizes, np.float64), 1.0), 0.0, 1.0)
 
 
 def redundant_traffic(job, records, ops):

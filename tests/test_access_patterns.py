@@ -148,6 +148,11 @@ def test_misaligned_offsets_fire_p08_with_the_time_lost_in_them(ioassess, data_f
     assert "P05" not in codes(a) and "P07" not in codes(a)
 
 
+def test_aligning_a_large_request_saves_at_most_its_two_partial_blocks():
+    from ioassess.report.access_patterns import partial_blocks_share
+    assert partial_blocks_share([1 << 20, 8192, 4096, 0], 4096).tolist() == [2 * 4096 / (1 << 20), 1.0, 1.0, 1.0]
+
+
 def union_bytes(ranges):
     """Bytes covered by the (start, end) ranges."""
     covered, reach = 0, None
