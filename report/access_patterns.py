@@ -316,12 +316,14 @@ def lost_share_of_counted(job, per_total):
     return np.where(seconds > 0, np.clip(lost / np.where(seconds > 0, seconds, 1.0), 0.0, 1.0), 0.0)
 
 
-def pattern(code, level, job, ops, records, op_rows, op_at_stake, record_rows, record_at_stake, how, **counts):
+def pattern(code, level, job, ops, records, op_rows, op_at_stake, record_rows, record_at_stake, how,
+            slowest_rank_holds=False, **counts):
     """A pattern that holds: its evidence and the files and ranks behind it. op_rows (a mask of
     Job.ops) with op_at_stake (seconds per op of those rows, in order), record_rows (a mask of
     the evidence records known only from counters) with record_at_stake (estimated seconds, per
     evidence record); at_stake_s is their sum, None when neither has any op or record. how:
-    (how the ops' part is computed, how the counters' part is estimated)."""
+    (how the ops' part is computed, how the counters' part is estimated). slowest_rank_holds: a
+    shared record's part is its slowest rank's alone (not the record's time over the ranks)."""
     o = job.ops
     op_idx = np.flatnonzero(op_rows)
     rec_idx = np.flatnonzero(record_rows)
@@ -356,6 +358,8 @@ def pattern(code, level, job, ops, records, op_rows, op_at_stake, record_rows, r
     if not evidence:
         return found
     on_records = records_by_process(job, records, rec_idx, record_at_stake)
+    if slowest_rank_holds:
+        on_records["top_share"] = np.ones(len(on_records["shared_s"]))
     return in_wall_clock(found, ops.clock, process_s + on_records["process_s"], on_records["shared_s"],
                          on_records["top_share"], WALL_CLOCK_HOW)
 
@@ -778,7 +782,8 @@ def imbalance_pattern(code, job, ops, records, rows, ranks_on_file, **counts):
     estimate = np.where(shared(records), np.nan_to_num(records["slowest_s"]) - time / nprocs, 0.0)
     return pattern(code, "high", job, ops, records, mask, at_stake[mask], counted, np.maximum(estimate, 0.0),
                    ("per file, the slowest rank's time on it less the mean rank's",
-                    "per shared file, its slowest rank's time less the file's time over the job's ranks"), **counts)
+                    "per shared file, its slowest rank's time less the file's time over the job's ranks"),
+                   slowest_rank_holds=True, **counts)
 
 
 def mpiio_usage(job, records, ops):
