@@ -82,11 +82,9 @@ def in_wall_clock(found, clock, process_s=None, shared_s=None, shared_top_share=
 
 def with_stake(found, wall_s, rank_seconds, how=None):
     """The finding with at_stake_s = wall_s, rank_seconds, and the named files' and ranks'
-    seconds at most their part of it: a file its process-seconds pro rata, a rank at most the
-    whole."""
+    seconds at most the whole stake (what fixing that file or rank alone could save)."""
     found = dict(found, at_stake_s=wall_s, rank_seconds=rank_seconds)
-    scale = wall_s / rank_seconds if rank_seconds > 0 else 0.0
-    found["files"] = [dict(f, seconds=f["seconds"] * min(scale, 1.0)) if f.get("seconds") is not None else f
+    found["files"] = [dict(f, seconds=min(f["seconds"], wall_s)) if f.get("seconds") is not None else f
                       for f in found["files"]]
     found["ranks"] = [dict(r, seconds=min(r["seconds"], wall_s)) if r.get("seconds") is not None else r
                       for r in found["ranks"]]
