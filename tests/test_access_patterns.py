@@ -196,38 +196,49 @@ def test_data_read_twice_fires_p09_with_its_share_of_the_read_time(ioassess, dat
     assert "P12" in codes(a) and not codes(a) & {"P11", "P08", "P05"}
 
 
-def small_write_stake(ts):
-    """P06's seconds at stake from the traces: each POSIX write of at most 1 MiB, its time less its
-    bytes at the job's time per byte in writes over 1 MiB (none below 0); all of it without any."""
-    writes = op_rows(ts, posix_data(ts, "write"))
-    small = [w for w in writes if w["result"] <= SMALL]
-    large = [w for w in writes if w["result"] > SMALL]
-    if not large:
-        return sum(w["duration_ns"] for w in small) / 1e9, small, writes
-    per_byte = sum(w["duration_ns"] for w in large) / 1e9 / sum(w["result"] for w in large)
-    return sum(max(w["duration_ns"] / 1e9 - w["result"] * per_byte, 0.0) for w in small), small, writes
+def small_write_stake(trace_dir, assessment):
+    """P06's seconds at stake from the job: each process's POSIX writes of at most 1 MiB to a file,
+    merged into 4 MiB requests, lose all but ceil(bytes / 4 MiB) of their calls; each removed
+    call saves the per-call cost of its class's line in the model (at most the call's time)."""
+    job = load_job([str(trace_dir)])
+    per_op = classify_ops(job, load_model(assessment["model"]["source"]))
+    o = job.ops
+    small = np.flatnonzero((o["layer"] == POSIX) & (o["direction"] == WRITE) & (o["result"] >= 0) &
+                           (o["result"] <= SMALL))
+    expected = 0.0
+    for key in {(int(o["process"][i]), int(o["file"][i])) for i in small}:
+        group = small[(o["process"][small] == key[0]) & (o["file"][small] == key[1])]
+        kept = max(np.ceil(o["result"][group].sum() / (4 * MIB)), 1)
+        share = (len(group) - kept) / len(group)
+        expected += float(np.minimum(per_op["call_s"][group], o["duration_s"][group]).sum()) * share
+    return expected
 
 
-def test_small_writes_fire_p06_less_their_bytes_at_the_jobs_large_write_rate(ioassess, tmp_path):
-    """One job: 2000 pwrites of 4 KiB to one file, then 8 of 4 MiB to another. The small writes'
-    time less their bytes at the rate of the large ones is at stake; only their file is named."""
+def test_small_writes_fire_p06_with_the_calls_merging_them_removes(ioassess, tmp_path):
+    """One job: 2000 pwrites of 4 KiB to one file, then 8 of 4 MiB to another. At stake: the
+    calls that merging the small writes into 4 MiB requests removes (1998 of 2000), each at its
+    per-call cost in the model; only their file is named."""
     small_file, large_file = tmp_path / "small.out", tmp_path / "large.out"
     script = " && ".join(" ".join(workload(*options)) for options in (
         ("--file", small_file, "--op", "write", "--create", "--size", "4k", "--file-span", "8m", "--repeats", 2000),
         ("--file", large_file, "--op", "write", "--create", "--size", "4m", "--file-span", "32m", "--repeats", 8)))
     a = run_job(ioassess, tmp_path / "t", shutil.which("sh"), "-c", script)
     ts = load(tmp_path / "t")
-    expected, small, writes = small_write_stake(ts)
+    writes = op_rows(ts, posix_data(ts, "write"))
+    small = [w for w in writes if w["result"] <= SMALL]
     assert (len(small), len(writes)) == (2000, 2008)
     writer = {row["process"] for row in small}
     assert len(writer) == 1
 
     p = fired(a, "P06")
     assert (p["direction"], p["small_requests"], p["requests"], p["threshold_bytes"]) == ("write", 2000, 2008, SMALL)
-    assert "less their bytes at the job's rate in requests over 1 MiB" in p["at_stake_how"]
+    assert "merging each process's small requests of a file into requests of 4 MiB removes" in p["at_stake_how"]
     assert file_names(p) == [str(small_file)]
     assert [r["pid"] for r in p["ranks"]] == [ts.processes[writer.pop()].pid]
+    expected = small_write_stake(tmp_path / "t", a)
+    # one process: its saving is the job's, and far less than the writes' time
     assert expected > 0 and p["at_stake_s"] == pytest.approx(expected, rel=AGREE)
+    assert p["at_stake_s"] < sum(w["duration_ns"] for w in small) / 1e9
     # each file is one process's: none is shared (the shell and the writers have no rank, as any
     # serial program: that does not make their files shared)
     assert not codes(a) & {"P05", "P16"}
