@@ -77,10 +77,13 @@ bench: deps install
 	$(MAKE) -C tests/progs
 	$(PYTHON) bench/fdswap.py
 
-# Trains the quick profile and checks it on held-out workloads (minutes; docs/cause-models.md).
+# Trains the quick profile and checks it on held-out workloads (minutes; docs/cause-models.md),
+# and the wall-clock seconds at stake against what fixed MPI jobs save (docs/assessment.md).
 validate: deps install
 	$(PYTHON) bench/validate_models.py
 	$(PYTHON) bench/validate_fio.py
+	$(MAKE) -C tests/progs
+	$(PYTHON) bench/validate_stakes.py
 
 clean:
 	$(MAKE) -C plugin clean

@@ -790,8 +790,10 @@ def mpiio_usage(job, records, ops):
     """M01: an MPI job whose ranks moved data without MPI-IO (not judged when some of its data
     went past POSIX, through modules ioassess does not assess: bytes_past_posix). M02/M03: more than 1000
     MPI-IO reads (writes), none collective (M04/M05 when some are). M06/M07: MPI-IO used, no
-    non-blocking reads (writes). At stake: the time of the independent (blocking) MPI-IO calls,
-    all that collective (overlapped) I/O could save."""
+    non-blocking reads (writes). At stake: M02/M03 the time of the independent MPI-IO calls, all
+    that collective I/O could save; M06/M07 the POSIX I/O inside the blocking calls (io_inside:
+    overlap hides the I/O, not a collective call's wait for the ranks that arrive later), at most
+    the mean rank's time outside I/O (the computation it could hide behind)."""
     mpiio = records["layer"] == MPIIO
     if not mpiio.any():
         if bytes_past_posix(job.unassessed):   # the job's I/O was not POSIX or stdio only: not judged
@@ -822,9 +824,13 @@ def mpiio_usage(job, records, ops):
         if int(records[c["nonblocking"]][mpiio].clip(0).sum()) == 0 and records[c["ops"]][mpiio].sum() > 0:
             mask = calls & ((flags & Flag.NONBLOCKING) == 0)
             counted = mpiio & ops.counters_only(records) & (records[c["ops"]] > 0)
+            inside = io_inside(job, mask)
             blocking = pattern("M06" if direction == READ else "M07", "warn", job, ops, records, mask,
-                               o["duration_s"][mask], counted, records[c["seconds"]],
-                               ("the blocking MPI-IO calls' time", "the records' MPI-IO time"),
+                               o["duration_s"][mask] if inside is None else inside, counted, records[c["seconds"]],
+                               ("the blocking MPI-IO calls' time" if inside is None else
+                                "the POSIX I/O inside the blocking MPI-IO calls (what overlap hides; a call's "
+                                "wait for the other ranks to arrive is not I/O, and stays)",
+                                "the records' MPI-IO time"),
                                direction=DIRECTION_NAMES[direction])
             found.append(capped(blocking, outside_io_s(job) / max(job.nprocs, 1),
                                 "at most the mean rank's time outside I/O (overlap hides I/O behind computation, "
@@ -861,6 +867,30 @@ def aggregators_per_node(job, records, ops):
         ("M08", "info") if len(aggregators) < len(nodes) else ("M10", "ok")
     return [fact(code, level, "ops", crowded[:FILES_NAMED], aggregators=len(aggregators), nodes=len(nodes),
                  most_on_one_node=max(len(on_node) for on_node in per_node.values()))]
+
+
+def io_inside(job, calls):
+    """Per MPI-IO call of the mask calls (in order), the time of its process's POSIX reads,
+    writes and syncs that started inside it (at most the call's time): the I/O a non-blocking
+    call could overlap with computation, without the call's wait for other ranks. None when no
+    such op is inside any of them (MPI-IO known without the POSIX ops beneath it)."""
+    o = job.ops
+    call_idx = np.flatnonzero(calls)
+    posix = np.flatnonzero((o["layer"] == POSIX) & (o["direction"] < META) & (o["result"] >= 0))
+    if not len(call_idx) or not len(posix):
+        return None
+    # one sorted axis for every process: its start times shifted by process x (span of the job)
+    origin = float(min(o["start_s"][call_idx].min(), o["start_s"][posix].min()))
+    span = float(max((o["start_s"] + o["duration_s"])[call_idx].max(), o["start_s"][posix].max())) - origin + 1.0
+    key = o["process"][posix] * span + (o["start_s"][posix] - origin)
+    order = np.argsort(key, kind="stable")
+    key, cumulative = key[order], np.concatenate([[0.0], np.cumsum(o["duration_s"][posix][order])])
+    begin = o["process"][call_idx] * span + (o["start_s"][call_idx] - origin)
+    first = np.searchsorted(key, begin, side="left")
+    last = np.searchsorted(key, begin + o["duration_s"][call_idx], side="right")
+    if not (last > first).any():
+        return None
+    return np.minimum(cumulative[last] - cumulative[first], o["duration_s"][call_idx])
 
 
 def outside_io_s(job):
