@@ -111,6 +111,26 @@ def process_rules(a):
     return out
 
 
+def total_rules(a):
+    """One I/O time for the job: the headline's is the classes' sum, the POSIX and stdio layers'
+    sum and the processes' sum with the part of Darshan's shared records no rank holds; one time
+    lost: the headline's is the classes' sum."""
+    head, out = a["headline"], []
+    view = a["per_process"]
+    left_out = view["shared"]["left_out_s"] if view and view["shared"] else 0.0
+    totals = {"the classes": sum(row["seconds"] for row in a["classes"]),
+              "the layers": sum((row["posix"] or {}).get("seconds", 0.0) + (row["stdio"] or {}).get("seconds", 0.0)
+                                for row in a["layers"]),
+              "the processes": sum(row["io_s"] for row in a["processes"]) + left_out}
+    for where, seconds in totals.items():
+        if abs(seconds - head["io_s"]) > 1e-9 * max(1.0, head["io_s"]):
+            out.append(f"two I/O times for the job: {head['io_s']} s in the headline, {seconds} s in {where}")
+    lost = sum(row["lost_high_s"] for row in a["classes"])
+    if abs(lost - head["lost_high_s"]) > 1e-9 * max(1.0, head["lost_high_s"]):
+        out.append(f"two times lost for the job: {head['lost_high_s']} s in the headline, {lost} s in the classes")
+    return out
+
+
 def violations(a):
     """Every rule the assessment a breaks, as sentences (empty: it keeps them all)."""
     out = [f"not a finite number: {p}" for p in non_finite(a)]
@@ -120,4 +140,5 @@ def violations(a):
     out += verdict_rules(a["recommendations"])
     out += headline_rules(a)
     out += process_rules(a)
+    out += total_rules(a)
     return out

@@ -113,7 +113,9 @@ BREAKS = {
     "time lost above the I/O time": lambda a: a["headline"].__setitem__("lost_high_s", a["headline"]["io_s"] * 2),
     "lost share of the run time": lambda a: a["headline"].__setitem__("lost_share_of_runtime", 2.0),
     "processes with I/O of": lambda a: a["job"].__setitem__("processes_with_io", a["job"]["nprocs"] + 1),
-    "two I/O times for": lambda a: a["per_process"]["stragglers"]["ranks"][0].__setitem__("seconds", 1e6),
+    "two I/O times for rank": lambda a: a["per_process"]["stragglers"]["ranks"][0].__setitem__("seconds", 1e6),
+    "two I/O times for the job": lambda a: a["processes"][0].__setitem__("io_s", a["processes"][0]["io_s"] + 1.0),
+    "two times lost for the job": lambda a: a["classes"][0].__setitem__("lost_high_s", 1e6),
 }
 
 
