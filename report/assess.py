@@ -20,6 +20,7 @@ from .access_patterns import access_patterns
 from .classify import CAUSES, ROW_CLASSES, classify_ops, estimate_totals
 from .findings import recommendations, withheld_findings
 from .io_model import io_model_cell, site_grid_placement, write_throughput
+from .ledger import job_ledger, total
 from .metadata import known_only_from_metadata, metadata_section
 from .model_choice import file_models
 from .processes import launcher_processes, per_process_view, pid_or_none, process_io, process_table, shared_record_ranks
@@ -46,13 +47,14 @@ def assess(job, model, model_source="", site_grid=None, model_choice=None, probe
     models = file_models(job, model, model_source, model_choice)
     per_op = classify_ops(job, model, models)
     per_total = estimate_totals(job, model, models)
-    per_process = process_io(job, per_op, per_total)
+    ledger = job_ledger(job, per_op, per_total)
+    per_process = process_io(job, ledger)
     shared = shared_record_ranks(job, per_total)
     aggregation = aggregator_work(job)
     clock = WallClock(job)
     processes = process_table(job, per_process, shared, aggregation)
-    per_file = per_file_io(job, per_op, per_total)
-    headline = headline_numbers(job, per_op, per_total, processes)
+    per_file = per_file_io(job, ledger)
+    headline = headline_numbers(job, per_op, ledger, processes)
     cell = {**io_model_cell(job), **write_throughput(job)}
     assessment = {
         "format": FORMAT,
@@ -128,13 +130,10 @@ def job_facts(job, cell):
     }
 
 
-def headline_numbers(job, per_op, per_total, processes):
+def headline_numbers(job, per_op, ledger, processes):
     io = per_op["is_io"]
-    seconds = job.ops["duration_s"]
-    io_s = float(seconds[io].sum() + job.totals["seconds"][per_total["is_io"]].sum())
-    lost_exact = float(per_op["lost_s"][io].sum())
-    lost_low = lost_exact + float(per_total["lost_low_s"][per_total["is_io"]].sum())
-    lost_high = lost_exact + float(per_total["lost_high_s"][per_total["is_io"]].sum())
+    job_total = total(ledger)
+    io_s, lost_low, lost_high = job_total["seconds"], job_total["lost_low_s"], job_total["lost_high_s"]
     lost_by_cause = collections.Counter()
     for code, cls in enumerate(ROW_CLASSES):
         if cls in CAUSES:
@@ -146,7 +145,7 @@ def headline_numbers(job, per_op, per_total, processes):
         "io_s": io_s,
         "if_cached_low_s": io_s - lost_high, "if_cached_high_s": io_s - lost_low,
         "lost_low_s": lost_low, "lost_high_s": lost_high,
-        "estimate": bool(per_total["is_io"].any()),
+        "estimate": bool(ledger["estimated"].any()),
         "lost_share_of_io": ratio_or_none((lost_low + lost_high) / 2, io_s),
         "lost_by_cause": {cause: lost_by_cause[cause] for cause in ("storage", "stall", "allocation", "memory")},
         "runtime_s": finite_or_none(runtime),

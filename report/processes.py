@@ -7,6 +7,8 @@ import numpy as np
 from ioassess.inputs.job import LAYERS, META, MPIIO
 from ioassess.models.plain import ratio_or_none
 
+from .ledger import sums_by
+
 # The per-rank plot draws at most this many bars: beyond, each bar is a bin of consecutive ranks.
 RANK_PLOT_BINS = 200
 # The ranks that lost most, named in the per-process view.
@@ -15,20 +17,14 @@ MOST_LOST_NAMED = 3
 STRAGGLERS_NAMED = 5
 
 
-def process_io(job, per_op, per_total):
-    """Per process (index into Job.processes): the `ops`, I/O time `io_s`, time lost
-    (`lost_low_s`, `lost_high_s`) and `bytes` moved of its POSIX and STDIO I/O: its ops known one
-    by one and its own counter rows (rows of rank -1, shared by all ranks, are no process's)."""
-    n = len(job.processes)
-    ops, totals = job.ops, job.totals
-    io, tio = per_op["is_io"], per_total["is_io"] & (totals["process"] >= 0)
-    p, tp = ops["process"][io], totals["process"][tio]
-    lost = np.bincount(p, per_op["lost_s"][io], n)
-    return {"ops": np.bincount(p, minlength=n) + np.bincount(tp, totals["ops"][tio], n),
-            "io_s": np.bincount(p, ops["duration_s"][io], n) + np.bincount(tp, totals["seconds"][tio], n),
-            "lost_low_s": lost + np.bincount(tp, per_total["lost_low_s"][tio], n),
-            "lost_high_s": lost + np.bincount(tp, per_total["lost_high_s"][tio], n),
-            "bytes": np.bincount(p, np.maximum(ops["result"][io], 0), n) + np.bincount(tp, totals["bytes"][tio], n)}
+def process_io(job, ledger):
+    """Per process (index into Job.processes), from the job's ledger: the `ops`, I/O time `io_s`,
+    time lost (`lost_low_s`, `lost_high_s`) and `bytes` moved of its POSIX and STDIO I/O, its ops
+    known one by one and its own counter rows (rows of rank -1, shared by all ranks, are no
+    process's)."""
+    sums = sums_by(ledger, "process", len(job.processes))
+    return {"ops": sums["calls"], "io_s": sums["seconds"], "lost_low_s": sums["lost_low_s"],
+            "lost_high_s": sums["lost_high_s"], "bytes": sums["bytes"]}
 
 
 def shared_record_ranks(job, per_total):

@@ -15,6 +15,7 @@ from ioassess.site.probe.during_job import file_system_during_job
 
 from .classify import CLASS_CODES, ESTIMATED, IO_LAYERS, ROW_CLASSES
 from .ground_truth import agreement
+from .ledger import sums_by
 from .processes import pid_or_none
 
 TOP_FILES = 20
@@ -231,22 +232,12 @@ def runtime_files(job, per_op, per_total):
             "lost_high_s": lost + float(per_total["lost_high_s"][tio].sum())}
 
 
-def per_file_io(job, per_op, per_total):
-    """Per file (index into Job.files), the I/O of all processes (POSIX and STDIO reads, writes
-    and syncs, known one by one or from counters): `ops`, `bytes`, `seconds`, `lost_low_s`,
-    `lost_high_s`."""
-    nfiles = len(job.files)
-    ops, io, tio = job.ops, per_op["is_io"], per_total["is_io"]
-    f, tf_ = ops["file"][io], job.totals["file"][tio]
-
-    def per_file(values_ops, values_totals):
-        return np.bincount(f, values_ops, nfiles) + np.bincount(tf_, values_totals, nfiles)
-
-    return {"ops": per_file(np.ones(io.sum()), job.totals["ops"][tio].astype(float)),
-            "bytes": per_file(np.maximum(ops["result"][io], 0).astype(float), job.totals["bytes"][tio].astype(float)),
-            "seconds": per_file(ops["duration_s"][io], job.totals["seconds"][tio]),
-            "lost_low_s": per_file(per_op["lost_s"][io], per_total["lost_low_s"][tio]),
-            "lost_high_s": per_file(per_op["lost_s"][io], per_total["lost_high_s"][tio])}
+def per_file_io(job, ledger):
+    """Per file (index into Job.files), from the job's ledger: the I/O of all processes (POSIX
+    and STDIO reads, writes and syncs, known one by one or from counters): `ops`, `bytes`,
+    `seconds`, `lost_low_s`, `lost_high_s`."""
+    sums = sums_by(ledger, "file", len(job.files))
+    return {"ops": sums["calls"], **{name: sums[name] for name in ("bytes", "seconds", "lost_low_s", "lost_high_s")}}
 
 
 def file_table(job, per_op, per_total, per_file, top=TOP_FILES):
