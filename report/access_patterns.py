@@ -14,6 +14,7 @@ import numpy as np
 from ioassess.inputs.job import (DARSHAN_RECORD_COLUMNS, LAYERS, META, META_KINDS, MPIIO, POSIX, READ,
                                  UNASSESSED_MODULES, WRITE, Flag, concatenate_columns, op_column)
 
+from .ledger import groups_of
 from .stakes import WALL_CLOCK_HOW, capped, in_wall_clock, level_by_stake
 
 # Drishti 0.8's thresholds (drishti/includes/config.py), by its names.
@@ -476,8 +477,9 @@ def merged_calls_saving(o, rows, call_s):
     share of the group's calls that merging removes (1 - the merged calls over the calls)."""
     if not len(rows):
         return np.zeros(0)
-    key = o["process"][rows].astype(np.int64) * (int(o["file"][rows].max()) + 1) + o["file"][rows]
-    groups, inverse = np.unique(key, return_inverse=True)
+    files = int(o["file"][rows].max()) + 1
+    key = o["process"][rows].astype(np.int64) * files + o["file"][rows]
+    groups, inverse = groups_of(key, (int(o["process"][rows].max()) + 1) * files)
     calls = np.bincount(inverse, minlength=len(groups))
     nbytes = np.bincount(inverse, np.maximum(o["result"][rows], 0).astype(np.float64), len(groups))
     kept = np.maximum(np.ceil(nbytes / MERGED_REQUEST_BYTES), 1.0)
@@ -549,10 +551,12 @@ def redundant_traffic(job, records, ops):
         moved = np.flatnonzero(ops.of(POSIX, direction) & (o["offset"] >= 0) & (o["result"] > 0))
         again_share = repeated_share(o, moved, len(job.files))[o["file"][moved]]
         again = again_share > 0
-        # the same of each process's own requests of a file: what it moved again itself
-        _, own = np.unique(o["file"][moved].astype(np.int64) * max(len(job.processes), 1) + o["process"][moved],
-                           return_inverse=True)
-        own_share = repeated_share(o, moved, int(own.max()) + 1 if len(own) else 0, own.reshape(-1))[own.reshape(-1)]
+        # the same of each process's own requests of a file: what it moved again itself (the same
+        # share where each file is one process's)
+        pairs, own = groups_of(o["file"][moved].astype(np.int64) * max(len(job.processes), 1) + o["process"][moved],
+                               max(len(job.files), 1) * max(len(job.processes), 1))
+        one_each = len(pairs) == len(np.unique(pairs // max(len(job.processes), 1)))
+        own_share = again_share if one_each else repeated_share(o, moved, len(pairs), own)[own]
         counted = (records["layer"] == POSIX) & ops.counters_only(records) & (records[c["bytes"]] > 0)
         # float: a damaged log's highest offset may be near 2^63, where + 1 would wrap
         beyond = np.maximum(records[c["bytes"]].astype(np.float64) - (records[c["max_byte"]] + 1.0), 0.0)

@@ -43,12 +43,18 @@ def job_ledger(job, per_op, per_total):
 
 def _grouped(key, values, cells):
     """The distinct keys, in order, and the sum of each value over each key's entries."""
-    if cells <= DENSE_KEYS:
-        counts = np.bincount(key, minlength=cells)
-        present = np.flatnonzero(counts)
-        return present, {name: np.bincount(key, column, cells)[present] for name, column in values.items()}
-    present, inverse = np.unique(key, return_inverse=True)
+    present, inverse = groups_of(key, cells)
     return present, {name: np.bincount(inverse, column, len(present)) for name, column in values.items()}
+
+
+def groups_of(key, cells):
+    """(the distinct keys in order, each entry's position among them) of non-negative integer
+    keys below cells: by counting where cells are few (DENSE_KEYS), else by sorting."""
+    if cells <= DENSE_KEYS:
+        seen = np.bincount(key, minlength=cells) > 0
+        return np.flatnonzero(seen), (np.cumsum(seen) - 1)[key]
+    present, inverse = np.unique(key, return_inverse=True)
+    return present, inverse.reshape(-1)
 
 
 def sums_by(ledger, column, size, rows=None):
