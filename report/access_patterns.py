@@ -15,7 +15,7 @@ from ioassess.inputs.job import (DARSHAN_RECORD_COLUMNS, LAYERS, META, META_KIND
                                  UNASSESSED_MODULES, WRITE, Flag, concatenate_columns, op_column)
 
 from .ledger import groups_of
-from .stakes import WALL_CLOCK_HOW, capped, in_wall_clock, level_by_stake
+from .stakes import WALL_CLOCK_HOW, capped, in_wall_clock, level_by_stake, slowest_rank_share
 
 # Drishti 0.8's thresholds (drishti/includes/config.py), by its names.
 IMBALANCE_OPERATIONS = 0.1       # P01-P04: |writes - reads| over all, for one direction to dominate
@@ -378,10 +378,8 @@ def records_by_process(job, records, rec_idx, seconds):
     owner = np.where((owner < 0) & (rank >= 0), of_rank, owner)
     own = owner >= 0
     np.add.at(process_s, owner[own], seconds[own])
-    time = (np.nan_to_num(records["read_s"][rec_idx]) + np.nan_to_num(records["write_s"][rec_idx]) +
-            np.nan_to_num(records["meta_s"][rec_idx]))
-    slowest = np.nan_to_num(records["slowest_s"][rec_idx], nan=-1.0)
-    top_share = np.where((rank < 0) & (slowest >= 0) & (time > 0), slowest / np.where(time > 0, time, 1.0), 1.0)
+    top_share = slowest_rank_share({name: records[name][rec_idx] for name in
+                                    ("read_s", "write_s", "meta_s", "slowest_s", "rank")})
     return {"process_s": process_s, "shared_s": seconds[~own], "top_share": top_share[~own]}
 
 

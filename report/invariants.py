@@ -1,13 +1,14 @@
 """The rules every assessment keeps, so that each number on the page agrees with every other
 and with the job (docs/assessment.md, "The rules an assessment keeps"). `violations(a)` lists
-the broken ones as sentences; `ioassess report --check` prints them and exits 2, and with
+the broken ones as sentences; `ioassess report --check` prints them and exits 1, and with
 IOASSESS_CHECK_SCHEMA=1 (the tests) assess() raises on any (report/schema.py).
 """
 import math
 
+from .stakes import HIGH_MIN_SHARE_OF_RUNTIME
+
 # Rounding slack: sums of the same seconds taken in another order differ in their last bits.
 SLACK = 1e-9
-HIGH_MIN_SHARE_OF_RUNTIME = 0.01
 
 
 def _close_above(value, bound):

@@ -53,6 +53,16 @@ class WallClock:
         return wall, float(process_s.sum() + shared.sum())
 
 
+def slowest_rank_share(records):
+    """Per record (Darshan's record columns), the share of a shared record's time (reads, writes
+    and metadata) its slowest rank spent (*_F_SLOWEST_RANK_TIME); 1 for a rank's own record and
+    where it is not known."""
+    time = np.nan_to_num(records["read_s"]) + np.nan_to_num(records["write_s"]) + np.nan_to_num(records["meta_s"])
+    slowest = np.nan_to_num(records["slowest_s"], nan=-1.0)
+    known = (records["rank"] < 0) & (slowest >= 0) & (time > 0)
+    return np.where(known, slowest / np.where(time > 0, time, 1.0), 1.0)
+
+
 def heaviest_chain(starts, ends, weights):
     """The largest sum of weights over intervals that do not overlap (weighted interval
     scheduling), taking only intervals of positive weight."""
@@ -136,12 +146,8 @@ class JobSeconds:
     def __init__(self, job, per_op, per_total, per_file, clock):
         self.job, self.per_op, self.per_total, self.per_file, self.clock = job, per_op, per_total, per_file, clock
         records = job.darshan_records
-        time = np.nan_to_num(records["read_s"]) + np.nan_to_num(records["write_s"]) + np.nan_to_num(records["meta_s"])
-        slowest = np.nan_to_num(records["slowest_s"], nan=-1.0)
-        top = np.where((records["rank"] < 0) & (slowest >= 0) & (time > 0), slowest / np.where(time > 0, time, 1), 1.0)
-        self._top_of = {}
-        for file, layer, share in zip(records["file"].tolist(), records["layer"].tolist(), top.tolist()):
-            self._top_of[(file, layer)] = share
+        self._top_of = dict(zip(zip(records["file"].tolist(), records["layer"].tolist()),
+                                slowest_rank_share(records).tolist()))
 
     def of(self, op_rows, total_rows, op_seconds=None, total_seconds=None):
         """(process-seconds per process, seconds per shared row, their slowest ranks' shares) of

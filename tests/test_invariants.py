@@ -81,10 +81,11 @@ def shipped_assessments():
 def test_every_shipped_log_keeps_every_rule(shipped_assessments):
     broken = {name: violations(a) for name, a in shipped_assessments.items()}
     assert not any(broken.values()), broken
-    # what the rules are about is there to check: stakes of many ranks' jobs, several shared records
-    stakes = [(f["at_stake_s"], f["rank_seconds"]) for a in shipped_assessments.values()
-              for f in a["recommendations"] if f["at_stake_s"]]
-    assert any(rank_s > 10 * stake for stake, rank_s in stakes), "no finding of a job whose ranks ran side by side"
+    # what the rules are about is there to check: findings of jobs whose ranks ran side by side,
+    # whose wall-clock stake is not their processes' savings added up
+    side_by_side = [f["title"] for a in shipped_assessments.values() for f in a["recommendations"]
+                    if f["at_stake_s"] and f["rank_seconds"] and f["at_stake_s"] < f["rank_seconds"]]
+    assert side_by_side, "no finding of a job whose ranks ran side by side"
 
 
 def test_report_check_passes_on_a_shipped_log_and_names_the_rules_in_its_help(ioassess, tmp_path):
