@@ -8,8 +8,16 @@ actually saves. Three MPI jobs (tests/progs/mpi_stakes.c), each run beside its f
   balanced     the blocks split evenly; "fixed": the same program. The imbalance findings (the
                straggler finding, P18, P19) should not fire, or with a stake near the ~0 it saves.
   collective   the ranks compute, then read uncached data with MPI_File_read_all; fixed: the read
-               started with MPI_File_iread_all before the same computation, then MPI_Wait.
+               started with MPI_File_iread_at before the same computation, then MPI_Wait.
                Finding: M06 "Blocking MPI-IO reads".
+
+Storage that serves each rank at a rate of its own, as a parallel file system serves each
+client: every rank runs in a cgroup of its own whose reads of the input's disk the kernel holds
+to READ_REQUESTS_PER_S and READ_BYTES_PER_S (blkio throttling, cgroup v1 or v2; root). The bare
+virtual disk here serves two ranks' O_DIRECT reads 1.7 times as fast as one, not twice, and its
+uncached buffered reads cost the guest about as much kernel CPU as they take time, so that with
+every core computing overlap hides little of them (docs/assessment.md); where the kernel cannot
+throttle, the jobs run on the bare disk and the table says so.
 
 The saving is the median over the pairs of the unfixed program's elapsed time less its fixed
 twin's (MPI_Wtime inside the program, from the barrier after MPI_Init to the last barrier: the
@@ -18,7 +26,7 @@ is the median of the finding's at_stake_s over the unfixed runs' reports (0 wher
 fire). Target: the stake within 10 % of the saving (for the balanced job, of the run time).
 Prints a table and writes JSON (default bench/out/validate_stakes.json).
 
-usage: python3 bench/validate_stakes.py [--dir DIR] [--repeats N] [--ranks R] [--work MSTEPS]
+usage: python3 bench/validate_stakes.py [--dir DIR] [--repeats N] [--ranks R] [--work MSTEPS] [--bare]
 """
 import argparse
 import datetime
@@ -38,8 +46,10 @@ REPO = os.path.dirname(HERE)
 PROGRAM = os.path.join(REPO, "tests", "progs", "bin", "mpi_stakes")
 BLOCK = 4096                 # as in tests/progs/mpi_stakes.c
 SMALL_BLOCKS = 20000         # one rank / balanced: 80 MB in O_DIRECT reads of 4 KiB (~1 s alone here)
-LARGE_BLOCKS = 262144        # collective: 1 GiB read uncached, half per rank of two
-WORK = 300                   # million steps of computation before the collective read (~1 s here)
+LARGE_BLOCKS = 32768         # collective: 128 MiB read uncached, half per rank of two
+WORK = 900                   # million steps of computation before the collective read (~1.5 s here)
+READ_REQUESTS_PER_S = 8000   # per rank: 2.5 s for the 20000 blocks alone, 1.25 s split over two
+READ_BYTES_PER_S = 50 << 20  # per rank: 1.3 s for a rank's 64 MiB of the collective read
 TOLERANCE = 0.10
 STRAGGLERS = "Some ranks spent far longer in I/O than the others"
 # case: (unfixed mode, fixed mode, input, the findings the fix is about: titles or codes)
@@ -69,11 +79,66 @@ def write_input(path, blocks):
         os.fsync(f.fileno())
 
 
-def run(mode, data, blocks, ranks, work, trace_dir):
-    """One job under `ioassess run` (this checkout's): its elapsed time (printed by the
-    program), its time from outside, and its assessment."""
+def disk_of(path):
+    """MAJOR:MINOR of the whole disk holding path (the kernel throttles disks, not partitions),
+    or None when path is not on a block device."""
+    st = os.stat(path)
+    sysfs = f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    if not os.path.exists(sysfs):
+        return None
+    if os.path.exists(os.path.join(sysfs, "partition")):
+        sysfs = os.path.join(os.path.realpath(sysfs), "..")
+    with open(os.path.join(sysfs, "dev")) as f:
+        return f.read().strip()
+
+
+def throttled_cgroups(path, ranks):
+    """One new cgroup per rank, PREFIX0 .. PREFIX<ranks-1>, whose reads of path's disk the kernel
+    holds to READ_REQUESTS_PER_S and READ_BYTES_PER_S: (PREFIX, how) by cgroup v1's
+    blkio.throttle or v2's io.max; (None, why not) where this host cannot."""
+    disk = disk_of(path)
+    if disk is None:
+        return None, f"{path} is not on a block device"
+    name = f"ioassess-validate-{os.getpid()}-rank"
+    limits = {"blkio.throttle.read_iops_device": f"{disk} {READ_REQUESTS_PER_S}",
+              "blkio.throttle.read_bps_device": f"{disk} {READ_BYTES_PER_S}"}
+    prefix = None
+    try:
+        if os.path.exists("/sys/fs/cgroup/blkio/blkio.throttle.read_bps_device"):
+            prefix, how = os.path.join("/sys/fs/cgroup/blkio", name), "cgroup v1 blkio.throttle"
+        else:
+            with open("/sys/fs/cgroup/cgroup.controllers") as f:
+                if "io" not in f.read().split():
+                    return None, "no io controller in cgroup v2"
+            with open("/sys/fs/cgroup/cgroup.subtree_control", "w") as f:
+                f.write("+io")
+            prefix, how = os.path.join("/sys/fs/cgroup", name), "cgroup v2 io.max"
+            limits = {"io.max": f"{disk} riops={READ_REQUESTS_PER_S} rbps={READ_BYTES_PER_S}"}
+        for rank in range(ranks):
+            os.mkdir(f"{prefix}{rank}")
+            for control, value in limits.items():
+                with open(os.path.join(f"{prefix}{rank}", control), "w") as f:
+                    f.write(value)
+        return prefix, how
+    except OSError as e:
+        remove_cgroups(prefix, ranks)
+        return None, f"cannot throttle reads: {e}"
+
+
+def remove_cgroups(prefix, ranks):
+    for rank in range(ranks if prefix else 0):
+        if os.path.isdir(f"{prefix}{rank}"):
+            os.rmdir(f"{prefix}{rank}")
+
+
+def run(mode, data, blocks, ranks, work, trace_dir, cgroups):
+    """One job under `ioassess run` (this checkout's), each rank in cgroup CGROUPS<rank> when
+    cgroups is a prefix: its elapsed time (printed by the program), its time from outside, and
+    its assessment."""
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD" and not k.startswith("IOASSESS_")}
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    if cgroups:
+        env["MPI_STAKES_CGROUP"] = cgroups
     command = [sys.executable, "-m", "ioassess", "run", "--trace-dir", trace_dir, "--",
                shutil.which("mpiexec"), "-n", str(ranks), PROGRAM, mode, data, str(blocks), str(work)]
     started = time.perf_counter()
@@ -103,6 +168,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--work", type=int, default=WORK)
+    parser.add_argument("--bare", action="store_true", help="run on the bare disk, reads not throttled")
     parser.add_argument("--json", default=os.path.join(HERE, "out", "validate_stakes.json"))
     args = parser.parse_args()
     if not os.access(PROGRAM, os.X_OK):
@@ -110,10 +176,12 @@ def main():
     work_dir = tempfile.mkdtemp(prefix="validate-stakes-", dir=args.dir or "/tmp")
     inputs = {"small": (os.path.join(work_dir, "small"), SMALL_BLOCKS),
               "large": (os.path.join(work_dir, "large"), LARGE_BLOCKS)}
+    cgroups, throttle = None, None
     try:
         for data, blocks in inputs.values():
             os.mkdir(data)
             write_input(os.path.join(data, "input"), blocks)
+        cgroups, throttle = (None, "--bare") if args.bare else throttled_cgroups(work_dir, args.ranks)
         results = {}
         for case, (unfixed, fixed, which, about) in CASES.items():
             data, blocks = inputs[which]
@@ -121,7 +189,7 @@ def main():
             for i in range(args.repeats):
                 for kind, mode in (("unfixed", unfixed), ("fixed", fixed)):
                     runs[kind].append(run(mode, data, blocks, args.ranks, args.work,
-                                          os.path.join(work_dir, f"trace-{kind}-{i}")))
+                                          os.path.join(work_dir, f"trace-{kind}-{i}"), cgroups))
             saved = [u["elapsed_s"] - f["elapsed_s"] for u, f in zip(runs["unfixed"], runs["fixed"])]
             saved_outside = [u["outside_s"] - f["outside_s"] for u, f in zip(runs["unfixed"], runs["fixed"])]
             stakes = [stake_of(r["findings"], about) for r in runs["unfixed"]]
@@ -131,7 +199,8 @@ def main():
             others = sorted({f["code"] or f["title"] for r in runs["unfixed"] for f in r["findings"]
                              if f["level"] in ("high", "warn") and f["title"] not in about and f["code"] not in about})
             results[case] = {
-                "unfixed": unfixed, "fixed": fixed, "findings": list(about), "stake_s": stake,
+                "unfixed": unfixed, "fixed": fixed, "findings": list(about),
+                "stake_s": stake,
                 "stakes_s": stakes, "saving_s": saving, "savings_s": saved,
                 "saving_outside_s": statistics.median(saved_outside), "runtime_s": runtime,
                 "ratio": stake / saving if saving > 0 else None,
@@ -142,9 +211,13 @@ def main():
                 "runs": runs}
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
+        if cgroups:
+            remove_cgroups(cgroups, args.ranks)
 
     print(f"seconds at stake against the time the fix saves: {args.ranks} ranks, {args.repeats} pairs, "
           f"{cpu_name()}, {datetime.date.today()}")
+    print(f"storage: each rank's reads held to {READ_REQUESTS_PER_S} requests/s and {READ_BYTES_PER_S >> 20} MiB/s "
+          f"({throttle})" if cgroups else f"storage: the bare disk (reads not throttled: {throttle})")
     print(f"{'case':<11} {'finding':<14} {'fired':>5} {'stake s':>8} {'saved s':>8} {'spread s':>15} "
           f"{'outside s':>9} {'ratio':>6}  within 10 %")
     for case, r in results.items():
@@ -160,7 +233,9 @@ def main():
     with open(args.json, "w") as f:
         json.dump({"cpu": cpu_name(), "date": datetime.datetime.now().isoformat(timespec="seconds"),
                    "ranks": args.ranks, "repeats": args.repeats, "work_msteps": args.work,
-                   "tolerance": TOLERANCE, "cases": results}, f, indent=1)
+                   "tolerance": TOLERANCE, "storage": {"read_requests_per_s": READ_REQUESTS_PER_S, "read_bytes_per_s": READ_BYTES_PER_S,
+                               "throttled": cgroups is not None, "how": throttle},
+                   "cases": results}, f, indent=1)
     print(f"wrote {args.json}")
     return 0 if all(r["within"] for r in results.values()) else 1
 

@@ -831,7 +831,8 @@ def mpiio_usage(job, records, ops):
                                o["duration_s"][mask] if inside is None else inside, counted, records[c["seconds"]],
                                ("the blocking MPI-IO calls' time" if inside is None else
                                 "the POSIX I/O inside the blocking MPI-IO calls (what overlap hides; a call's "
-                                "wait for the other ranks to arrive is not I/O, and stays)",
+                                "wait for the other ranks to arrive is not I/O, and stays); an upper bound, reached "
+                                "where the I/O waits for storage rather than takes CPU that the computation needs",
                                 "the records' MPI-IO time"),
                                direction=DIRECTION_NAMES[direction])
             found.append(capped(blocking, outside_io_s(job) / max(job.nprocs, 1),

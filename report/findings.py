@@ -207,7 +207,8 @@ def straggler_findings(view, runtime_s):
                     files=stragglers["files"], ranks=ranks,
                     at_stake_how="the slowest rank's I/O time less the mean rank's: what the job waits for it "
                                  "beyond an even split, where the ranks wait for each other (wall-clock, at most the "
-                                 "run time)",
+                                 "run time); an upper bound, reached where storage serves ranks side by side as fast "
+                                 "each as one alone",
                     slowest_rank=slowest["rank"], slowest_s=slowest["seconds"], mean_s=mean_s,
                     slowest_bytes=slowest["bytes"], mean_bytes=stragglers["mean_bytes"],
                     imbalance=slowest["seconds"] / mean_s)
