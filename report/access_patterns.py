@@ -789,8 +789,8 @@ def imbalance_pattern(code, job, ops, records, rows, ranks_on_file, **counts):
 
 
 def mpiio_usage(job, records, ops):
-    """M01: an MPI job whose ranks moved data without MPI-IO (not judged when some of its data
-    went past POSIX, through modules ioassess does not assess: bytes_past_posix). M02/M03: more than 1000
+    """M01: an MPI job whose ranks moved data without MPI-IO (information only when some of its
+    data went past POSIX, through modules ioassess does not assess: bytes_past_posix). M02/M03: more than 1000
     MPI-IO reads (writes), none collective (M04/M05 when some are). M06/M07: MPI-IO used, no
     non-blocking reads (writes). At stake: M02/M03 the time of the independent MPI-IO calls, all
     that collective I/O could save; M06/M07 the POSIX I/O inside the blocking calls (io_inside:
@@ -798,11 +798,13 @@ def mpiio_usage(job, records, ops):
     the mean rank's time outside I/O (the computation it could hide behind)."""
     mpiio = records["layer"] == MPIIO
     if not mpiio.any():
-        if bytes_past_posix(job.unassessed):   # the job's I/O was not POSIX or stdio only: not judged
-            return []
         ranks = ranks_with_io(job, records)
         parallel = job.nprocs > 1 and any(p.rank >= 0 for p in job.processes)   # an MPI job's ranks
-        return [fact("M01", "warn", ranks_with_io=ranks)] if ranks > 1 and parallel else []
+        if not (ranks > 1 and parallel):
+            return []
+        past = bytes_past_posix(job.unassessed)   # went to DAOS, where ioassess does not judge it
+        return [fact("M01", "info", ranks_with_io=ranks, bytes_to_daos=past) if past else
+                fact("M01", "warn", ranks_with_io=ranks)]
     found = []
     o = job.ops
     for direction, c in ((READ, columns_of(READ)), (WRITE, columns_of(WRITE))):

@@ -18,7 +18,7 @@ from ioassess.models.plain import finite_or_none, ratio_or_none
 
 from .access_patterns import access_patterns
 from .classify import CAUSES, ROW_CLASSES, classify_ops, estimate_totals
-from .findings import recommendations, withheld_findings
+from .findings import recommendations
 from .io_model import io_model_cell, site_grid_placement, write_throughput
 from .ledger import job_ledger, total
 from .metadata import known_only_from_metadata, metadata_section
@@ -91,7 +91,6 @@ def assess(job, model, model_source="", site_grid=None, model_choice=None, probe
         "storage_targets": storage_targets(job, per_file),
     }
     assessment["recommendations"] = recommendations(assessment, JobSeconds(job, per_op, per_total, per_file, clock))
-    assessment["withheld_findings"] = withheld_findings(assessment)
     check_if_asked(assessment)
     return assessment
 

@@ -7,7 +7,7 @@ import numpy as np
 from ioassess.inputs.job import META, STDIO, SYNC
 from ioassess.units import bytes_text
 
-from .access_patterns import IMBALANCE_STRAGGLERS, bytes_past_posix
+from .access_patterns import IMBALANCE_STRAGGLERS
 from .classify import ALLOCATION, CLASS_CODES, STALL
 from .metadata import METADATA_RANK_S, SMALL_FILE_BYTES
 from .stakes import LEVELS, WALL_CLOCK_HOW, acting, in_wall_clock, level_by_stake, with_stake
@@ -157,26 +157,6 @@ def stdio_findings(layers, seconds, unassessed=()):
                     stdio_bytes=moved["stdio"], stdio_share=moved["stdio"] / total, stdio_s=stdio_s, **counted)
     return [seconds.stake_of(found, per_op["is_io"] & (job.ops["layer"] == STDIO),
                              per_total["is_io"] & (job.totals["layer"] == STDIO))]
-
-
-def withheld_findings(a):
-    """The findings not made because the log's evidence does not reach them, each {code, title,
-    why}: M01 (several processes, no MPI-IO) when some of the job's data went past POSIX and
-    MPI-IO through modules ioassess does not assess (DFS, DAOS): its I/O was not POSIX or stdio
-    only, and what that I/O would gain from MPI-IO is not judged."""
-    rows = {row["module"]: row for row in a["unassessed_modules"]}
-    past = bytes_past_posix(rows)
-    mpiio = any(row["mpiio"] for row in a["layers"])
-    if not past or mpiio or a["job"]["nprocs"] <= 1:
-        return []
-    through = ", ".join(f"{row['what']} ({bytes_text(row['bytes_read'] + row['bytes_written'])})"
-                        for row in rows.values() if row["goes_through"] == "DAOS" and
-                        row["bytes_read"] + row["bytes_written"])
-    title = PATTERN_WORDS["M01"][0]
-    return [{"code": "M01", "title": title,
-             "why": f"{bytes_text(past)} of the job's data went through {through}, to DAOS, past POSIX and MPI-IO: "
-                    "ioassess assesses only POSIX, MPI-IO and stdio, so it does not judge whether the ranks' I/O "
-                    "would gain from MPI-IO."}]
 
 
 def straggler_findings(view, runtime_s):
@@ -393,9 +373,8 @@ PATTERN_WORDS = {
     "P22": ("Ranks read unequal amounts of the same files", "Some ranks read far fewer bytes of a file than others "
             "(some none): the ranks that read most set the pace. Reading once and broadcasting, or an even split, "
             "balances them."),
-    "M01": ("Several processes, no MPI-IO", "The job's processes did their I/O with POSIX or stdio calls only: MPI-IO "
-            "(directly or through HDF5, NetCDF, ADIOS) can merge and align the ranks' requests, which plain calls "
-            "cannot."),
+    "M01": ("Several processes, no MPI-IO", "The job's ranks moved their data without MPI-IO: MPI-IO (directly or "
+            "through HDF5, NetCDF, ADIOS) can merge and align the ranks' requests, which plain calls cannot."),
     "M02": ("No collective MPI-IO reads", "The job read through MPI-IO with independent calls only: collective reads "
             "(MPI_File_read_all, _at_all) let MPI-IO merge the ranks' requests into few large ones from a few "
             "aggregators."),
@@ -449,6 +428,9 @@ AGAIN_WORDS = {
                         "together and does not tell which). Each byte written once, by one rank, saves the other "
                         "writes."),
 }
+DAOS_WORDS = (" Some of the data went to DAOS (see \"Modules not assessed\"), past POSIX and MPI-IO, where "
+              "ioassess does not assess it: whether that I/O would gain from MPI-IO is not judged, and this finding "
+              "is information only.")
 SHARED_RECORD_WORDS = (" Darshan's shared records count the ranks together: from them it cannot be told whether a "
                        "rank also moved its own bytes again.")
 # Numbers of a pattern that are not shown as numbers (they have their own place on the page).
@@ -461,6 +443,8 @@ def pattern_finding(p):
     title, text = AGAIN_WORDS.get((p["code"], p.get("again_by")), PATTERN_WORDS[p["code"]])
     if p.get("again_in_shared_records_bytes") and p.get("again_by") != "shared":
         text += SHARED_RECORD_WORDS
+    if p.get("bytes_to_daos"):
+        text += DAOS_WORDS
     numbers = {key: value for key, value in p.items() if key not in PATTERN_PLACES and value is not None}
     return dict(finding(title, text, p["at_stake_s"], code=p["code"], level=p["level"], files=p["files"],
                         ranks=p["ranks"], at_stake_how=p["at_stake_how"], **numbers), rank_seconds=p["rank_seconds"])

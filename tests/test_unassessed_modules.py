@@ -1,6 +1,6 @@
 """Darshan modules that move data ioassess does not assess (HDF5, PnetCDF, DFS, DAOS): their bytes
 and times are read (Job.unassessed) and shown, shares of the job's bytes count them, and findings
-that would speak of the job's whole I/O are not made where those modules' data went past POSIX
+that would speak of the job's whole I/O only inform where those modules' data went past POSIX
 (docs/assessment.md, "Modules not assessed"). PyDarshan ships HDF5 logs; no log it ships has DFS or
 DAOS records, so those are added to a copy of a shipped log by darshan-util's own log writer."""
 import itertools
@@ -16,7 +16,9 @@ from ioassess.report.findings import STDIO_BYTES_SHARE
 from test_darshan_log import darshan_util, rewritten_log, shipped  # noqa: F401 (darshan_util: a fixture)
 
 MIB = 1 << 20
-# darshan-util 3.5's DFS and DAOS modules: index, version, record layout, counters named as in the log.
+# darshan-util 3.5's DFS and DAOS modules: index, version, record layout (as in Darshan 3.5.0's
+# include/darshan-log-format.h, darshan-dfs-log-format.h, darshan-daos-log-format.h), counters
+# named as in the log.
 DFS = (16, 1, np.dtype([("id", "<u8"), ("rank", "<i8"), ("counters", "<i8", 52), ("fcounters", "<f8", 15),
                         ("uuids", "u1", 32)]))
 DAOS = (17, 1, np.dtype([("id", "<u8"), ("rank", "<i8"), ("counters", "<i8", 64), ("fcounters", "<f8", 15),
@@ -96,21 +98,23 @@ def test_dfs_and_daos_records_are_read(with_modules):
                                    "MPI-IO and STDIO are).")
 
 
-def test_a_dfs_job_s_stdio_share_counts_dfs_and_m01_is_not_said(with_modules, ioassess, tmp_path):
+def test_a_dfs_job_s_stdio_share_counts_dfs_and_m01_only_informs(with_modules, ioassess, tmp_path):
     """noposix.darshan: 512 ranks, 1.72 GiB through stdio, no MPI-IO (S01 and M01 on their own);
-    with 32 MiB through DFS the stdio share is over both, and M01 is not said, with why."""
+    with 32 MiB through DFS the stdio share is over both, and M01 is information only, saying
+    that the DAOS I/O is not judged."""
     plain, _ = report(ioassess, shipped("noposix.darshan"), tmp_path)
-    assert {"S01", "M01"} <= {r["code"] for r in plain["recommendations"]}
-    stdio_bytes = next(r for r in plain["recommendations"] if r["code"] == "S01")["numbers"]["stdio_bytes"]
+    codes = {r["code"]: r for r in plain["recommendations"]}
+    assert {"S01", "M01"} <= set(codes)
+    assert "bytes_to_daos" not in codes["M01"]["numbers"] and "DAOS" not in codes["M01"]["text"]
+    stdio_bytes = codes["S01"]["numbers"]["stdio_bytes"]
 
     a, html = report(ioassess, with_modules("noposix.darshan", records("DFS", DFS, [(-1, 0, 32 * MIB, 0, 2.0)])),
                      tmp_path)
     codes = {r["code"]: r for r in a["recommendations"]}
-    assert "M01" not in codes and not any(p["code"] == "M01" for p in a["access_patterns"])
-    [withheld] = a["withheld_findings"]
-    assert withheld["code"] == "M01" and "32.0 MiB of the job's data went through the DAOS file system" in \
-        withheld["why"]
-    assert "Not said: <b>Several processes, no MPI-IO</b> <span class=\"code\">M01</span>. 32.0 MiB" in html
+    m01 = codes["M01"]
+    assert m01["level"] == "info" and m01["at_stake_s"] is None and m01["numbers"]["bytes_to_daos"] == 32 * MIB
+    assert "whether that I/O would gain from MPI-IO is not judged" in m01["text"]
+    assert "whether that I/O would gain from MPI-IO is not judged" in html
     s01 = codes["S01"]["numbers"]
     assert s01["bytes_all_modules"] == stdio_bytes + 32 * MIB and s01["unassessed_modules"] == "DFS"
     assert s01["stdio_share"] == pytest.approx(stdio_bytes / (stdio_bytes + 32 * MIB))
@@ -122,18 +126,19 @@ def test_a_dfs_job_s_stdio_share_counts_dfs_and_m01_is_not_said(with_modules, io
 
 
 def test_stdio_is_not_much_of_the_data_when_dfs_moved_the_rest(with_modules, ioassess, tmp_path):
-    """The job of the bug: a few bytes through stdio, far more through DFS: no S01, no M01."""
+    """The job of the bug: a few bytes through stdio, far more through DFS: no S01, M01 only
+    informs."""
     plain, _ = report(ioassess, shipped("noposix.darshan"), tmp_path)
     stdio_bytes = next(r for r in plain["recommendations"] if r["code"] == "S01")["numbers"]["stdio_bytes"]
     dfs_bytes = int(stdio_bytes / STDIO_BYTES_SHARE) * 2
     a, _ = report(ioassess, with_modules("noposix.darshan", records("DFS", DFS, [(-1, dfs_bytes, 0, 1.0, 0)])),
                   tmp_path)
-    assert not {"S01", "M01"} & {r["code"] for r in a["recommendations"]}
-    assert [w["code"] for w in a["withheld_findings"]] == ["M01"]
+    levels = {r["code"]: r["level"] for r in a["recommendations"]}
+    assert "S01" not in levels and levels["M01"] == "info"
 
 
 def test_hdf5_bytes_count_in_the_shares_and_keep_m01(ioassess, tmp_path):
-    """HDF5's data goes on through MPI-IO or POSIX: nothing is withheld for it."""
+    """HDF5's data goes on through MPI-IO or POSIX, where it is assessed."""
     a, html = report(ioassess, shipped("ior_hdf5_example.darshan"), tmp_path)
-    assert [row["module"] for row in a["unassessed_modules"]] == ["H5D"] and a["withheld_findings"] == []
+    assert [row["module"] for row in a["unassessed_modules"]] == ["H5D"]
     assert "Modules not assessed" in html and "HDF5 datasets" in html
