@@ -233,7 +233,8 @@ def main():
     with open(args.json, "w") as f:
         json.dump({"cpu": cpu_name(), "date": datetime.datetime.now().isoformat(timespec="seconds"),
                    "ranks": args.ranks, "repeats": args.repeats, "work_msteps": args.work,
-                   "tolerance": TOLERANCE, "storage": {"read_requests_per_s": READ_REQUESTS_PER_S, "read_bytes_per_s": READ_BYTES_PER_S,
+                   "tolerance": TOLERANCE,
+                   "storage": {"read_requests_per_s": READ_REQUESTS_PER_S, "read_bytes_per_s": READ_BYTES_PER_S,
                                "throttled": cgroups is not None, "how": throttle},
                    "cases": results}, f, indent=1)
     print(f"wrote {args.json}")

@@ -20,7 +20,7 @@ from .access_patterns import access_patterns
 from .classify import CAUSES, ROW_CLASSES, classify_ops, estimate_totals
 from .findings import recommendations
 from .io_model import io_model_cell, site_grid_placement, write_throughput
-from .ledger import job_ledger, total
+from .ledger import io_rows, job_ledger, total
 from .metadata import known_only_from_metadata, metadata_section
 from .model_choice import file_models
 from .processes import launcher_processes, per_process_view, pid_or_none, process_io, process_table, shared_record_ranks
@@ -86,7 +86,7 @@ def assess(job, model, model_source="", site_grid=None, model_choice=None, probe
         "scatter": scatter_sample(job, per_op),
         "model_lines": model_lines(model),
         "file_system": file_system_while_running(job, per_op, probe_db),
-        "metadata": metadata_section(job, headline["io_s"]),
+        "metadata": metadata_section(job, ledger, headline["io_s"]),
         "access_patterns": access_patterns(job, per_op, per_total, clock),
         "storage_targets": storage_targets(job, per_file),
     }
@@ -130,8 +130,8 @@ def job_facts(job, cell):
 
 
 def headline_numbers(job, per_op, ledger, processes):
-    io = per_op["is_io"]
-    job_total = total(ledger)
+    io, io_in_ledger = per_op["is_io"], io_rows(ledger)
+    job_total = total(ledger, io_in_ledger)
     io_s, lost_low, lost_high = job_total["seconds"], job_total["lost_low_s"], job_total["lost_high_s"]
     lost_by_cause = collections.Counter()
     for code, cls in enumerate(ROW_CLASSES):
@@ -144,7 +144,7 @@ def headline_numbers(job, per_op, ledger, processes):
         "io_s": io_s,
         "if_cached_low_s": io_s - lost_high, "if_cached_high_s": io_s - lost_low,
         "lost_low_s": lost_low, "lost_high_s": lost_high,
-        "estimate": bool(ledger["estimated"].any()),
+        "estimate": bool(ledger["estimated"][io_in_ledger].any()),
         "lost_share_of_io": ratio_or_none((lost_low + lost_high) / 2, io_s),
         "lost_by_cause": {cause: lost_by_cause[cause] for cause in ("storage", "stall", "allocation", "memory")},
         "runtime_s": finite_or_none(runtime),

@@ -5,7 +5,6 @@ import collections
 import numpy as np
 
 from ioassess.inputs.job import META, STDIO, SYNC
-from ioassess.units import bytes_text
 
 from .access_patterns import IMBALANCE_STRAGGLERS
 from .classify import ALLOCATION, CLASS_CODES, STALL

@@ -132,6 +132,27 @@ def total_rules(a):
     return out
 
 
+def metadata_rules(a):
+    """One metadata time for the job: the metadata section's is the sum over its file systems and
+    over the POSIX and stdio layers; its ranks (with Darshan's shared records) hold no more."""
+    meta, out = a["metadata"], []
+    if not meta:
+        return out
+    layers = [meta["layers"][name] or {} for name in ("posix", "stdio")]
+    totals = {"its file systems": sum(fs["seconds"] for fs in meta["file_systems"]),
+              "the POSIX and stdio layers": sum(layer.get("seconds", 0.0) for layer in layers)}
+    for where, seconds in totals.items():
+        if abs(seconds - meta["seconds"]) > 1e-9 * max(1.0, meta["seconds"]):
+            out.append(f"two metadata times for the job: {meta['seconds']} s in all, {seconds} s in {where}")
+    ranks = meta["per_rank"]
+    if ranks:
+        held = (ranks["spread"]["mean_s"] * ranks["count"] if ranks["spread"] else 0.0) + \
+            (ranks["shared"]["seconds"] if ranks["shared"] else 0.0)
+        if _close_above(held, meta["seconds"] * (1 + 1e-9)):
+            out.append(f"the ranks hold {held} s of metadata time, more than the job's {meta['seconds']} s")
+    return out
+
+
 def violations(a):
     """Every rule the assessment a breaks, as sentences (empty: it keeps them all)."""
     out = [f"not a finite number: {p}" for p in non_finite(a)]
@@ -142,4 +163,5 @@ def violations(a):
     out += headline_rules(a)
     out += process_rules(a)
     out += total_rules(a)
+    out += metadata_rules(a)
     return out

@@ -1,8 +1,9 @@
-"""One account of the job's time: its I/O (POSIX and stdio reads, writes and syncs) per process,
-file, layer and direction, with calls, bytes, seconds and time lost (low, high), and whether
-they are known one by one (ops) or from counters (estimated). Every total of the assessment
-(per process, per file, the headline) is a sum over this one table, so no two sections can
-disagree about one process, file or the job (docs/assessment.md, "The rules an assessment
+"""One account of the job's time: its I/O (POSIX and stdio reads, writes and syncs) and its
+metadata calls (of every layer) per process, file, layer and direction, with calls, bytes,
+seconds and time lost (low, high; none for metadata calls), and whether they are known one by
+one (ops) or from counters (estimated). Every total of the assessment (per process, per file,
+the headline, the metadata section's totals) is a sum over this one table, so no two sections
+can disagree about one process, file or the job (docs/assessment.md, "The rules an assessment
 keeps").
 
 Rows of counters shared by all ranks (Darshan's rank -1 records) have process -1: they are the
@@ -10,7 +11,7 @@ job's and their files', no process's own (report/processes.py says what they say
 """
 import numpy as np
 
-from ioassess.inputs.job import DIRECTIONS, LAYERS
+from ioassess.inputs.job import DIRECTIONS, LAYERS, META
 
 QUANTITIES = ("calls", "bytes", "seconds", "lost_low_s", "lost_high_s")
 # Keys up to this many cells are grouped by counting (no sort); more, by sorting the keys.
@@ -19,26 +20,45 @@ DENSE_KEYS = 1 << 20
 
 def job_ledger(job, per_op, per_total):
     """The ledger of a job (columns: process, file, layer, direction, estimated, and QUANTITIES):
-    the I/O ops of per_op["is_io"] grouped by (process, file, layer, direction), then the
-    counter rows of per_total["is_io"], estimated."""
-    ops, io = job.ops, per_op["is_io"]
+    the I/O ops of per_op["is_io"] and the metadata calls grouped by (process, file, layer,
+    direction), then the counter rows of per_total["is_io"] and of metadata, estimated."""
+    ops, totals = job.ops, job.totals
+    chosen = per_op["is_io"] | (ops["direction"] == META)
+    tio = per_total["is_io"] | (totals["direction"] == META)
+    io = per_op["is_io"][chosen]
     shape = (max(len(job.processes), 1), max(len(job.files), 1), len(LAYERS), len(DIRECTIONS))
-    key = np.ravel_multi_index((ops["process"][io], ops["file"][io], ops["layer"][io], ops["direction"][io]), shape)
-    values = {"calls": np.ones(len(key)), "bytes": np.maximum(ops["result"][io], 0).astype(np.float64),
-              "seconds": ops["duration_s"][io], "lost_low_s": per_op["lost_s"][io], "lost_high_s": per_op["lost_s"][io]}
+    key = np.ravel_multi_index((ops["process"][chosen], ops["file"][chosen], ops["layer"][chosen],
+                                ops["direction"][chosen]), shape)
+    lost = np.where(io, per_op["lost_s"][chosen], 0.0)
+    values = {"calls": np.ones(len(key)),
+              "bytes": np.where(io, np.maximum(ops["result"][chosen], 0), 0).astype(np.float64),
+              "seconds": ops["duration_s"][chosen], "lost_low_s": lost, "lost_high_s": lost}
     cells, summed = _grouped(key, values, int(np.prod(shape)))
     process, file, layer, direction = np.unravel_index(cells, shape)
-    totals, tio = job.totals, per_total["is_io"]
+    counted_io = per_total["is_io"][tio]
+
+    def counted(column):   # a counter row's amount where it is I/O, 0 for metadata
+        return np.where(counted_io, column[tio], 0).astype(np.float64)
     return {"process": np.concatenate([process, totals["process"][tio]]).astype(np.int64),
             "file": np.concatenate([file, totals["file"][tio]]).astype(np.int64),
             "layer": np.concatenate([layer, totals["layer"][tio]]).astype(np.int64),
             "direction": np.concatenate([direction, totals["direction"][tio]]).astype(np.int64),
             "estimated": np.concatenate([np.zeros(len(cells), bool), np.ones(int(tio.sum()), bool)]),
             "calls": np.concatenate([summed["calls"], totals["ops"][tio].astype(np.float64)]),
-            "bytes": np.concatenate([summed["bytes"], totals["bytes"][tio].astype(np.float64)]),
+            "bytes": np.concatenate([summed["bytes"], counted(totals["bytes"])]),
             "seconds": np.concatenate([summed["seconds"], totals["seconds"][tio]]),
-            "lost_low_s": np.concatenate([summed["lost_low_s"], per_total["lost_low_s"][tio]]),
-            "lost_high_s": np.concatenate([summed["lost_high_s"], per_total["lost_high_s"][tio]])}
+            "lost_low_s": np.concatenate([summed["lost_low_s"], counted(per_total["lost_low_s"])]),
+            "lost_high_s": np.concatenate([summed["lost_high_s"], counted(per_total["lost_high_s"])])}
+
+
+def io_rows(ledger):
+    """The rows of the job's I/O: POSIX and stdio reads, writes and syncs."""
+    return ledger["direction"] != META
+
+
+def metadata_rows(ledger, layers=("posix", "stdio")):
+    """The rows of the metadata calls of the layers named."""
+    return (ledger["direction"] == META) & np.isin(ledger["layer"], [LAYERS.index(name) for name in layers])
 
 
 def _grouped(key, values, cells):

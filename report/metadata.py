@@ -13,10 +13,11 @@ import os
 
 import numpy as np
 
-from ioassess.inputs.job import LAYERS, META, META_KINDS, MPIIO, STANDARD_STREAMS, op_column
+from ioassess.inputs.job import LAYERS, META, META_KINDS, STANDARD_STREAMS, op_column
 from ioassess.models.plain import ratio_or_none
 
 from .classify import IO_LAYERS
+from .ledger import io_rows, metadata_rows, sums_by, total
 from .processes import io_units, pid_or_none, spread
 
 TOP_CALLS = 10           # the slowest calls listed
@@ -59,45 +60,47 @@ def known_only_from_metadata(job):
     return len(meta_files - io_files), len(processes)
 
 
-def metadata_section(job, io_s):
+def metadata_section(job, ledger, io_s):
     """The metadata section (docs/assessment.md, `metadata`), or None when no input gives
-    metadata calls. io_s: the job's I/O time (headline), for the share."""
+    metadata calls. ledger: the job's (report/ledger.py), whose metadata rows its calls and
+    seconds (in all, per layer, file system, file and rank) are sums of; io_s: the job's I/O time
+    (headline), for the share."""
     op_meta, total_meta = metadata_calls(job)
-    mpiio = _layer_amounts(job, MPIIO)
-    if not (op_meta.any() or total_meta.any() or mpiio):
+    rows = metadata_rows(ledger)
+    layers = {name: _layer_amounts(ledger, name) for name in LAYERS}
+    if not (rows.any() or layers["mpiio"]):
         return None
-    ops, totals = job.ops, job.totals
-    seconds = float(ops["duration_s"][op_meta].sum() + totals["seconds"][total_meta].sum())
-    tier = "mixed" if op_meta.any() and total_meta.any() else "ops" if op_meta.any() else \
-        "counters" if total_meta.any() else "none"
+    amounts = total(ledger, rows)
+    counted = rows & ledger["estimated"]
+    tier = "mixed" if (rows & ~counted).any() and counted.any() else "counters" if counted.any() else \
+        "ops" if rows.any() else "none"
+    per_file = sums_by(ledger, "file", len(job.files), rows)
     return {
         "tier": tier,
-        "calls": int(np.count_nonzero(op_meta) + totals["ops"][total_meta].sum()),
-        "seconds": seconds,
-        "share_of_io": ratio_or_none(seconds, io_s + seconds),
-        "layers": {LAYERS[code]: _layer_amounts(job, code) for code in range(len(LAYERS))},
+        "calls": int(amounts["calls"]),
+        "seconds": amounts["seconds"],
+        "share_of_io": ratio_or_none(amounts["seconds"], io_s + amounts["seconds"]),
+        "layers": layers,
         "kinds": _kinds(job, op_meta),
-        "counted_s": float(totals["seconds"][total_meta].sum()) if total_meta.any() else None,
-        "file_systems": _file_systems(job, op_meta, total_meta),
+        "counted_s": total(ledger, counted)["seconds"] if counted.any() else None,
+        "file_systems": _file_systems(job, per_file),
         "slowest_calls": _slowest_calls(job, op_meta),
-        "paths": _paths(job, op_meta, total_meta),
-        "files": len(set(ops["file"][op_meta].tolist()) | set(totals["file"][total_meta].tolist())),
-        "per_rank": _per_rank(job, op_meta, total_meta),
+        "paths": _paths(job, op_meta, total_meta, per_file),
+        "files": int(np.count_nonzero((per_file["calls"] > 0) | (per_file["seconds"] > 0))),
+        "per_rank": _per_rank(job, ledger, rows),
         "repeated": _repeated(job, op_meta),
         "missing": _missing(job, op_meta),
-        "small_files": _small_files(job, op_meta, total_meta),
+        "small_files": _small_files(job, op_meta, ledger, per_file),
     }
 
 
-def _layer_amounts(job, code):
+def _layer_amounts(ledger, name):
     """Calls and seconds of one layer's metadata calls, None without any."""
-    ops, totals = job.ops, job.totals
-    op_rows = (ops["direction"] == META) & (ops["layer"] == code)
-    total_rows = (totals["direction"] == META) & (totals["layer"] == code)
-    if not (op_rows.any() or total_rows.any()):
+    rows = metadata_rows(ledger, (name,))
+    if not rows.any():
         return None
-    return {"calls": int(np.count_nonzero(op_rows) + totals["ops"][total_rows].sum()),
-            "seconds": float(ops["duration_s"][op_rows].sum() + totals["seconds"][total_rows].sum())}
+    amounts = total(ledger, rows)
+    return {"calls": int(amounts["calls"]), "seconds": amounts["seconds"]}
 
 
 def _kind_names(job, op_meta):
@@ -132,22 +135,12 @@ def _kinds(job, op_meta):
     return rows
 
 
-def _per_file(job, op_meta, total_meta):
-    """Per file of Job.files: metadata calls and seconds (both tiers)."""
-    n = len(job.files)
-    ops, totals = job.ops, job.totals
-    calls = np.bincount(ops["file"][op_meta], minlength=n) + \
-        np.bincount(totals["file"][total_meta], totals["ops"][total_meta], n).astype(np.int64)
-    seconds = np.bincount(ops["file"][op_meta], ops["duration_s"][op_meta], n) + \
-        np.bincount(totals["file"][total_meta], totals["seconds"][total_meta], n)
-    return calls, seconds
-
-
-def _file_systems(job, op_meta, total_meta):
+def _file_systems(job, per_file):
     """Per file system (mount point and type of the files; "" where unknown): files, calls,
-    seconds, most seconds first. Where the mount point is not known (traces without a Darshan
-    log), `files_under` is the deepest directory that holds all its files ("" if none)."""
-    calls, seconds = _per_file(job, op_meta, total_meta)
+    seconds, most seconds first (per_file: the ledger's metadata sums per file). Where the mount
+    point is not known (traces without a Darshan log), `files_under` is the deepest directory
+    that holds all its files ("" if none)."""
+    calls, seconds = per_file["calls"], per_file["seconds"]
     by_fs, names = {}, {}
     for i in np.flatnonzero(calls > 0).tolist():
         key = (job.files[i].mount_point, job.files[i].fs_type)
@@ -195,12 +188,12 @@ def _error_name(result):
     return errno.errorcode.get(-result, f"errno {-result}")
 
 
-def _paths(job, op_meta, total_meta, top=TOP_PATHS):
-    """The files or directories whose metadata calls cost most: calls and seconds, and of the
-    calls known one by one the failures and those that found no such path (ENOENT); the calls
-    per kind (known one by one or counted); and the processes that made them (every rank for
-    a Darshan record shared by all)."""
-    calls, seconds = _per_file(job, op_meta, total_meta)
+def _paths(job, op_meta, total_meta, per_file, top=TOP_PATHS):
+    """The files or directories whose metadata calls cost most: calls and seconds (per_file: the
+    ledger's metadata sums per file), and of the calls known one by one the failures and those
+    that found no such path (ENOENT); the calls per kind (known one by one or counted); and the
+    processes that made them (every rank for a Darshan record shared by all)."""
+    calls, seconds = per_file["calls"], per_file["seconds"]
     ops, totals = job.ops, job.totals
     n = len(job.files)
     errors = np.bincount(ops["file"][op_meta & (ops["result"] < 0)], minlength=n)
@@ -230,21 +223,17 @@ def _paths(job, op_meta, total_meta, top=TOP_PATHS):
     return rows
 
 
-def _per_rank(job, op_meta, total_meta):
+def _per_rank(job, ledger, rows):
     """Metadata time per rank (or per process, in a job of one rank: io_units' units), its
     spread (spread: mean, median, max, imbalance) and the units above METADATA_RANK_S; calls
     and seconds in Darshan records shared by all ranks, which no unit's numbers contain.
-    None without metadata time of any unit."""
+    None without metadata time of any unit. rows: the ledger's metadata rows."""
     n = len(job.processes)
-    ops, totals = job.ops, job.totals
-    own = total_meta & (totals["process"] >= 0)
-    seconds = np.bincount(ops["process"][op_meta], ops["duration_s"][op_meta], n) + \
-        np.bincount(totals["process"][own], totals["seconds"][own], n)
-    calls = np.bincount(ops["process"][op_meta], minlength=n) + \
-        np.bincount(totals["process"][own], totals["ops"][own], n).astype(np.int64)
+    sums = sums_by(ledger, "process", n, rows)
+    calls, seconds = sums["calls"].astype(np.int64), sums["seconds"]
     units = io_units(job, {"ops": calls, "io_s": seconds, "lost_low_s": np.zeros(n), "lost_high_s": np.zeros(n)})
-    shared = total_meta & (totals["process"] < 0)
-    in_shared = {"calls": int(totals["ops"][shared].sum()), "seconds": float(totals["seconds"][shared].sum())} \
+    shared = rows & (ledger["process"] < 0)
+    in_shared = {"calls": int(ledger["calls"][shared].sum()), "seconds": float(ledger["seconds"][shared].sum())} \
         if shared.any() else None
     if not len(units["io_s"]) or not units["io_s"].any():
         return None if in_shared is None else {"unit": units["unit"], "count": len(units["io_s"]), "spread": None,
@@ -293,24 +282,21 @@ def _missing(job, op_meta):
             "paths": len(np.unique(job.ops["file"][chosen]))}
 
 
-def _small_files(job, op_meta, total_meta):
+def _small_files(job, op_meta, ledger, per_file):
     """Files opened (a successful open known one by one, or an open counted; not the standard
-    streams Darshan counts as opened) that moved at most
-    SMALL_FILE_BYTES (reads and writes of the POSIX and STDIO layers, all processes): how many,
-    of how many opened, and their metadata calls and seconds."""
+    streams Darshan counts as opened) that moved at most SMALL_FILE_BYTES (the ledger's reads and
+    writes, all processes): how many, of how many opened, and their metadata calls and seconds
+    (per_file: the ledger's metadata sums per file)."""
     n = len(job.files)
-    ops, totals, counted = job.ops, job.totals, job.meta_kinds
+    ops, counted = job.ops, job.meta_kinds
     opened = np.zeros(n, bool)
     open_code = META_KINDS.index("open")
     opened[ops["file"][op_meta & (op_column(ops, "meta_kind") == open_code) & (ops["result"] >= 0)]] = True
     opened[counted["file"][np.isin(counted["layer"], IO_LAYERS) & (counted["kind"] == open_code)]] = True
     opened &= np.array([f.name not in STANDARD_STREAMS for f in job.files], bool)
-    io = np.isin(ops["layer"], IO_LAYERS) & (ops["direction"] < 2)
-    tio = np.isin(totals["layer"], IO_LAYERS) & (totals["direction"] < 2)
-    moved = np.bincount(ops["file"][io], np.maximum(ops["result"][io], 0), n) + \
-        np.bincount(totals["file"][tio], totals["bytes"][tio], n)
+    moved = sums_by(ledger, "file", n, io_rows(ledger))["bytes"]
     small = opened & (moved <= SMALL_FILE_BYTES)
-    calls, seconds = _per_file(job, op_meta, total_meta)
+    calls, seconds = per_file["calls"], per_file["seconds"]
     return {"files": int(np.count_nonzero(small)), "opened": int(np.count_nonzero(opened)),
             "bytes": int(moved[small].sum()), "calls": int(calls[small].sum()),
             "seconds": float(seconds[small].sum())}

@@ -7,7 +7,7 @@ import numpy as np
 from ioassess.inputs.job import LAYERS, META, MPIIO
 from ioassess.models.plain import ratio_or_none
 
-from .ledger import sums_by
+from .ledger import io_rows, sums_by
 
 # The per-rank plot draws at most this many bars: beyond, each bar is a bin of consecutive ranks.
 RANK_PLOT_BINS = 200
@@ -22,7 +22,7 @@ def process_io(job, ledger):
     time lost (`lost_low_s`, `lost_high_s`) and `bytes` moved of its POSIX and STDIO I/O, its ops
     known one by one and its own counter rows (rows of rank -1, shared by all ranks, are no
     process's)."""
-    sums = sums_by(ledger, "process", len(job.processes))
+    sums = sums_by(ledger, "process", len(job.processes), io_rows(ledger))
     return {"ops": sums["calls"], "io_s": sums["seconds"], "lost_low_s": sums["lost_low_s"],
             "lost_high_s": sums["lost_high_s"], "bytes": sums["bytes"]}
 

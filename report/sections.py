@@ -15,7 +15,7 @@ from ioassess.site.probe.during_job import file_system_during_job
 
 from .classify import CLASS_CODES, ESTIMATED, IO_LAYERS, ROW_CLASSES
 from .ground_truth import agreement
-from .ledger import sums_by
+from .ledger import io_rows, sums_by
 from .processes import pid_or_none
 
 TOP_FILES = 20
@@ -236,7 +236,7 @@ def per_file_io(job, ledger):
     """Per file (index into Job.files), from the job's ledger: the I/O of all processes (POSIX
     and STDIO reads, writes and syncs, known one by one or from counters): `ops`, `bytes`,
     `seconds`, `lost_low_s`, `lost_high_s`."""
-    sums = sums_by(ledger, "file", len(job.files))
+    sums = sums_by(ledger, "file", len(job.files), io_rows(ledger))
     return {"ops": sums["calls"], **{name: sums[name] for name in ("bytes", "seconds", "lost_low_s", "lost_high_s")}}
 
 
