@@ -66,7 +66,7 @@ def assess(job, model, model_source="", site_grid=None, model_choice=None, probe
         "headline": headline,
         "kernel": kernel_word(job, per_op),
         "classes": class_table(job, per_op, per_total),
-        "flushes": flushes(job, model),
+        "flushes": flushes(job, models),
         "layers": layer_table(job),
         "unassessed_modules": unassessed_module_table(job),
         "asynchronous": asynchronous_io(job, per_op),

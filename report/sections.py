@@ -72,11 +72,12 @@ def _row(cls, direction, count, nbytes, seconds, lost_low, lost_high):
             "lost_low_s": lost_low, "lost_high_s": lost_high}
 
 
-def flushes(job, model):
-    """The POSIX syncs (fsync, fdatasync) that succeeded, against the model's flushed line at the
-    bytes each had at most to write back: what its process wrote to the file since its previous
-    sync of it (the kernel may have written some back before). None without syncs; the model
-    figures None without a flushed line."""
+def flushes(job, models):
+    """The POSIX syncs (fsync, fdatasync) that succeeded, against the flushed line of the model
+    that judges each one's file (models: model_choice.file_models's) at the bytes each had at
+    most to write back: what its process wrote to the file since its previous sync of it (the
+    kernel may have written some back before). None without syncs; the model figures None
+    where one of those models has no flushed line."""
     ops = job.ops
     posix = ops["layer"] == POSIX
     is_sync = posix & (ops["direction"] == SYNC) & (ops["result"] >= 0)
@@ -101,13 +102,25 @@ def flushes(job, model):
     result = {"syncs": len(at_sync), "seconds": float(seconds.sum()), "bytes_written_before": int(dirty.sum()),
               "files": len(np.unique(ops["file"][order][at_sync])),
               **dict.fromkeys(("typical_s", "fixed_s", "beyond_bound_s", "beyond_bound_syncs"))}
-    line = model.lines.get(("sync", FLUSHED, "rnd")) or model.lines.get(("sync", FLUSHED, "off0"))
-    if line is not None and line.typical is not None:
-        beyond = np.maximum(seconds - line.bound.predict(dirty), 0.0)
-        result.update(typical_s=float(line.typical.predict(dirty).sum()),
-                      fixed_s=float(len(at_sync) * line.typical.predict(0.0)),
+    judged_by, of_file = models
+    model_of_sync = of_file[ops["file"][order][at_sync]]
+    lines = {m: flushed_line(judged_by[m]) for m in np.unique(model_of_sync).tolist()}
+    if all(line is not None for line in lines.values()):
+        typical, fixed, bound = np.zeros(len(at_sync)), np.zeros(len(at_sync)), np.zeros(len(at_sync))
+        for m, line in lines.items():
+            here = model_of_sync == m
+            typical[here], bound[here] = line.typical.predict(dirty[here]), line.bound.predict(dirty[here])
+            fixed[here] = line.typical.predict(0.0)
+        beyond = np.maximum(seconds - bound, 0.0)
+        result.update(typical_s=float(typical.sum()), fixed_s=float(fixed.sum()),
                       beyond_bound_s=float(beyond.sum()), beyond_bound_syncs=int(np.count_nonzero(beyond)))
     return result
+
+
+def flushed_line(model):
+    """A model's line of syncs that flush written data, None without one."""
+    line = model.lines.get(("sync", FLUSHED, "rnd")) or model.lines.get(("sync", FLUSHED, "off0"))
+    return line if line is not None and line.typical is not None else None
 
 
 def layer_table(job):

@@ -11,6 +11,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -22,6 +23,7 @@ from ioassess.inputs.load import load_job
 from ioassess.models.modelfile import DEFAULT_MODEL, PRETRAINED_DIR, load_model
 from ioassess.report.classify import classify_ops, classify_ops_of, estimate_totals, estimate_totals_of
 from ioassess.report.model_choice import choose_model, file_models
+from ioassess.report.sections import flushes
 from recorder_helpers import shipped_darshan_logs, tool
 from test_darshan_log import darshan_util, rewrite  # noqa: F401
 
@@ -308,6 +310,43 @@ def test_lustre_files_under_a_containers_overlay_root_are_judged_by_the_lustre_m
                                        "this job's I/O time went to overlay at /:")
     assert "went to lustre" not in choice["banner"]
     assert 'id="file-system-models"' in html and escaped(main["reason"]) in html
+
+
+def test_each_sync_is_judged_by_its_file_s_model(ioassess, tmp_path):
+    """A traced job that syncs a large write to one file and small writes three times to
+    another: with each file judged by another model (the shipped one, and a copy whose flushes
+    take twice as long), each sync's typical and fixed time are those of its own file's model:
+    the two ways round sum to both models judging everything."""
+    script = ("import os\n"
+              f"for name, size, syncs in (('a', 1 << 20, 1), ('b', 4096, 3)):\n"
+              f"    fd = os.open({str(tmp_path)!r} + '/' + name, os.O_WRONLY | os.O_CREAT, 0o600)\n"
+              "    for _ in range(syncs):\n"
+              "        os.write(fd, os.urandom(size)); os.fsync(fd)\n"
+              "    os.close(fd)\n")
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", sys.executable, "-c", script)
+    assert result.returncode == 0, result.stderr
+    job = load_job([str(tmp_path / "t")])
+    with open(os.path.join(PRETRAINED_DIR, f"{DEFAULT_MODEL}.json")) as f:
+        slower = json.load(f)
+    for line in slower["lines"]:
+        if line["op"] == "sync":
+            for part in ("typical", "bound"):
+                for size in line[part].values():
+                    size.update(intercept_s=2 * size["intercept_s"], slope_s_per_byte=2 * size["slope_s_per_byte"])
+    slower["name"] = "slower-flushes"
+    (tmp_path / "slower.json").write_text(json.dumps(slower))
+    models = [load_model(os.path.join(PRETRAINED_DIR, f"{DEFAULT_MODEL}.json")), load_model(tmp_path / "slower.json")]
+    on_a = np.array([os.path.basename(f.name) == "a" for f in job.files])
+    assert on_a.sum() == 1 and sum(os.path.basename(f.name) == "b" for f in job.files) == 1
+
+    def judged(of_file):
+        return flushes(job, (models, of_file.astype(np.int64)))
+    both = [judged(np.where(on_a, 0, 1)), judged(np.where(on_a, 1, 0))]
+    alone = [judged(np.zeros(len(job.files))), judged(np.ones(len(job.files)))]
+    assert all(r["syncs"] == 4 for r in both + alone)
+    for name in ("typical_s", "fixed_s"):
+        assert alone[0][name] < both[0][name] < alone[1][name] and alone[0][name] < both[1][name] < alone[1][name]
+        assert both[0][name] + both[1][name] == pytest.approx(alone[0][name] + alone[1][name], rel=1e-12)
 
 
 def test_each_file_system_of_a_job_is_judged_by_its_own_model(tmp_path, rewrite):  # noqa: F811
