@@ -14,6 +14,8 @@ import pwd
 import shutil
 import signal
 import subprocess
+import tempfile
+import threading
 import time
 
 import darshan
@@ -272,10 +274,30 @@ def shipped_darshan_logs():
     return sorted(by_name.values())
 
 
+def run_measured(cmd, env=None, cwd="/", timeout=RUN_TIMEOUT_S):
+    """(the CompletedProcess of the argument list cmd, with text output; its peak resident size
+    in KiB): wait4's for the process, the largest of it and the children it waited for, not the
+    test's. A run still going after `timeout` seconds is killed (its exit status says so)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        process = subprocess.Popen([str(c) for c in cmd], cwd=cwd, env=env, stdout=out, stderr=err)
+        watchdog = threading.Timer(timeout, process.kill)
+        watchdog.start()
+        try:
+            _, status, usage = os.wait4(process.pid, 0)
+        finally:
+            watchdog.cancel()
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return (subprocess.CompletedProcess(cmd, process.returncode, out.read().decode(errors="replace"),
+                                            err.read().decode(errors="replace")), usage.ru_maxrss)
+
+
 __all__ = ["ATTACKER_USER", "BIN", "OP_CODES", "REPO", "TEST_USER", "assert_same_run", "assert_same_tree",
            "clean_env", "completed_pwrites", "describe", "evict", "file_id", "has_file", "is_ioassess_setting", "load",
-           "op_rows", "processes_by_pid", "prog", "random_data_file", "run", "select", "shipped_darshan_logs",
-           "stop_after", "system_user", "tool", "total_table", "trace_files", "tree_digest", "wait_until"]
+           "op_rows", "processes_by_pid", "prog", "random_data_file", "run", "run_measured", "select",
+           "shipped_darshan_logs", "stop_after", "system_user", "tool", "total_table", "trace_files", "tree_digest",
+           "wait_until"]
 
 
 def wait_until(reached, what, proc):

@@ -32,6 +32,7 @@ import time
 
 from ..escape import printable
 from ..files import read_settings_file
+from ..jsonfile import Invalid, parse_json
 from ..units import count_text
 
 from ..models.modelfile import SITE_MODELS_DIR, SITE_MODELS_ENV, model_dirs, site_model_dir
@@ -627,10 +628,10 @@ def worker_outcome(returncode, result, output):
     first left out) and the end of its output. The result is checked as any input is: code of
     the user's in the worker could have written it."""
     try:
-        sent = json.loads(result)
+        sent = parse_json(result.decode("utf-8"))
         outcome, left_out, first = sent["outcome"], sent["left_out"], sent["first_left_out"]
         valid = isinstance(outcome, str) and type(left_out) is int and isinstance(first, str)
-    except (ValueError, TypeError, KeyError):
+    except (Invalid, UnicodeDecodeError, TypeError, KeyError):
         valid = False
     last = output.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
     if returncode != 0 or not valid:
@@ -653,7 +654,7 @@ def worker_main(result_fd):
     from ..models.modelfile import ModelFileError
     left_out = []
     try:
-        work = Work(**json.load(sys.stdin))
+        work = Work(**parse_json(sys.stdin.read()))
         check_identity(work)
         outcome = make_job_report(work, left_out)
     except (EpilogError, LoadError, ModelFileError) as error:
