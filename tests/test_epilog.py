@@ -20,16 +20,19 @@ import sys
 import tempfile
 import time
 
+import jinja2
 import pytest
 from darshan.log_utils import get_log_path
 
 import ioassess
+from ioassess.report import render
 from ioassess.site.epilog import LOG_LINE_LIMIT, first_host
 from recorder_helpers import ATTACKER_USER, REPO, TEST_USER as USER, clean_env, describe, system_user, tool
 
 pytestmark = pytest.mark.root
 
 HOME_USER = "ioassess-home"
+CACHE_USER = "ioassess-cache"
 JOB = "4242"
 # The job of PyDarshan's sample-dxt-simple.darshan (16 processes, DXT on).
 DARSHAN_JOB = "4233209"
@@ -40,6 +43,13 @@ LMOD = "/usr/share/lmod/lmod/libexec/lmod"
 def attacker():
     """A second unprivileged user, who plants files where the job's user's are looked for."""
     return system_user(ATTACKER_USER)
+
+
+@pytest.fixture(scope="module")
+def cache_user():
+    """A job user of its own for the test that plants a module in the user's cache of compiled
+    templates, which every run of the report as that user would load."""
+    return system_user(CACHE_USER)
 
 
 @pytest.fixture(scope="module")
@@ -521,6 +531,55 @@ def test_the_worker_runs_none_of_the_users_python_code(ioassess, make_site, home
     result = epilog(ioassess, site.settings(), site.slurm_environment())
     assert_one_line(site, result, f"job {JOB} ({HOME_USER}): wrote {site.report()}")
     assert not os.path.exists(ran)
+
+
+@pytest.fixture
+def planted_template_module(cache_user):
+    """A compiled report template in the cache user's own cache of compiled templates
+    (/tmp/_jinja2-cache-UID, where Jinja2 looks, mode 0700, theirs), as the user could plant
+    it: the real module with a line before it that makes the file it is given; removed after."""
+    def plant_module(marker):
+        environment = jinja2.Environment(loader=jinja2.FileSystemLoader(render.TEMPLATE_DIR), autoescape=True,
+                                         undefined=jinja2.StrictUndefined)
+        environment.filters.update(render.FILTERS)
+        source, filename, _ = environment.loader.get_source(environment, "report.html.j2")
+        module = environment.compile(source, "report.html.j2", filename, raw=True)
+        cache = jinja2.FileSystemBytecodeCache(directory)
+        bucket = cache.get_bucket(environment, "report.html.j2", filename, source)
+        bucket.code = compile(f"open({marker!r}, 'w').close()\n{module}", filename, "exec")
+        cache.set_bucket(bucket)
+        planted.extend(os.path.join(directory, name) for name in os.listdir(directory))
+        for path in planted:
+            os.chown(path, cache_user.pw_uid, cache_user.pw_gid)
+
+    directory = f"/tmp/_jinja2-cache-{cache_user.pw_uid}"
+    planted = []
+    if not os.path.isdir(directory):
+        os.mkdir(directory, 0o700)
+        os.chown(directory, cache_user.pw_uid, cache_user.pw_gid)
+    yield plant_module
+    for path in planted:
+        os.unlink(path)
+
+
+def test_the_worker_runs_no_compiled_template_the_user_planted(ioassess, make_site, cache_user, recorder_lib,
+                                                                planted_template_module):
+    """The report's template compiled into a module with a line of the user's added, in the
+    user's own cache of compiled templates: the user's own `ioassess report` runs it (the cache
+    is theirs), the epilog's worker compiles the template itself and runs none of it."""
+    site = make_site(cache_user)
+    ran = os.path.join(site.work, "template-module-ran")
+    planted_template_module(ran)
+    site.record_job(recorder_lib)
+    own = site.as_user([sys.executable, "-m", "ioassess", "report", site.trace_dir(), "-o",
+                        os.path.join(site.work, "own.html")], clean_env())
+    assert own.returncode == 0 and os.path.exists(ran), "the planted module is not run by the user's report: " + \
+        describe(own)
+    os.unlink(ran)
+    result = epilog(ioassess, site.settings(), site.slurm_environment())
+    assert_one_line(site, result, f"job {JOB} ({CACHE_USER}): wrote {site.report()}")
+    assert not os.path.exists(ran)
+    assert pathlib.Path(site.report()).read_text().rstrip().endswith("</html>")
 
 
 # Run by a user's .pth in a worker that does not ignore it: a daemon in a session of its own

@@ -489,16 +489,32 @@ def test_traces_of_another_user_are_refused(ioassess, recorded, searchable_tmp, 
         in job["notes"][0]
 
 
-def test_a_template_cache_directory_someone_else_set_up_is_not_used(ioassess, tmp_path):
+@pytest.mark.parametrize("planted", ["a link", "writable by others", "another user's"])
+def test_a_template_cache_directory_someone_else_set_up_is_not_used(ioassess, tmp_path, job_user, planted):
     """The report's compiled template is kept in the user's own cache of the temporary directory
-    (_jinja2-cache-UID); one that is not a directory this user alone owns (here a link to
-    another directory, as another user could plant) is not used, and the report is still
-    written, whole."""
-    planted, elsewhere = tmp_path / f"_jinja2-cache-{os.getuid()}", tmp_path / "elsewhere"
+    (_jinja2-cache-UID); one that is not a directory this user owns and no one else can write
+    (a link to another directory, a directory others can write, another user's directory, as
+    another user could set up) is not used, and the report is still written, whole."""
+    cache, elsewhere = tmp_path / f"_jinja2-cache-{os.getuid()}", tmp_path / "elsewhere"
     elsewhere.mkdir()
-    planted.symlink_to(elsewhere)
+    if planted == "a link":
+        cache.symlink_to(elsewhere)
+        cache = elsewhere
+    else:
+        cache.mkdir()
+        os.chmod(cache, 0o777 if planted == "writable by others" else 0o700)
+        os.chown(cache, job_user.pw_uid if planted == "another user's" else -1, -1)
     log = next(path for path in shipped_darshan_logs() if path.endswith("/sample.darshan"))
     result = ioassess("report", log, "-o", tmp_path / "r.html", env={"TMPDIR": str(tmp_path)})
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "r.html").read_text().rstrip().endswith("</html>")
-    assert list(elsewhere.iterdir()) == [] and planted.is_symlink()
+    assert list(cache.iterdir()) == []
+
+
+def test_the_template_cache_of_the_users_own_is_used(ioassess, tmp_path):
+    cache = tmp_path / f"_jinja2-cache-{os.getuid()}"
+    log = next(path for path in shipped_darshan_logs() if path.endswith("/sample.darshan"))
+    result = ioassess("report", log, "-o", tmp_path / "r.html", env={"TMPDIR": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert (cache.stat().st_mode & 0o777, cache.stat().st_uid) == (0o700, os.getuid())
+    assert [path.name.startswith("__jinja2_") for path in cache.iterdir()] == [True]

@@ -650,8 +650,10 @@ def summary_line(outcome, left_out, first):
 
 def worker_main(result_fd):
     """The worker: the Work as JSON on stdin; its outcome as JSON on result_fd."""
+    from ..html import compile_templates_anew
     from ..inputs.load import LoadError
     from ..models.modelfile import ModelFileError
+    compile_templates_anew()   # the job's user's cache of compiled templates is theirs to write
     left_out = []
     try:
         work = Work(**parse_json(sys.stdin.read()))
