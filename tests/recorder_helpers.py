@@ -14,8 +14,8 @@ import pwd
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
-import threading
 import time
 
 import darshan
@@ -274,23 +274,25 @@ def shipped_darshan_logs():
     return sorted(by_name.values())
 
 
+# Runs argv[2:] and writes its exit status and peak resident size (KiB) to the file argv[1]. A
+# small process of its own: a child's ru_maxrss counts the memory of the process it was forked
+# from, which the test's own would be.
+PEAK_RSS_LAUNCHER = """
+import resource, subprocess, sys
+status = subprocess.call(sys.argv[2:])
+with open(sys.argv[1], "w") as f:
+    f.write(f"{status} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}")
+"""
+
+
 def run_measured(cmd, env=None, cwd="/", timeout=RUN_TIMEOUT_S):
     """(the CompletedProcess of the argument list cmd, with text output; its peak resident size
-    in KiB): wait4's for the process, the largest of it and the children it waited for, not the
-    test's. A run still going after `timeout` seconds is killed (its exit status says so)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        process = subprocess.Popen([str(c) for c in cmd], cwd=cwd, env=env, stdout=out, stderr=err)
-        watchdog = threading.Timer(timeout, process.kill)
-        watchdog.start()
-        try:
-            _, status, usage = os.wait4(process.pid, 0)
-        finally:
-            watchdog.cancel()
-        process.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        return (subprocess.CompletedProcess(cmd, process.returncode, out.read().decode(errors="replace"),
-                                            err.read().decode(errors="replace")), usage.ru_maxrss)
+    in KiB, the largest of it and the children it waited for)."""
+    with tempfile.NamedTemporaryFile("r") as measured:
+        result = subprocess.run([sys.executable, "-c", PEAK_RSS_LAUNCHER, measured.name, *map(str, cmd)], cwd=cwd,
+                                env=env, capture_output=True, text=True, timeout=timeout)
+        status, peak_kib = map(int, measured.read().split())
+    return subprocess.CompletedProcess(cmd, status, result.stdout, result.stderr), peak_kib
 
 
 __all__ = ["ATTACKER_USER", "BIN", "OP_CODES", "REPO", "TEST_USER", "assert_same_run", "assert_same_tree",
