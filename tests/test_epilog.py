@@ -688,6 +688,24 @@ def test_darshan_logs_planted_by_another_user_or_of_another_job_are_left_out(ioa
         sorted([(t, "trace") for t in traces] + [(good, "darshan")])
 
 
+def test_a_file_named_as_the_jobs_darshan_log_today_does_not_hide_its_log_of_yesterday(ioassess, site, attacker):
+    """Another user makes a file named as the job's log in today's day directory (mode 1777);
+    the job's log is in yesterday's. Every day directory is searched and the owner checked
+    before anything is decided: the job's log is reported, the planted file left out."""
+    yesterday = datetime.date.today() - datetime.timedelta(days=1)
+    log = site.place_darshan_log("sample-dxt-simple.darshan", DARSHAN_JOB, day=yesterday)
+    planted = site.place_darshan_log(b"not a log", DARSHAN_JOB, owner=attacker)
+    assert stat.S_IMODE(os.stat(os.path.dirname(planted)).st_mode) == 0o1777
+    result = epilog(ioassess, site.settings(darshan_logpath=site.darshan, darshan_days="1"),
+                    site.slurm_environment(job=DARSHAN_JOB))
+    assert_one_line(site, result, f"wrote {site.report(DARSHAN_JOB)} and {site.report(DARSHAN_JOB, suffix='json')}; "
+                                  f"1 input left out, the first: {planted}: belongs to uid {attacker.pw_uid}, "
+                                  "not the job's user: left out")
+    with open(site.report(DARSHAN_JOB, suffix="json")) as f:
+        assessment = json.load(f)
+    assert [(i["path"], i["kind"]) for i in assessment["job"]["inputs"]] == [(log, "darshan")]
+
+
 @pytest.mark.parametrize("planter", ["attacker", "user"])
 def test_a_darshan_log_of_another_job_does_not_become_the_jobs_report(ioassess, site, attacker, planter):
     owner = attacker if planter == "attacker" else site.user

@@ -788,10 +788,12 @@ def not_the_users_file(path, uid):
 def job_darshan_logs(logpath, user, job_id, days, today=None):
     """The files named as the job's Darshan logs, largest first. Darshan writes LOGPATH/<year>/
     <month>/<day>/<user>_<exe>_id<job id>_<month>-<day>-<seconds>-<hash>.darshan, dated by the
-    job's start in local time, without leading zeros; the day directories from today back
-    `days` days are searched, newest first, and the first that holds any ends the search. The
-    day directories are writable by every user: choose_darshan_log checks what is found."""
+    job's start in local time, without leading zeros; every day directory from today back
+    `days` days is searched. The day directories are writable by every user, so a name proves
+    nothing (another user's file named as the job's log must not end the search):
+    choose_darshan_log checks the owner and the content of each file found."""
     today = today or datetime.date.today()
+    found = []
     for back in range(days + 1):
         day = today - datetime.timedelta(days=back)
         directory = os.path.join(logpath, str(day.year), str(day.month), str(day.day))
@@ -801,11 +803,17 @@ def job_darshan_logs(logpath, user, job_id, days, today=None):
             continue
         except OSError as error:
             raise EpilogError(f"{directory}: cannot list the Darshan logs: {error.strerror}") from None
-        found = [entry for entry in entries if entry.name.startswith(f"{user}_")
-                 and f"_id{job_id}_" in entry.name and entry.name.endswith(".darshan")]
-        if found:
-            return [entry.path for entry in sorted(found, key=lambda entry: -entry.stat(follow_symlinks=False).st_size)]
-    return []
+        found += [entry for entry in entries if entry.name.startswith(f"{user}_")
+                  and f"_id{job_id}_" in entry.name and entry.name.endswith(".darshan")]
+    return [entry.path for entry in sorted(found, key=lambda entry: -_size(entry))]
+
+
+def _size(entry):
+    """The size of a directory entry (not followed if a link); 0 if it is gone."""
+    try:
+        return entry.stat(follow_symlinks=False).st_size
+    except OSError:
+        return 0
 
 
 def choose_darshan_log(paths, uid, job_id, left_out):
