@@ -800,7 +800,8 @@ def test_report_group_shares_the_reports_with_a_group_the_user_is_in(ioassess, s
 
 def test_the_worker_runs_in_a_cgroup_of_its_own_that_is_removed_after(site, recorder_lib):
     """Where a cgroup v2 can be made (as root, with cgroup2 mounted, as here), the worker is
-    moved into one of its own before it has its work, so that cgroup.kill ends all it starts;
+    moved into one of its own before it has its work, so that cgroup.kill ends all it starts,
+    and, where the memory controller is v1's (as here), into a memory cgroup of its own too;
     seen while the worker blocks opening a FIFO as its model, until the time limit."""
     with open("/proc/self/mounts") as mounts:
         assert any(fields[2] == "cgroup2" for fields in map(str.split, mounts)), "no cgroup2 file system mounted"
@@ -811,15 +812,35 @@ def test_the_worker_runs_in_a_cgroup_of_its_own_that_is_removed_after(site, reco
     epilog_process = subprocess.Popen([sys.executable, "-m", "ioassess", "epilog", "--config", settings], cwd="/",
                                       env=clean_env(site.slurm_environment()), stderr=subprocess.PIPE, text=True)
     cgroup_name = f"ioassess-epilog-{epilog_process.pid}"
-    seen = None
-    while seen is None and epilog_process.poll() is None:
-        seen = next((line for pid in _processes_of(site.user.pw_uid) for line in _cgroups(pid)
-                     if line.endswith(f"/{cgroup_name}")), None)
+    seen = []
+    while not seen and epilog_process.poll() is None:
+        seen = [line.split(":", 2) for pid in _processes_of(site.user.pw_uid) for line in _cgroups(pid)
+                if line.endswith(f"/{cgroup_name}")]
     _, stderr = epilog_process.communicate(timeout=300)
-    assert seen, f"no process of {USER} was seen in a cgroup {cgroup_name}; the epilog said: {stderr}"
+    assert {controllers for _, controllers, _ in seen} >= {"", "memory"}, \
+        f"no process of {USER} was seen in cgroups {cgroup_name}: {seen}; the epilog said: {stderr}"
     assert "the report took longer than the time limit of 5 s" in stderr
-    mount = next(fields[1] for fields in map(str.split, open("/proc/self/mounts")) if fields[2] == "cgroup2")
-    assert not os.path.exists(os.path.join(mount, seen.split("::", 1)[1].lstrip("/")))
+    for _, controllers, path in seen:
+        mount = next(fields[1] for fields in map(str.split, open("/proc/self/mounts"))
+                     if (fields[2], controllers) == ("cgroup2", "") or controllers in fields[3].split(","))
+        assert not os.path.exists(os.path.join(mount, path.lstrip("/")))
+    assert _processes_of(site.user.pw_uid) == []
+
+
+@pytest.mark.parametrize("limit", ["20M", "4G"])
+def test_the_memory_limit_stops_a_report_that_needs_more_in_one_line(ioassess, site, recorder_lib, limit):
+    """The worker's cgroup has memory_limit (a memory cgroup of v2, or of v1 beside it as here): a
+    report that needs more (20 MiB: less than the report's modules) is stopped, in one line, no
+    report is written and nothing of the worker is left; with the default limit the same job's
+    report is written."""
+    site.record_job(recorder_lib)
+    result = epilog(ioassess, site.settings(memory_limit=limit), site.slurm_environment())
+    if limit == "4G":
+        assert_one_line(site, result, f"wrote {site.report()}")
+        return
+    assert_one_line(site, result, "the report needed more memory than the memory limit of 20.0 MiB (memory_limit) "
+                                  "and was stopped: no report written")
+    assert not os.path.exists(site.report()) and not os.path.exists(site.report(suffix="json"))
     assert _processes_of(site.user.pw_uid) == []
 
 
