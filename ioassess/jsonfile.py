@@ -51,13 +51,15 @@ class Invalid(Exception):
 
 
 def parse_json(text, max_depth=MAX_JSON_DEPTH):
-    """The value of a JSON text. Raises Invalid (one line): `invalid JSON: nested deeper than N
-    levels` (checked before it is parsed), `invalid JSON: WHAT at line L column C`, or a string
-    that is not Unicode text (an unpaired surrogate, which no file or terminal can take)."""
+    """The value of a JSON text, which is JSON as its standard says: no NaN or Infinity (Python's
+    json takes them), no number beyond a float's range. Raises Invalid (one line): `invalid
+    JSON: nested deeper than N levels` (checked before it is parsed), `invalid JSON: WHAT at line
+    L column C`, `invalid JSON: NaN is not a JSON number`, or a string that is not Unicode text
+    (an unpaired surrogate, which no file or terminal can take)."""
     if nesting_depth(text) > max_depth:
         raise Invalid(f"invalid JSON: nested deeper than {max_depth} levels")
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_not_a_json_number, parse_float=_finite_float)
     except json.JSONDecodeError as error:
         raise Invalid(f"invalid JSON: {error.msg} at line {error.lineno} column {error.colno}") from None
     except ValueError:   # an integer of more digits than Python converts (sys.set_int_max_str_digits)
@@ -67,6 +69,17 @@ def parse_json(text, max_depth=MAX_JSON_DEPTH):
             json.dumps(value, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError:
             raise Invalid("invalid JSON: a string with an unpaired surrogate (not Unicode text)") from None
+    return value
+
+
+def _not_a_json_number(constant):
+    raise Invalid(f"invalid JSON: {constant} is not a JSON number")
+
+
+def _finite_float(text):
+    value = float(text)
+    if not math.isfinite(value):
+        raise Invalid(f"invalid JSON: {text} is beyond the range of a number")
     return value
 
 
@@ -114,7 +127,8 @@ def write_json_file(path, data, from_json, error_type):
     temporary file renamed over path, so no partial file is ever left there."""
     text = json.dumps(data, indent=1) + "\n"
     try:
-        from_json(parse_json(text))
+        from_json(json.loads(text))   # a field's own problem first: `lines[1]...: must be finite, got nan`
+        parse_json(text)              # then anything else a reader refuses
     except Invalid as problem:
         raise error_type(path, problem) from None
     try:

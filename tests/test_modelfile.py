@@ -169,7 +169,8 @@ REJECTIONS = [
     (set_in(["lines", 2, "typical", "small", "intercept_s"], -2e-5),
      "lines[2].typical.small.intercept_s: must not be negative, got -2e-05"),
     (set_in(["lines", 0, "bound", "small", "intercept_s"], float("inf")),
-     "lines[0].bound.small.intercept_s: must be finite, got inf"),
+     "invalid JSON: Infinity is not a JSON number"),
+    (set_in(["provenance", "generator", "repeats"], float("nan")), "invalid JSON: NaN is not a JSON number"),
     (set_in(["lines", 1, "bound"], NOT_JOINED),
      "lines[1].bound: the large segment is not joined to the small one at 4096 B "
      "(1.05e-05 s against 1e-05 s, more than 2% apart)"),
@@ -214,6 +215,7 @@ def test_null_error_metrics_are_accepted(tmp_path):
                                             "at line 1 column 35"),
     (b"", "invalid JSON: Expecting value at line 1 column 1"),
     (b"[" * 100000, f"invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels"),
+    (b'{"version": -1e999}', "invalid JSON: -1e999 is beyond the range of a number"),
     (b"{}" + b" " * MAX_JSON_FILE_BYTES, f"too large: {MAX_JSON_FILE_BYTES + 2:,} bytes, more than the "
                                          f"{MAX_JSON_FILE_BYTES:,} read at most"),
     (b'{"version": 1' + b"0" * 5000 + b"}", "invalid JSON: an integer with too many digits"),
