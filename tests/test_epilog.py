@@ -27,12 +27,15 @@ from darshan.log_utils import get_log_path
 import ioassess
 from ioassess.report import render
 from ioassess.site.epilog import LOG_LINE_LIMIT, first_host
-from recorder_helpers import ATTACKER_USER, REPO, TEST_USER as USER, clean_env, describe, system_user, tool
+from recorder_helpers import (ATTACKER_USER, REPO, TEST_USER as USER, clean_env, describe, run_measured, system_user,
+                              tool)
+from test_darshan_log import darshan_util, inflating_log  # noqa: F401 (darshan_util: a fixture)
+from test_modelfile import mutated, nested, set_in, write_huge_model, write_json
 
 pytestmark = pytest.mark.root
 
 HOME_USER = "ioassess-home"
-CACHE_USER = "ioassess-cache"
+PLANTER_USER = "ioassess-planter"
 JOB = "4242"
 # The job of PyDarshan's sample-dxt-simple.darshan (16 processes, DXT on).
 DARSHAN_JOB = "4233209"
@@ -46,10 +49,10 @@ def attacker():
 
 
 @pytest.fixture(scope="module")
-def cache_user():
-    """A job user of its own for the test that plants a module in the user's cache of compiled
-    templates, which every run of the report as that user would load."""
-    return system_user(CACHE_USER)
+def planter():
+    """A job user with a home, of its own for the tests in which the job's user plants files
+    that the reports of every test run as that user would meet (compiled templates, models)."""
+    return system_user(PLANTER_USER, home=f"/home/{PLANTER_USER}")
 
 
 @pytest.fixture(scope="module")
@@ -534,7 +537,7 @@ def test_the_worker_runs_none_of_the_users_python_code(ioassess, make_site, home
 
 
 @pytest.fixture
-def planted_template_module(cache_user):
+def planted_template_module(planter):
     """A compiled report template in the cache user's own cache of compiled templates
     (/tmp/_jinja2-cache-UID, where Jinja2 looks, mode 0700, theirs), as the user could plant
     it: the real module with a line before it that makes the file it is given; removed after."""
@@ -550,24 +553,24 @@ def planted_template_module(cache_user):
         cache.set_bucket(bucket)
         planted.extend(os.path.join(directory, name) for name in os.listdir(directory))
         for path in planted:
-            os.chown(path, cache_user.pw_uid, cache_user.pw_gid)
+            os.chown(path, planter.pw_uid, planter.pw_gid)
 
-    directory = f"/tmp/_jinja2-cache-{cache_user.pw_uid}"
+    directory = f"/tmp/_jinja2-cache-{planter.pw_uid}"
     planted = []
     if not os.path.isdir(directory):
         os.mkdir(directory, 0o700)
-        os.chown(directory, cache_user.pw_uid, cache_user.pw_gid)
+        os.chown(directory, planter.pw_uid, planter.pw_gid)
     yield plant_module
     for path in planted:
         os.unlink(path)
 
 
-def test_the_worker_runs_no_compiled_template_the_user_planted(ioassess, make_site, cache_user, recorder_lib,
+def test_the_worker_runs_no_compiled_template_the_user_planted(ioassess, make_site, planter, recorder_lib,
                                                                 planted_template_module):
     """The report's template compiled into a module with a line of the user's added, in the
     user's own cache of compiled templates: the user's own `ioassess report` runs it (the cache
     is theirs), the epilog's worker compiles the template itself and runs none of it."""
-    site = make_site(cache_user)
+    site = make_site(planter)
     ran = os.path.join(site.work, "template-module-ran")
     planted_template_module(ran)
     site.record_job(recorder_lib)
@@ -577,9 +580,47 @@ def test_the_worker_runs_no_compiled_template_the_user_planted(ioassess, make_si
         describe(own)
     os.unlink(ran)
     result = epilog(ioassess, site.settings(), site.slurm_environment())
-    assert_one_line(site, result, f"job {JOB} ({CACHE_USER}): wrote {site.report()}")
+    assert_one_line(site, result, f"job {JOB} ({PLANTER_USER}): wrote {site.report()}")
     assert not os.path.exists(ran)
     assert pathlib.Path(site.report()).read_text().rstrip().endswith("</html>")
+
+
+# The epilog's peak resident size with its worker and the worker's children: a 200 MB model
+# took 4.9 GB, a log inflating to 160 MB of DXT about 0.8 GB.
+HOSTILE_INPUTS_PEAK_RSS_KIB = 500 * 1024
+
+
+def test_the_users_huge_and_deep_models_and_inflating_log_cost_the_worker_bounded_memory(make_site, planter,
+                                                                                         recorder_lib, darshan_util):  # noqa: F811
+    """The job's user's model directory holds a model of 200 MB and one nested 400 deep, and its
+    Darshan log of 0.4 MB inflates to 160 MB of DXT: neither model is read whole nor chosen, the
+    log is read up to its bound, and the report is written in one line; the epilog, its worker
+    and the worker's children peak under 500 MiB."""
+    site = make_site(planter)
+    models = os.path.join(planter.pw_dir, ".local", "share", "ioassess", "models")
+    made = os.path.join(planter.pw_dir, ".local")
+    assert not os.path.exists(made), f"{made}: left by an earlier run?"
+    site.as_user([tool("mkdir"), "-p", models], clean_env({}), cwd="/")
+    try:
+        write_huge_model(os.path.join(models, "huge.json"))
+        write_json(pathlib.Path(models, "deep.json"), mutated(set_in(["provenance", "generator"], nested(400))))
+        for name in os.listdir(models):
+            os.chown(os.path.join(models, name), planter.pw_uid, planter.pw_gid)
+        traces = site.record_job(recorder_lib, job=DARSHAN_JOB)
+        inflating = inflating_log(darshan_util, os.path.join(site.root, "inflating.darshan"), 1, 5_000_000)
+        log = site.place_darshan_log(pathlib.Path(inflating).read_bytes(), DARSHAN_JOB)
+        result, peak_kib = run_measured([sys.executable, "-m", "ioassess", "epilog", "--config",
+                                         site.settings(darshan_logpath=site.darshan)],
+                                        clean_env(site.slurm_environment(job=DARSHAN_JOB)))
+    finally:
+        shutil.rmtree(made)
+    assert_one_line(site, result, f"wrote {site.report(DARSHAN_JOB)} and {site.report(DARSHAN_JOB, suffix='json')}")
+    assert peak_kib < HOSTILE_INPUTS_PEAK_RSS_KIB, f"peak {peak_kib // 1024} MiB"
+    assessment = json.loads(pathlib.Path(site.report(DARSHAN_JOB, suffix="json")).read_text())
+    assert not assessment["model"]["source"].startswith(models)
+    inputs = {i["path"]: i for i in assessment["job"]["inputs"]}
+    assert sorted(inputs) == sorted(traces + [log])
+    assert inputs[log]["notes"][0].startswith("The log's records inflate to more than the 128.0 MiB ")
 
 
 # Run by a user's .pth in a worker that does not ignore it: a daemon in a session of its own
