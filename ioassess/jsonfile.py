@@ -50,14 +50,14 @@ class Invalid(Exception):
     the file type's error with the file's path."""
 
 
-def parse_json(text, max_depth=MAX_JSON_DEPTH):
+def parse_json(text):
     """The value of a JSON text, which is JSON as its standard says: no NaN or Infinity (Python's
     json takes them), no number beyond a float's range. Raises Invalid (one line): `invalid
     JSON: nested deeper than N levels` (checked before it is parsed), `invalid JSON: WHAT at line
     L column C`, `invalid JSON: NaN is not a JSON number`, or a string that is not Unicode text
     (an unpaired surrogate, which no file or terminal can take)."""
-    if nesting_depth(text) > max_depth:
-        raise Invalid(f"invalid JSON: nested deeper than {max_depth} levels")
+    if nesting_depth(text) > MAX_JSON_DEPTH:
+        raise Invalid(f"invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels")
     try:
         value = json.loads(text, parse_constant=_not_a_json_number, parse_float=_finite_float)
     except json.JSONDecodeError as error:
