@@ -1,10 +1,17 @@
 """What the HTML pages (the report, the training report, the probe's report) share: Jinja2
 templates rendered with autoescaping and written atomically."""
 import functools
+import os
+import stat
+import tempfile
 
 import jinja2
 
 from .files import replace_atomically
+
+# Whether this process keeps compiled templates between runs (_bytecode_cache); the epilog's
+# worker turns it off (compile_templates_anew).
+_keep_compiled_templates = True
 
 
 def write_page(path, template_dir, template_name, data, filters=None, mode=0o600, group=-1):
@@ -14,6 +21,14 @@ def write_page(path, template_dir, template_name, data, filters=None, mode=0o600
     environment = _environment(template_dir)
     environment.filters.update(filters or {})
     replace_atomically(path, environment.get_template(template_name).render(**data), mode, group)
+
+
+def compile_templates_anew():
+    """From now on this process compiles every template from its source and keeps no compiled
+    one: for the epilog's worker, which runs as the job's user and must load nothing that user
+    can write, as their cache of compiled templates is (about 0.13 s more per report)."""
+    global _keep_compiled_templates
+    _keep_compiled_templates = False
 
 
 @functools.lru_cache(maxsize=None)
@@ -26,11 +41,23 @@ def _environment(template_dir):
 
 
 def _bytecode_cache():
-    """Jinja2's cache of compiled templates in the user's own directory of the temporary
-    directory (_jinja2-cache-UID, mode 0700, which Jinja2 refuses unless this user owns it and
-    no one else can enter it; entries keyed by the template's checksum), or None when there is
-    no such directory to be had (another user made one by that name): then each run compiles."""
-    try:
-        return jinja2.FileSystemBytecodeCache()
-    except (RuntimeError, OSError):
+    """Jinja2's cache of compiled templates (Python modules, which rendering runs) in this
+    user's own directory of the temporary directory, _jinja2-cache-UID (made mode 0700), used
+    only when it is a directory, not a link, owned by this process's user and writable by no one
+    else; otherwise, or after compile_templates_anew, None: each run compiles."""
+    if not _keep_compiled_templates:
         return None
+    directory = os.path.join(tempfile.gettempdir(), f"_jinja2-cache-{os.geteuid()}")
+    try:
+        os.mkdir(directory, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
+        status = os.lstat(directory)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(status.st_mode) or status.st_uid != os.geteuid() or status.st_mode & 0o022:
+        return None
+    return jinja2.FileSystemBytecodeCache(directory)

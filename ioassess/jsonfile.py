@@ -1,16 +1,37 @@
-"""Versioned JSON files of ioassess (cause models, I/O-model grids): reading and writing them
-with every problem as one line `PATH: problem`, and the checks their validators share.
+"""The JSON ioassess reads, and its versioned JSON files (cause models, I/O-model grids): reading
+and writing them with every problem as one line `PATH: problem`, and the checks their
+validators share.
 
-A file's validator takes the parsed JSON and raises Invalid with the first problem found,
-naming the field by its path (`lines[0].bound.small.intercept_s: must be finite, got inf`);
-read_json_file and write_json_file turn it into the file type's error, naming the file.
+Every JSON text the tool reads goes through parse_json, which refuses one nested deeper than
+MAX_JSON_DEPTH before parsing it; read_json_file also refuses a file larger than
+MAX_JSON_FILE_BYTES before reading it. A file's validator takes the parsed JSON and raises
+Invalid with the first problem found, naming the field by its path
+(`lines[0].bound.small.intercept_s: must be finite, got inf`); read_json_file and
+write_json_file turn it into the file type's error, naming the file.
 """
+import itertools
 import json
 import math
 import os
 import re
+import stat
 
 from .files import replace_atomically
+
+# The most a model or grid file may hold (the shipped models have 10-17 KiB): what is read of
+# a file, so that a huge one costs neither memory nor time.
+MAX_JSON_FILE_BYTES = 1 << 20
+# How deep arrays and objects may nest in any JSON the tool reads (a model file nests 5 deep):
+# deeper, and code that walks it recursively (copies, the report's text) would exhaust
+# Python's stack.
+MAX_JSON_DEPTH = 32
+# A JSON string, to the end of the text if it is not closed; written so that matching it never
+# backtracks (linear in the text's length).
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
+_BRACKETS = re.compile(r"[\[\]{}]")
+_BRACKET_STEPS = {"[": 1, "{": 1, "]": -1, "}": -1}
+# The only way a UTF-8 text gives a JSON string that is not Unicode text: a surrogate's escape.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 ISO_DATE = re.compile(r"\d{4}(-\d{2}(-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?)?)?")
 
@@ -25,29 +46,80 @@ class JsonFileError(Exception):
 
 
 class Invalid(Exception):
-    """A problem found while validating; becomes the file type's error with the file's path."""
+    """A problem of a JSON text or of what it holds, found while parsing or validating; becomes
+    the file type's error with the file's path."""
+
+
+def parse_json(text):
+    """The value of a JSON text, which is JSON as its standard says: no NaN or Infinity (Python's
+    json takes them), no number beyond a float's range. Raises Invalid (one line): `invalid
+    JSON: nested deeper than N levels` (checked before it is parsed), `invalid JSON: WHAT at line
+    L column C`, `invalid JSON: NaN is not a JSON number`, or a string that is not Unicode text
+    (an unpaired surrogate, which no file or terminal can take)."""
+    if nesting_depth(text) > MAX_JSON_DEPTH:
+        raise Invalid(f"invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        value = json.loads(text, parse_constant=_not_a_json_number, parse_float=_finite_float)
+    except json.JSONDecodeError as error:
+        raise Invalid(f"invalid JSON: {error.msg} at line {error.lineno} column {error.colno}") from None
+    except ValueError:   # an integer of more digits than Python converts (sys.set_int_max_str_digits)
+        raise Invalid("invalid JSON: an integer with too many digits") from None
+    if _SURROGATE_ESCAPE.search(text):
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise Invalid("invalid JSON: a string with an unpaired surrogate (not Unicode text)") from None
+    return value
+
+
+def _not_a_json_number(constant):
+    raise Invalid(f"invalid JSON: {constant} is not a JSON number")
+
+
+def _finite_float(text):
+    value = float(text)
+    if not math.isfinite(value):
+        raise Invalid(f"invalid JSON: {text} is beyond the range of a number")
+    return value
+
+
+def nesting_depth(text):
+    """How deep the arrays and objects of a JSON text nest; brackets in strings are not counted."""
+    depths = itertools.accumulate(map(_BRACKET_STEPS.__getitem__, _BRACKETS.findall(_JSON_STRING.sub("", text))))
+    return max(depths, default=0)
 
 
 def read_json_file(path, from_json, error_type, missing_problem):
     """from_json(the file's parsed JSON). Every problem raises error_type(path, problem);
     missing_problem() says what a missing file is (called only then)."""
     try:
-        with open(path, encoding="utf-8") as file:
-            text = file.read()
+        text = read_bounded_text(path, MAX_JSON_FILE_BYTES)
     except FileNotFoundError:
         raise error_type(path, missing_problem()) from None
     except OSError as error:
         raise error_type(path, f"cannot read: {error.strerror}") from None
     except UnicodeDecodeError:
         raise error_type(path, "not a text file (invalid UTF-8)") from None
-    try:
-        return from_json(json.loads(text))
-    except json.JSONDecodeError as error:
-        raise error_type(path, f"invalid JSON: {error.msg} at line {error.lineno} column {error.colno}") from None
-    except RecursionError:
-        raise error_type(path, "invalid JSON: nested too deeply") from None
     except Invalid as problem:
         raise error_type(path, problem) from None
+    try:
+        return from_json(parse_json(text))
+    except Invalid as problem:
+        raise error_type(path, problem) from None
+
+
+def read_bounded_text(path, max_bytes):
+    """The UTF-8 text of a file of at most max_bytes; Invalid for a larger one: a regular file is
+    refused by its size before it is read, anything else once it gives more than max_bytes."""
+    with open(path, "rb") as file:
+        status = os.fstat(file.fileno())
+        regular = stat.S_ISREG(status.st_mode)
+        data = file.read(max_bytes + 1) if status.st_size <= max_bytes or not regular else b""
+    if regular and status.st_size > max_bytes:
+        raise Invalid(f"too large: {status.st_size:,} bytes, more than the {max_bytes:,} read at most")
+    if len(data) > max_bytes:
+        raise Invalid(f"too large: more than the {max_bytes:,} bytes read at most")
+    return data.decode("utf-8")
 
 
 def write_json_file(path, data, from_json, error_type):
@@ -55,7 +127,8 @@ def write_json_file(path, data, from_json, error_type):
     temporary file renamed over path, so no partial file is ever left there."""
     text = json.dumps(data, indent=1) + "\n"
     try:
-        from_json(json.loads(text))
+        from_json(json.loads(text))   # a field's own problem first: `lines[1]...: must be finite, got nan`
+        parse_json(text)              # then anything else a reader refuses
     except Invalid as problem:
         raise error_type(path, problem) from None
     try:
@@ -111,7 +184,11 @@ def number(obj, where, field, may_be_negative=False):
     value = obj[field]
     if type(value) not in (int, float):
         raise Invalid(f"{where}{field}: must be a number, got a JSON {json_type(value)}")
-    if not math.isfinite(value):
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:   # an integer too large for a float
+        raise Invalid(f"{where}{field}: must be finite, got an integer of {len(str(abs(value)))} digits") from None
+    if not finite:
         raise Invalid(f"{where}{field}: must be finite, got {value}")
     if value < 0 and not may_be_negative:
         raise Invalid(f"{where}{field}: must not be negative, got {value}")

@@ -10,6 +10,8 @@ import json
 import math
 import os
 
+from ioassess.jsonfile import parse_json
+
 SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assessment.schema.json")
 CHECK_SCHEMA_ENV = "IOASSESS_CHECK_SCHEMA"
 
@@ -31,7 +33,7 @@ def json_safe(value):
 
 def load_schema():
     with open(SCHEMA_PATH, encoding="utf-8") as f:
-        return json.load(f)
+        return parse_json(f.read())
 
 
 def check_assessment(assessment):

@@ -14,6 +14,8 @@ import pwd
 import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 import time
 
 import darshan
@@ -272,10 +274,32 @@ def shipped_darshan_logs():
     return sorted(by_name.values())
 
 
+# Runs argv[2:] and writes its exit status and peak resident size (KiB) to the file argv[1]. A
+# small process of its own: a child's ru_maxrss counts the memory of the process it was forked
+# from, which the test's own would be.
+PEAK_RSS_LAUNCHER = """
+import resource, subprocess, sys
+status = subprocess.call(sys.argv[2:])
+with open(sys.argv[1], "w") as f:
+    f.write(f"{status} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}")
+"""
+
+
+def run_measured(cmd, env=None, cwd="/", timeout=RUN_TIMEOUT_S):
+    """(the CompletedProcess of the argument list cmd, with text output; its peak resident size
+    in KiB, the largest of it and the children it waited for)."""
+    with tempfile.NamedTemporaryFile("r") as measured:
+        result = subprocess.run([sys.executable, "-c", PEAK_RSS_LAUNCHER, measured.name, *map(str, cmd)], cwd=cwd,
+                                env=env, capture_output=True, text=True, timeout=timeout)
+        status, peak_kib = map(int, measured.read().split())
+    return subprocess.CompletedProcess(cmd, status, result.stdout, result.stderr), peak_kib
+
+
 __all__ = ["ATTACKER_USER", "BIN", "OP_CODES", "REPO", "TEST_USER", "assert_same_run", "assert_same_tree",
            "clean_env", "completed_pwrites", "describe", "evict", "file_id", "has_file", "is_ioassess_setting", "load",
-           "op_rows", "processes_by_pid", "prog", "random_data_file", "run", "select", "shipped_darshan_logs",
-           "stop_after", "system_user", "tool", "total_table", "trace_files", "tree_digest", "wait_until"]
+           "op_rows", "processes_by_pid", "prog", "random_data_file", "run", "run_measured", "select",
+           "shipped_darshan_logs", "stop_after", "system_user", "tool", "total_table", "trace_files", "tree_digest",
+           "wait_until"]
 
 
 def wait_until(reached, what, proc):

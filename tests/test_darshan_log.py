@@ -6,6 +6,7 @@ import collections
 import contextlib
 import gzip
 import itertools
+import json
 import math
 import os
 import re
@@ -22,6 +23,9 @@ import darshan.backend.cffi_backend as pydarshan_backend  # noqa: E402
 from darshan.log_utils import get_log_path  # noqa: E402
 
 from ioassess.inputs.darshan_log import NOTE_LIST_LIMIT, DarshanLogError, read_darshan_log  # noqa: E402
+from ioassess.inputs.darshan_util import MAX_RECORD_BYTES  # noqa: E402
+from ioassess.units import bytes_text  # noqa: E402
+from recorder_helpers import clean_env, describe, run_measured  # noqa: E402
 from ioassess.inputs.load import LoadError, load_job  # noqa: E402
 from ioassess.inputs.job import (DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, META, NO_IO_NOTE, OP_COLUMNS,  # noqa: E402
                                  SIZE_BIN_COLUMNS, TOTAL_COLUMNS, JobFile, with_own_file_systems)
@@ -571,6 +575,49 @@ def test_file_cut_inside_its_dxt_data_falls_back_to_the_counters(tmp_path, cut_b
         assert table_sum(job.totals, "bytes", "posix", direction) == table_sum(whole.ops, "size", "posix", direction)
         assert table_sum(job.totals, "ops", "posix", direction) == np.count_nonzero(
             (whole.ops["layer"] == LAYERS.index("posix")) & (whole.ops["direction"] == direction))
+
+
+# --- a log that inflates -----------------------------------------------------------------------
+
+# The report of a log of one DXT record of 10^7 segments (0.78 MB inflating to 320 MB) took 1.6 GB.
+INFLATED_PEAK_RSS_KIB = 1 << 20
+
+
+def inflating_log(darshan_util, out, records, segments):
+    """sample-dxt-simple.darshan rewritten with its DXT_POSIX module made of `records` copies of
+    its first record, each with `segments` identical 4 KiB writes: a small file whose DXT data
+    inflates about 400-fold, to records * segments * 32 bytes."""
+    def inflate(raw):
+        header, _ = dxt_records(raw)[0]
+        header["write_count"], header["read_count"] = segments, 0
+        writes = np.zeros(segments, DXT_SEGMENT)
+        writes["length"], writes["start"], writes["end"] = 4096, 0.5, 0.6
+        return (header.tobytes() + writes.tobytes()) * records
+    return rewritten_log(darshan_util, out, "sample-dxt-simple.darshan", modules={"DXT_POSIX": inflate})
+
+
+@pytest.mark.parametrize("records, segments", [(1, 5_000_000), (50, 100_000)], ids=["one record", "many records"])
+def test_a_log_that_inflates_past_what_is_read_is_reported_in_bounded_memory(darshan_util, tmp_path, records,
+                                                                              segments):
+    """160 MB of DXT segments from a log of about 0.4 MB: its records are read up to
+    MAX_RECORD_BYTES (none of a record larger than that), the other modules are read, the I/O of
+    the DXT not read is assessed from the counters, a note says so, and the report is written."""
+    log = inflating_log(darshan_util, tmp_path / "inflating.darshan", records, segments)
+    assert os.path.getsize(log) * 200 < records * segments * DXT_SEGMENT.itemsize
+    report, peak_kib = run_measured([sys.executable, "-m", "ioassess", "report", log, "-o", tmp_path / "r.html",
+                                     "--json", tmp_path / "r.json"], clean_env())
+    assert report.returncode == 0, describe(report)
+    assert peak_kib < INFLATED_PEAK_RSS_KIB
+    [logged] = json.loads((tmp_path / "r.json").read_text())["job"]["inputs"]
+    records_read = MAX_RECORD_BYTES // ((segments * DXT_SEGMENT.itemsize) + DXT_HEADER.itemsize)
+    used = f"only its first {records_read} records can be used" if records_read else "none of its records can be used"
+    assert logged["notes"] == [f"The log's records inflate to more than the {bytes_text(MAX_RECORD_BYTES)} ioassess "
+                               f"reads of a log at its DXT_POSIX module: {used}."]
+    job = read_darshan_log(log)
+    assert np.count_nonzero(job.ops["layer"] == LAYERS.index("posix")) == records_read * segments
+    assert np.count_nonzero(job.ops["layer"] == LAYERS.index("mpiio")) > 0, "DXT_MPIIO after it is read"
+    assert table_sum(job.totals, "ops", "posix", WRITE) > 0, "the DXT not read is assessed from the counters"
+    assert (tmp_path / "r.html").read_text().rstrip().endswith("</html>")
 
 
 # --- what is not a (readable) Darshan log ----------------------------------------------------

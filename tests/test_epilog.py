@@ -20,16 +20,22 @@ import sys
 import tempfile
 import time
 
+import jinja2
 import pytest
 from darshan.log_utils import get_log_path
 
 import ioassess
+from ioassess.report import render
 from ioassess.site.epilog import LOG_LINE_LIMIT, first_host
-from recorder_helpers import ATTACKER_USER, REPO, TEST_USER as USER, clean_env, describe, system_user, tool
+from recorder_helpers import (ATTACKER_USER, REPO, TEST_USER as USER, clean_env, describe, run_measured, system_user,
+                              tool)
+from test_darshan_log import darshan_util, inflating_log  # noqa: F401 (darshan_util: a fixture)
+from test_modelfile import mutated, nested, set_in, write_huge_model, write_json
 
 pytestmark = pytest.mark.root
 
 HOME_USER = "ioassess-home"
+PLANTER_USER = "ioassess-planter"
 JOB = "4242"
 # The job of PyDarshan's sample-dxt-simple.darshan (16 processes, DXT on).
 DARSHAN_JOB = "4233209"
@@ -40,6 +46,13 @@ LMOD = "/usr/share/lmod/lmod/libexec/lmod"
 def attacker():
     """A second unprivileged user, who plants files where the job's user's are looked for."""
     return system_user(ATTACKER_USER)
+
+
+@pytest.fixture(scope="module")
+def planter():
+    """A job user with a home, of its own for the tests in which the job's user plants files
+    that the reports of every test run as that user would meet (compiled templates, models)."""
+    return system_user(PLANTER_USER, home=f"/home/{PLANTER_USER}")
 
 
 @pytest.fixture(scope="module")
@@ -523,6 +536,93 @@ def test_the_worker_runs_none_of_the_users_python_code(ioassess, make_site, home
     assert not os.path.exists(ran)
 
 
+@pytest.fixture
+def planted_template_module(planter):
+    """A compiled report template in the cache user's own cache of compiled templates
+    (/tmp/_jinja2-cache-UID, where Jinja2 looks, mode 0700, theirs), as the user could plant
+    it: the real module with a line before it that makes the file it is given; removed after."""
+    def plant_module(marker):
+        environment = jinja2.Environment(loader=jinja2.FileSystemLoader(render.TEMPLATE_DIR), autoescape=True,
+                                         undefined=jinja2.StrictUndefined)
+        environment.filters.update(render.FILTERS)
+        source, filename, _ = environment.loader.get_source(environment, "report.html.j2")
+        module = environment.compile(source, "report.html.j2", filename, raw=True)
+        cache = jinja2.FileSystemBytecodeCache(directory)
+        bucket = cache.get_bucket(environment, "report.html.j2", filename, source)
+        bucket.code = compile(f"open({marker!r}, 'w').close()\n{module}", filename, "exec")
+        cache.set_bucket(bucket)
+        planted.extend(os.path.join(directory, name) for name in os.listdir(directory))
+        for path in planted:
+            os.chown(path, planter.pw_uid, planter.pw_gid)
+
+    directory = f"/tmp/_jinja2-cache-{planter.pw_uid}"
+    planted = []
+    if not os.path.isdir(directory):
+        os.mkdir(directory, 0o700)
+        os.chown(directory, planter.pw_uid, planter.pw_gid)
+    yield plant_module
+    for path in planted:
+        os.unlink(path)
+
+
+def test_the_worker_runs_no_compiled_template_the_user_planted(ioassess, make_site, planter, recorder_lib,
+                                                                planted_template_module):
+    """The report's template compiled into a module with a line of the user's added, in the
+    user's own cache of compiled templates: the user's own `ioassess report` runs it (the cache
+    is theirs), the epilog's worker compiles the template itself and runs none of it."""
+    site = make_site(planter)
+    ran = os.path.join(site.work, "template-module-ran")
+    planted_template_module(ran)
+    site.record_job(recorder_lib)
+    own = site.as_user([sys.executable, "-m", "ioassess", "report", site.trace_dir(), "-o",
+                        os.path.join(site.work, "own.html")], clean_env())
+    assert own.returncode == 0 and os.path.exists(ran), "the planted module is not run by the user's report: " + \
+        describe(own)
+    os.unlink(ran)
+    result = epilog(ioassess, site.settings(), site.slurm_environment())
+    assert_one_line(site, result, f"job {JOB} ({PLANTER_USER}): wrote {site.report()}")
+    assert not os.path.exists(ran)
+    assert pathlib.Path(site.report()).read_text().rstrip().endswith("</html>")
+
+
+# The epilog's peak resident size with its worker and the worker's children: a 200 MB model
+# took 4.9 GB, a log inflating to 160 MB of DXT about 0.8 GB.
+HOSTILE_INPUTS_PEAK_RSS_KIB = 500 * 1024
+
+
+def test_the_users_huge_and_deep_models_and_inflating_log_cost_the_worker_bounded_memory(make_site, planter,
+                                                                                         recorder_lib, darshan_util):  # noqa: F811
+    """The job's user's model directory holds a model of 200 MB and one nested 400 deep, and its
+    Darshan log of 0.4 MB inflates to 160 MB of DXT: neither model is read whole nor chosen, the
+    log is read up to its bound, and the report is written in one line; the epilog, its worker
+    and the worker's children peak under 500 MiB."""
+    site = make_site(planter)
+    models = os.path.join(planter.pw_dir, ".local", "share", "ioassess", "models")
+    made = os.path.join(planter.pw_dir, ".local")
+    assert not os.path.exists(made), f"{made}: left by an earlier run?"
+    site.as_user([tool("mkdir"), "-p", models], clean_env({}), cwd="/")
+    try:
+        write_huge_model(os.path.join(models, "huge.json"))
+        write_json(pathlib.Path(models, "deep.json"), mutated(set_in(["provenance", "generator"], nested(400))))
+        for name in os.listdir(models):
+            os.chown(os.path.join(models, name), planter.pw_uid, planter.pw_gid)
+        traces = site.record_job(recorder_lib, job=DARSHAN_JOB)
+        inflating = inflating_log(darshan_util, os.path.join(site.root, "inflating.darshan"), 1, 5_000_000)
+        log = site.place_darshan_log(pathlib.Path(inflating).read_bytes(), DARSHAN_JOB)
+        result, peak_kib = run_measured([sys.executable, "-m", "ioassess", "epilog", "--config",
+                                         site.settings(darshan_logpath=site.darshan)],
+                                        clean_env(site.slurm_environment(job=DARSHAN_JOB)))
+    finally:
+        shutil.rmtree(made)
+    assert_one_line(site, result, f"wrote {site.report(DARSHAN_JOB)} and {site.report(DARSHAN_JOB, suffix='json')}")
+    assert peak_kib < HOSTILE_INPUTS_PEAK_RSS_KIB, f"peak {peak_kib // 1024} MiB"
+    assessment = json.loads(pathlib.Path(site.report(DARSHAN_JOB, suffix="json")).read_text())
+    assert not assessment["model"]["source"].startswith(models)
+    inputs = {i["path"]: i for i in assessment["job"]["inputs"]}
+    assert sorted(inputs) == sorted(traces + [log])
+    assert inputs[log]["notes"][0].startswith("The log's records inflate to more than the 128.0 MiB ")
+
+
 # Run by a user's .pth in a worker that does not ignore it: a daemon in a session of its own
 # that holds the worker's output open, lines forged as the epilog's, and a flood of output.
 HOSTILE = """
@@ -629,6 +729,24 @@ def test_darshan_logs_planted_by_another_user_or_of_another_job_are_left_out(ioa
         sorted([(t, "trace") for t in traces] + [(good, "darshan")])
 
 
+def test_a_file_named_as_the_jobs_darshan_log_today_does_not_hide_its_log_of_yesterday(ioassess, site, attacker):
+    """Another user makes a file named as the job's log in today's day directory (mode 1777);
+    the job's log is in yesterday's. Every day directory is searched and the owner checked
+    before anything is decided: the job's log is reported, the planted file left out."""
+    yesterday = datetime.date.today() - datetime.timedelta(days=1)
+    log = site.place_darshan_log("sample-dxt-simple.darshan", DARSHAN_JOB, day=yesterday)
+    planted = site.place_darshan_log(b"not a log", DARSHAN_JOB, owner=attacker)
+    assert stat.S_IMODE(os.stat(os.path.dirname(planted)).st_mode) == 0o1777
+    result = epilog(ioassess, site.settings(darshan_logpath=site.darshan, darshan_days="1"),
+                    site.slurm_environment(job=DARSHAN_JOB))
+    assert_one_line(site, result, f"wrote {site.report(DARSHAN_JOB)} and {site.report(DARSHAN_JOB, suffix='json')}; "
+                                  f"1 input left out, the first: {planted}: belongs to uid {attacker.pw_uid}, "
+                                  "not the job's user: left out")
+    with open(site.report(DARSHAN_JOB, suffix="json")) as f:
+        assessment = json.load(f)
+    assert [(i["path"], i["kind"]) for i in assessment["job"]["inputs"]] == [(log, "darshan")]
+
+
 @pytest.mark.parametrize("planter", ["attacker", "user"])
 def test_a_darshan_log_of_another_job_does_not_become_the_jobs_report(ioassess, site, attacker, planter):
     owner = attacker if planter == "attacker" else site.user
@@ -723,7 +841,8 @@ def test_report_group_shares_the_reports_with_a_group_the_user_is_in(ioassess, s
 
 def test_the_worker_runs_in_a_cgroup_of_its_own_that_is_removed_after(site, recorder_lib):
     """Where a cgroup v2 can be made (as root, with cgroup2 mounted, as here), the worker is
-    moved into one of its own before it has its work, so that cgroup.kill ends all it starts;
+    moved into one of its own before it has its work, so that cgroup.kill ends all it starts,
+    and, where the memory controller is v1's (as here), into a memory cgroup of its own too;
     seen while the worker blocks opening a FIFO as its model, until the time limit."""
     with open("/proc/self/mounts") as mounts:
         assert any(fields[2] == "cgroup2" for fields in map(str.split, mounts)), "no cgroup2 file system mounted"
@@ -734,15 +853,35 @@ def test_the_worker_runs_in_a_cgroup_of_its_own_that_is_removed_after(site, reco
     epilog_process = subprocess.Popen([sys.executable, "-m", "ioassess", "epilog", "--config", settings], cwd="/",
                                       env=clean_env(site.slurm_environment()), stderr=subprocess.PIPE, text=True)
     cgroup_name = f"ioassess-epilog-{epilog_process.pid}"
-    seen = None
-    while seen is None and epilog_process.poll() is None:
-        seen = next((line for pid in _processes_of(site.user.pw_uid) for line in _cgroups(pid)
-                     if line.endswith(f"/{cgroup_name}")), None)
+    seen = []
+    while not seen and epilog_process.poll() is None:
+        seen = [line.split(":", 2) for pid in _processes_of(site.user.pw_uid) for line in _cgroups(pid)
+                if line.endswith(f"/{cgroup_name}")]
     _, stderr = epilog_process.communicate(timeout=300)
-    assert seen, f"no process of {USER} was seen in a cgroup {cgroup_name}; the epilog said: {stderr}"
+    assert {controllers for _, controllers, _ in seen} >= {"", "memory"}, \
+        f"no process of {USER} was seen in cgroups {cgroup_name}: {seen}; the epilog said: {stderr}"
     assert "the report took longer than the time limit of 5 s" in stderr
-    mount = next(fields[1] for fields in map(str.split, open("/proc/self/mounts")) if fields[2] == "cgroup2")
-    assert not os.path.exists(os.path.join(mount, seen.split("::", 1)[1].lstrip("/")))
+    for _, controllers, path in seen:
+        mount = next(fields[1] for fields in map(str.split, open("/proc/self/mounts"))
+                     if (fields[2], controllers) == ("cgroup2", "") or controllers in fields[3].split(","))
+        assert not os.path.exists(os.path.join(mount, path.lstrip("/")))
+    assert _processes_of(site.user.pw_uid) == []
+
+
+@pytest.mark.parametrize("limit", ["20M", "4G"])
+def test_the_memory_limit_stops_a_report_that_needs_more_in_one_line(ioassess, site, recorder_lib, limit):
+    """The worker's cgroup has memory_limit (a memory cgroup of v2, or of v1 beside it as here): a
+    report that needs more (20 MiB: less than the report's modules) is stopped, in one line, no
+    report is written and nothing of the worker is left; with the default limit the same job's
+    report is written."""
+    site.record_job(recorder_lib)
+    result = epilog(ioassess, site.settings(memory_limit=limit), site.slurm_environment())
+    if limit == "4G":
+        assert_one_line(site, result, f"wrote {site.report()}")
+        return
+    assert_one_line(site, result, "the report needed more memory than the memory limit of 20.0 MiB (memory_limit) "
+                                  "and was stopped: no report written")
+    assert not os.path.exists(site.report()) and not os.path.exists(site.report(suffix="json"))
     assert _processes_of(site.user.pw_uid) == []
 
 

@@ -6,6 +6,7 @@ traceback, in bounded time and memory, and the rest of the job must still be rep
 import json
 import os
 import pathlib
+import random
 import subprocess
 import sys
 
@@ -15,7 +16,9 @@ import pytest
 from ioassess.inputs import traceformat as tf
 from ioassess.inputs.load import load_job
 from ioassess.inputs.trace import read_trace_file
-from recorder_helpers import clean_env, shipped_darshan_logs
+from ioassess.jsonfile import MAX_JSON_DEPTH
+from ioassess.models import modelfile
+from recorder_helpers import clean_env, run_measured, shipped_darshan_logs
 
 SEED = 20261123
 TRACE_MUTATIONS = 500
@@ -231,6 +234,186 @@ def test_fuzzed_traces_and_darshan_logs_are_read_or_refused_in_one_line(recorded
     assert results["reports"] >= TRACE_MUTATIONS   # every trace mutation still reported the good trace
     assert results["refused"] >= (TRACE_MUTATIONS + DARSHAN_MUTATIONS) // 5   # the damage is seen
     assert results["max_rss_kb"] < PEAK_RSS_LIMIT_KB
+
+
+# ---- A: hostile model files, made by a seeded fuzzer, through load, listing and the report ----
+
+HOSTILE_MODELS = 50
+MODEL_SECONDS = 60
+MODEL_PEAK_RSS_KIB = 1 << 20
+HUGE_MODEL_BYTES = 200_000_000
+# Values put in place of a model's fields: every JSON type, NaN, infinities, huge, tiny and
+# negative numbers, strings with control characters, right-to-left overrides and NULs.
+ODD_VALUES = (None, True, "", "x", [], {}, [1, "a"], {"a": None}, 0, -1, -1e-11, 1e308, -1e308, 5e-324, 10 ** 400,
+              float("nan"), float("inf"), float("-inf"), 4096.0, 2 ** 63, "\x1b[2J\x1b]0;owned\x07", "\u202egol.dab",
+              "a\x00b", "line\r\nforged", "\ud83d\ude00")
+# Texts that are not a model file, or not JSON, or not Unicode: (name, bytes).
+ODD_TEXTS = (("empty", b""), ("a byte order mark", b"\xef\xbb\xbf{}"), ("invalid UTF-8", b'{"name": "\xff\xfe"}'),
+             ("a raw control character", b'{"format": "ioassess-cause-model\x01"}'),
+             ("an unpaired surrogate", b'{"format": "\\udc00"}'), ("100,000 brackets", b"[" * 100_000),
+             ("an integer of 5000 digits", b'{"version": ' + b"9" * 5000 + b"}"), ("NaN alone", b"NaN"),
+             ("1e999", b'{"version": 1e999}'), ("just over 1 MiB", b"[" + b"0," * (1 << 19) + b"0]"))
+
+
+def fields_of(value, path=()):
+    """The paths to every value inside a parsed JSON value, containers included."""
+    paths = [path]
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        paths += fields_of(item, path + (key,))
+    return paths
+
+
+def value_at(data, path):
+    for key in path:
+        data = data[key]
+    return data
+
+
+def with_value(data, path, value):
+    data = json.loads(json.dumps(data))
+    *parents, last = path
+    target = data
+    for key in parents:
+        target = target[key]
+    target[last] = value
+    return data
+
+
+def nested_object(depth):
+    value = {}
+    for _ in range(depth - 1):
+        value = {"x": value}
+    return value
+
+
+def hostile_model_files(directory, rng):
+    """HOSTILE_MODELS model files in directory, from the shipped default model: odd values in
+    odd places, nesting at and past the limit, odd texts, one of HUGE_MODEL_BYTES; [(path, how)]."""
+    model = json.loads(pathlib.Path(modelfile.PRETRAINED_DIR, f"{modelfile.DEFAULT_MODEL}.json").read_text())
+    paths = [path for path in fields_of(model) if path]
+    made = []
+
+    def write(how, data):
+        path = directory / f"hostile-{len(made):02d}.json"
+        path.write_bytes(data if isinstance(data, bytes) else json.dumps(data).encode("utf-8", "surrogatepass"))
+        made.append((str(path), how))
+
+    for name, text in ODD_TEXTS:
+        write(name, text)
+    for depth in (MAX_JSON_DEPTH - 3, MAX_JSON_DEPTH - 2, 400):   # the generator is 3 deep: 32 levels, 33, 400
+        write(f"provenance.generator nested {depth} deep", with_value(model, ("provenance", "generator"),
+                                                                      nested_object(depth)))
+    write(f"{HUGE_MODEL_BYTES:,} bytes", b"")
+    with open(made[-1][0], "w") as f:
+        f.write(json.dumps(model)[:-1] + ', "padding": [0')
+        while f.tell() < HUGE_MODEL_BYTES:
+            f.write(", 0" * (1 << 16))
+        f.write("]}")
+    while len(made) < HOSTILE_MODELS:
+        value = rng.choice(ODD_VALUES)
+        # Every other one in a field of the value's own type: more of them are models.
+        same_type = [path for path in paths if type(value_at(model, path)) is type(value)]
+        path = rng.choice(same_type if len(made) % 2 and same_type else paths)
+        write(f"{'.'.join(map(str, path))} = {value!r}", with_value(model, path, value))
+    return made
+
+
+HOSTILE_MODELS_CHILD = r'''
+import json, signal, sys, traceback
+from ioassess.models.modelfile import ModelFileError, PRETRAINED_DIR, find_models, load_model
+from ioassess.report import make_report
+
+job = json.loads(sys.argv[1])
+results = {"loaded": 0, "errors": [], "failures": [], "timeouts": []}
+
+
+class OutOfTime(Exception):
+    pass
+
+
+def out_of_time(signum, frame):
+    raise OutOfTime
+
+
+def one_line_error(path, error):
+    return str(error).startswith(f"{path}: ") and "\n" not in str(error)
+
+
+def check(what, path):
+    """The model loads, and a report is made with it; or it is refused with one line naming it,
+    by load_model and by make_report."""
+    signal.alarm(job["seconds"])
+    try:
+        try:
+            load_model(path)
+        except ModelFileError as error:
+            results["errors"].append(str(error))
+            if not one_line_error(path, error):
+                results["failures"].append(f"{what}: {error}")
+            try:
+                make_report([job["log"]], path, job["html"], job["json"])
+                results["failures"].append(f"{what}: refused by load_model, taken by make_report")
+            except ModelFileError as again:
+                if str(again) != str(error):
+                    results["failures"].append(f"{what}: {again} from make_report, {error} from load_model")
+        else:
+            results["loaded"] += 1
+            make_report([job["log"]], path, job["html"], job["json"])
+    except OutOfTime:
+        results["timeouts"].append(what)
+    except BaseException:
+        results["failures"].append(f"{what}: {traceback.format_exc()}")
+    finally:
+        signal.alarm(0)
+
+
+signal.signal(signal.SIGALRM, out_of_time)
+for path, how in job["models"]:
+    check(f"{path} ({how})", path)
+# All of them in the user's model directory: listed each with a model or a problem, and the
+# report chooses among the good ones.
+dirs = [("user", job["dir"]), ("shipped", PRETRAINED_DIR)]
+found = {f.path: f for f in find_models(dirs)}
+results["listed"] = sum(1 for path, _ in job["models"] if path in found and (found[path].model is None) ==
+                        bool(found[path].problem))
+signal.alarm(job["seconds"])
+try:
+    make_report([job["log"]], None, job["html"], job["json"], model_dirs=dirs)
+    results["chosen"] = json.load(open(job["json"]))["model"]["source"]
+except BaseException:
+    results["failures"].append(f"the report choosing from {job['dir']}: {traceback.format_exc()}")
+finally:
+    signal.alarm(0)
+print(json.dumps(results))
+'''
+
+
+def test_hostile_model_files_are_used_or_refused_in_one_line_in_bounded_time_and_memory(tmp_path):
+    """50 model files (sizes, nesting, JSON types, NaN, huge numbers, control characters): each
+    is a model the report uses or one line naming the file and its problem, from load_model,
+    the report and `ioassess models` (exit status 2); no traceback, none takes 60 s, and the
+    process holding them all peaks under 1 GiB. Among them in the user's directory, a report
+    still chooses a model and is written."""
+    directory = tmp_path / "models"
+    directory.mkdir()
+    made = hostile_model_files(directory, random.Random(SEED))
+    log = next(path for path in shipped_darshan_logs() if path.endswith("/sample.darshan"))
+    job = {"models": made, "dir": str(directory), "log": log, "html": str(tmp_path / "r.html"),
+           "json": str(tmp_path / "r.json"), "seconds": MODEL_SECONDS}
+    env = clean_env({"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
+    child, peak_kib = run_measured([sys.executable, "-c", HOSTILE_MODELS_CHILD, json.dumps(job)], env,
+                                   timeout=MODEL_SECONDS * (HOSTILE_MODELS + 1))
+    assert child.returncode == 0, child.stderr[-5000:]
+    results = json.loads(child.stdout.splitlines()[-1])
+    assert results["failures"] == [] and results["timeouts"] == []
+    assert results["listed"] == HOSTILE_MODELS
+    assert len(results["errors"]) >= HOSTILE_MODELS // 2 and results["loaded"] >= 1
+    assert "chosen" in results
+    assert peak_kib < MODEL_PEAK_RSS_KIB, f"peak {peak_kib // 1024} MiB"
+    listed, _ = run_measured([sys.executable, "-m", "ioassess", "models", *(path for path, _ in made)], env)
+    assert listed.returncode == 2 and "Traceback" not in listed.stderr
+    assert sorted(listed.stderr.splitlines()) == sorted(f"ioassess: {error}" for error in results["errors"])
 
 
 # ---- A: each kind of absurd trace, through the command line ----
@@ -489,16 +672,32 @@ def test_traces_of_another_user_are_refused(ioassess, recorded, searchable_tmp, 
         in job["notes"][0]
 
 
-def test_a_template_cache_directory_someone_else_set_up_is_not_used(ioassess, tmp_path):
+@pytest.mark.parametrize("planted", ["a link", "writable by others", "another user's"])
+def test_a_template_cache_directory_someone_else_set_up_is_not_used(ioassess, tmp_path, job_user, planted):
     """The report's compiled template is kept in the user's own cache of the temporary directory
-    (_jinja2-cache-UID); one that is not a directory this user alone owns (here a link to
-    another directory, as another user could plant) is not used, and the report is still
-    written, whole."""
-    planted, elsewhere = tmp_path / f"_jinja2-cache-{os.getuid()}", tmp_path / "elsewhere"
+    (_jinja2-cache-UID); one that is not a directory this user owns and no one else can write
+    (a link to another directory, a directory others can write, another user's directory, as
+    another user could set up) is not used, and the report is still written, whole."""
+    cache, elsewhere = tmp_path / f"_jinja2-cache-{os.getuid()}", tmp_path / "elsewhere"
     elsewhere.mkdir()
-    planted.symlink_to(elsewhere)
+    if planted == "a link":
+        cache.symlink_to(elsewhere)
+        cache = elsewhere
+    else:
+        cache.mkdir()
+        os.chmod(cache, 0o777 if planted == "writable by others" else 0o700)
+        os.chown(cache, job_user.pw_uid if planted == "another user's" else -1, -1)
     log = next(path for path in shipped_darshan_logs() if path.endswith("/sample.darshan"))
     result = ioassess("report", log, "-o", tmp_path / "r.html", env={"TMPDIR": str(tmp_path)})
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "r.html").read_text().rstrip().endswith("</html>")
-    assert list(elsewhere.iterdir()) == [] and planted.is_symlink()
+    assert list(cache.iterdir()) == []
+
+
+def test_the_template_cache_of_the_users_own_is_used(ioassess, tmp_path):
+    cache = tmp_path / f"_jinja2-cache-{os.getuid()}"
+    log = next(path for path in shipped_darshan_logs() if path.endswith("/sample.darshan"))
+    result = ioassess("report", log, "-o", tmp_path / "r.html", env={"TMPDIR": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert (cache.stat().st_mode & 0o777, cache.stat().st_uid) == (0o700, os.getuid())
+    assert [path.name.startswith("__jinja2_") for path in cache.iterdir()] == [True]

@@ -225,7 +225,7 @@ BAD_GRIDS = [
     (set_in(["cells"], []), "cells: empty, a grid has at least one measured model"),
     (set_in(["cells", 0, "mib_per_s"], -1), "cells[0].mib_per_s: must be a positive number, got -1"),
     (set_in(["cells", 0, "mib_per_s_repeats", 1], float("nan")),
-     "cells[0].mib_per_s_repeats[1]: must be a positive number, got NaN"),
+     "invalid JSON: NaN is not a JSON number"),
     (set_in(["cells", 1, "processes_per_file"], 4),
      "cells[1]: processes, processes_per_file and files must be (2, 1, 2) for this model, got (2, 4, 2)"),
     (set_in(["cells", 0, "name"], "shared file"), 'cells[0].name: this model is named "serial"'),

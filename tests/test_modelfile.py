@@ -5,15 +5,18 @@ import dataclasses
 import json
 import os
 import stat
+import sys
 
 import numpy as np
 import pytest
 
 from ioassess.cli import main
+from ioassess.jsonfile import MAX_JSON_DEPTH, MAX_JSON_FILE_BYTES
 from ioassess.models import modelfile
 from ioassess.models.causes import CLASSES, CauseModel, ModelLine, SegmentedLine, classify, time_lost_seconds
 from ioassess.models.modelfile import (DEFAULT_MODEL, ModelFileError, find_models, load_model, model_to_json,
                                        save_model)
+from recorder_helpers import clean_env, describe, run_measured, shipped_darshan_logs
 
 MiB = 1 << 20
 PROVENANCE = {"source": "trained by ioassess train", "host": "node1", "kernel": "6.1.0-13-amd64",
@@ -121,6 +124,14 @@ def delete(path):
     return change
 
 
+def nested(depth):
+    """An object nested depth deep: {"x": {"x": ... {}}}."""
+    value = {}
+    for _ in range(depth - 1):
+        value = {"x": value}
+    return value
+
+
 NOT_JOINED = {"small": {"intercept_s": 1e-5, "slope_s_per_byte": 0.0},
               "large": {"intercept_s": 1.05e-5, "slope_s_per_byte": 0.0}}
 
@@ -158,7 +169,8 @@ REJECTIONS = [
     (set_in(["lines", 2, "typical", "small", "intercept_s"], -2e-5),
      "lines[2].typical.small.intercept_s: must not be negative, got -2e-05"),
     (set_in(["lines", 0, "bound", "small", "intercept_s"], float("inf")),
-     "lines[0].bound.small.intercept_s: must be finite, got inf"),
+     "invalid JSON: Infinity is not a JSON number"),
+    (set_in(["provenance", "generator", "repeats"], float("nan")), "invalid JSON: NaN is not a JSON number"),
     (set_in(["lines", 1, "bound"], NOT_JOINED),
      "lines[1].bound: the large segment is not joined to the small one at 4096 B "
      "(1.05e-05 s against 1e-05 s, more than 2% apart)"),
@@ -170,6 +182,10 @@ REJECTIONS = [
      "lines[0].errors.small.outlier_pct_model: a percentage above 100 (101.0)"),
     (set_in(["lines", 0, "errors", "small", "rel_err_pct"], "10 %"),
      "lines[0].errors.small.rel_err_pct: must be a number, got a JSON string"),
+    (set_in(["lines", 0, "bound", "small", "intercept_s"], 10 ** 400),
+     "lines[0].bound.small.intercept_s: must be finite, got an integer of 401 digits"),
+    (set_in(["provenance", "generator"], nested(400)), f"invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels"),
+    (set_in(["provenance", "host"], "\ud800"), "invalid JSON: a string with an unpaired surrogate (not Unicode text)"),
 ]
 
 
@@ -198,7 +214,11 @@ def test_null_error_metrics_are_accepted(tmp_path):
     (b'{"format": "ioassess-cause-model",', "invalid JSON: Expecting property name enclosed in double quotes "
                                             "at line 1 column 35"),
     (b"", "invalid JSON: Expecting value at line 1 column 1"),
-    (b"[" * 100000, "invalid JSON: nested too deeply"),
+    (b"[" * 100000, f"invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels"),
+    (b'{"version": -1e999}', "invalid JSON: -1e999 is beyond the range of a number"),
+    (b"{}" + b" " * MAX_JSON_FILE_BYTES, f"too large: {MAX_JSON_FILE_BYTES + 2:,} bytes, more than the "
+                                         f"{MAX_JSON_FILE_BYTES:,} read at most"),
+    (b'{"version": 1' + b"0" * 5000 + b"}", "invalid JSON: an integer with too many digits"),
     (b"\xff\xfe{}", "not a text file (invalid UTF-8)"),
     (b"[1, 2]", "not an ioassess cause-model file (a JSON array, not an object)"),
     (b'"ioassess-cause-model"', "not an ioassess cause-model file (a JSON string, not an object)"),
@@ -361,3 +381,53 @@ def test_the_shipped_default_model_is_a_full_training_with_every_line():
     assert {("write", "appended", layout) for layout in ("off0", "rnd")} < model.lines.keys()
     assert {("sync", "flushed", layout) for layout in ("off0", "rnd")} < model.lines.keys()
     assert all(line.typical is not None for line in model.lines.values())
+
+
+# ---- hostile model files in the user's model directory ----
+
+HUGE_MODEL_BYTES = 200_000_000
+# `ioassess report` refusing a model: Python, numpy and the report's modules (about 100 MiB),
+# nothing of the model file.
+REFUSING_PEAK_RSS_KIB = 300 * 1024
+
+
+def write_huge_model(path):
+    """A model file of HUGE_MODEL_BYTES, valid but for its size: its provenance.generator holds
+    an array of numbers (parsed whole, 200 MB of them took 4.9 GB)."""
+    head, tail = json.dumps(mutated(set_in(["provenance", "generator"], {"pad": [0]}))).split("[0]")
+    with open(path, "w") as f:
+        f.write(head + "[1.5")
+        padding = ", 1.5" * (1 << 16)
+        while f.tell() < HUGE_MODEL_BYTES:
+            f.write(padding)
+        f.write("]" + tail)
+
+
+@pytest.mark.parametrize("hostile", ["nested 400 deep", "200 MB"])
+def test_a_hostile_model_of_the_user_is_listed_invalid_refused_in_one_line_and_other_reports_written(tmp_path,
+                                                                                                     hostile):
+    """A user's model file nested 400 deep was listed as valid and ended every report in a
+    RecursionError; one of 200 MB took gigabytes. Both are listed with their problem, refused
+    in one line (exit status 2) without being read when given, and not chosen for a report."""
+    models = tmp_path / "data" / "ioassess" / "models"
+    models.mkdir(parents=True)
+    path = models / "hostile.json"
+    if hostile == "200 MB":
+        write_huge_model(path)
+        problem = f"too large: {path.stat().st_size:,} bytes, more than the {MAX_JSON_FILE_BYTES:,} read at most"
+    else:
+        write_json(path, mutated(set_in(["provenance", "generator"], nested(400))))
+        problem = f"invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels"
+    env = clean_env({"XDG_DATA_HOME": str(tmp_path / "data")})
+    command = [sys.executable, "-m", "ioassess"]
+    listed, _ = run_measured([*command, "models"], env)
+    assert listed.returncode == 0, describe(listed)
+    [line] = [line for line in listed.stdout.splitlines() if " hostile " in line]
+    assert line.split()[0] == "user" and line.endswith(f" invalid: {problem}; {path}"), line
+    log = next(p for p in shipped_darshan_logs() if p.endswith("/sample.darshan"))
+    given, peak_kib = run_measured([*command, "report", log, "--model", path, "-o", tmp_path / "given.html"], env)
+    assert (given.returncode, given.stderr) == (2, f"ioassess: {path}: {problem}\n"), describe(given)
+    assert peak_kib < REFUSING_PEAK_RSS_KIB and not (tmp_path / "given.html").exists()
+    chosen, _ = run_measured([*command, "report", log, "-o", tmp_path / "chosen.html"], env)
+    assert chosen.returncode == 0, describe(chosen)
+    assert (tmp_path / "chosen.html").read_text().rstrip().endswith("</html>")

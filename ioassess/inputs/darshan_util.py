@@ -15,6 +15,7 @@ import importlib.util
 import os
 import pickle
 import re
+import resource
 import signal
 import stat
 import tempfile
@@ -23,7 +24,7 @@ import warnings
 
 import numpy as np
 
-from ..units import count_text
+from ..units import bytes_text, count_text
 from .job import MAX_RANKS
 
 
@@ -97,6 +98,17 @@ UNASSESSED_DATA_MODULES = {"H5D": "h5d", "PNETCDF_VAR": "pnetcdf_var", "PNETCDF_
 _COUNTER_NAME_TABLES = {"POSIX": "posix", "MPI-IO": "mpiio", "STDIO": "stdio", **UNASSESSED_DATA_MODULES}
 _WITH_FILE_RECORD_ID = ("H5D", "PNETCDF_VAR")
 MAX_INFLATION = 2048  # more than zlib's maximum compression ratio (1032)
+# The most bytes of records read from one log, inflated: a log can inflate a thousandfold (0.78 MB
+# to 320 MB of DXT segments, which took 1.6 GB to assess). DXT keeps at most 2 MiB a process
+# (Darshan's default): this is 64 processes' full DXT. Records past it are not read, and the
+# I/O of DXT records not read is assessed from the counters.
+MAX_RECORD_BYTES = 128 << 20
+# What the child reading a log may allocate beyond what it has at the fork: the records kept,
+# their joined copy, the record darshan-util inflates and its buffers. An allocation past it
+# fails (darshan-util then reports the module damaged) instead of inflating a record of gigabytes.
+CHILD_DATA_BYTES = 3 * MAX_RECORD_BYTES + (64 << 20)
+# Why a module's records stopped before its end (_each_record).
+DAMAGED, TOO_LARGE = "damaged", "too large"
 
 
 class DarshanLogError(Exception):
@@ -242,16 +254,29 @@ def _child(path, binding, read_end, write_end, stderr_fd):
         os.dup2(stderr_fd, 2)
         faulthandler.disable()   # an abort inside darshan-util is reported by the parent, once
         warnings.simplefilter("ignore")
+        _limit_data(CHILD_DATA_BYTES)
         try:
             outcome = ("contents", _read_contents(*binding, path, lambda: _lines(stderr_fd)))
         except DarshanLogError as error:
             outcome = ("error", error.problem)
+        except MemoryError:
+            outcome = ("error", f"too large: reading it needs more than {bytes_text(CHILD_DATA_BYTES)} of memory")
         except Exception:
             outcome = ("bug", traceback.format_exc())
         with open(write_end, "wb") as pipe:
             pickle.dump(outcome, pipe, protocol=pickle.HIGHEST_PROTOCOL)
     finally:
         os._exit(0)
+
+
+def _limit_data(n_bytes):
+    """Let this process allocate at most n_bytes more than it has (RLIMIT_DATA: its heap and
+    private mappings, darshan-util's allocations among them)."""
+    with open("/proc/self/status") as status:
+        data_bytes = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmData:"))
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    limit = min(limit for limit in (soft, hard, data_bytes + n_bytes) if limit != resource.RLIM_INFINITY)
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
 
 
 def _unpickled(pipe):
@@ -309,32 +334,46 @@ def _read_contents(ffi, lib, path, said):
         names = _read_table(lambda: _read_names(ffi, lib, handle), said, problems,
                             "table of file names", "files without a name are shown by record id")
         counters, lustre, dxt, unassessed = {}, {}, {}, {}
-        failed = []
+        failed = {}   # module -> why its records stopped
+        budget = _Budget(MAX_RECORD_BYTES)
         for module, info in modules.items():
             mark = len(said())
             if module in UNASSESSED_DATA_MODULES:
-                unassessed[module], records_read, damaged = _read_counter_records(ffi, lib, handle, info["idx"],
-                                                                                  module, job["nprocs"])
-                if damaged:   # noted; the I/O assessed does not depend on it
-                    problems.append(f"The {module} module's data is damaged{_quoted(said()[mark:])}: only "
+                unassessed[module], records_read, stop = _read_counter_records(ffi, lib, handle, info["idx"],
+                                                                               module, job["nprocs"], budget)
+                if stop:   # noted; the I/O assessed does not depend on it
+                    problems.append(f"{_stop_text(stop, module, said()[mark:])}: only "
                                     f"{count_text(records_read, 'record')} of it counted.")
                 continue
             if module in COUNTER_MODULES:
-                counters[module], records_read, damaged = _read_counter_records(ffi, lib, handle, info["idx"], module,
-                                                                                job["nprocs"])
+                counters[module], records_read, stop = _read_counter_records(ffi, lib, handle, info["idx"], module,
+                                                                             job["nprocs"], budget)
             elif module in DXT_MODULES:
-                dxt[module], records_read, damaged = _read_dxt_records(ffi, lib, handle, info["idx"], info["bytes"],
-                                                                       job["nprocs"])
+                dxt[module], records_read, stop = _read_dxt_records(ffi, lib, handle, info["idx"], info["bytes"],
+                                                                    job["nprocs"], budget)
             elif module == "LUSTRE":
-                lustre, records_read, damaged = _read_lustre_records(ffi, lib, handle, info["idx"], info["bytes"])
+                lustre, records_read, stop = _read_lustre_records(ffi, lib, handle, info["idx"], info["bytes"],
+                                                                  budget)
             else:
                 continue
-            if damaged:
-                failed.append(module)
+            if stop:
+                failed[module] = stop
                 used = f"only its first {count_text(records_read, 'record')} can be used" if records_read else \
                     "none of its records can be used"
-                problems.append(f"The {module} module's data is damaged{_quoted(said()[mark:])}: {used}.")
+                problems.append(f"{_stop_text(stop, module, said()[mark:])}: {used}.")
+            if stop == TOO_LARGE:
+                # darshan-util cannot go on to another module from the middle of one (its
+                # decompression stream is not reset): the other modules are read anew.
+                lib.darshan_log_close(handle)
+                handle = lib.darshan_log_open(path.encode())
+                if handle == ffi.NULL:
+                    raise DarshanLogError(path, _open_problem(said(), ffi.string(lib.darshan_log_get_lib_version())
+                                                              .decode()))
         if failed and not any(len(c[0]) for c in counters.values()) and not any(len(d[0]) for d in dxt.values()):
+            if TOO_LARGE in failed.values():
+                raise DarshanLogError(path, f"too large: its records inflate to more than the "
+                                            f"{bytes_text(MAX_RECORD_BYTES)} ioassess reads of a log before any of "
+                                            f"its I/O records")
             raise DarshanLogError(path, f"truncated or corrupt: none of its I/O records can be read "
                                         f"({', '.join(failed)}){_quoted(said())}")
         return LogContents(job, cmdline, mounts, modules, names, counters, lustre, dxt, problems, unassessed)
@@ -421,20 +460,49 @@ class _ImpossibleRecord(Exception):
     """A record whose sizes cannot be right: the module's data is damaged from there on."""
 
 
+class _OverBudget(Exception):
+    """A record that would take the log's records past MAX_RECORD_BYTES: not read, nor any after it."""
+
+
+class _Budget:
+    """What is left of the bytes of records read from one log."""
+
+    def __init__(self, n_bytes):
+        self.left = n_bytes
+
+    def spend(self, n_bytes):
+        """Raise _OverBudget if n_bytes more is more than is left; else count them."""
+        if n_bytes > self.left:
+            raise _OverBudget
+        self.left -= n_bytes
+
+
+def _stop_text(stop, module, said):
+    """Why a module's records stopped (DAMAGED, with darshan-util's complaint in said, or
+    TOO_LARGE), as the start of a sentence."""
+    if stop == TOO_LARGE:
+        return f"The log's records inflate to more than the {bytes_text(MAX_RECORD_BYTES)} ioassess reads of a log " \
+               f"at its {module} module"
+    return f"The {module} module's data is damaged{_quoted(said)}"
+
+
 def _each_record(ffi, lib, handle, module_index, take):
     """Call take(record) with each record of a module, a `void *` valid during the call. Returns
-    (records read, whether the rest is damaged: darshan-util failed to read it, or take raised
-    _ImpossibleRecord)."""
+    (records read, why the rest is not read: None at the end of the module's data, DAMAGED when
+    darshan-util failed to read it or take raised _ImpossibleRecord, TOO_LARGE when take raised
+    _OverBudget)."""
     count = 0
     while True:
         record = ffi.new("void **")  # NULL: darshan-util allocates the record
         status = lib.darshan_log_get_record(handle, module_index, record)
         if status < 1:
-            return count, status < 0
+            return count, DAMAGED if status < 0 else None
         try:
             take(record[0])
         except _ImpossibleRecord:
-            return count, True
+            return count, DAMAGED
+        except _OverBudget:
+            return count, TOO_LARGE
         finally:
             lib.darshan_free(record[0])
         count += 1
@@ -465,8 +533,8 @@ def _counter_names(ffi, lib, table):
         index += 1
 
 
-def _read_counter_records(ffi, lib, handle, module_index, module, nprocs):
-    """((records, counter names, fcounter names), records read, damaged) of a POSIX, MPI-IO or
+def _read_counter_records(ffi, lib, handle, module_index, module, nprocs, budget):
+    """((records, counter names, fcounter names), records read, why reading stopped) of a POSIX, MPI-IO or
     STDIO module, or one of UNASSESSED_DATA_MODULES; records is a structured array with fields
     id, rank, counters and fcounters (and file_id, the records of _WITH_FILE_RECORD_ID)."""
     prefix = _COUNTER_NAME_TABLES[module]
@@ -478,14 +546,15 @@ def _read_counter_records(ffi, lib, handle, module_index, module, nprocs):
 
     def take(record):
         _check_rank(ffi.cast("struct darshan_base_record *", record), nprocs)
+        budget.spend(dtype.itemsize)
         chunks.append(ffi.buffer(record, dtype.itemsize)[:])
 
-    records_read, damaged = _each_record(ffi, lib, handle, module_index, take)
-    return (np.frombuffer(b"".join(chunks), dtype), names, fnames), records_read, damaged
+    records_read, stop = _each_record(ffi, lib, handle, module_index, take)
+    return (np.frombuffer(b"".join(chunks), dtype), names, fnames), records_read, stop
 
 
-def _read_dxt_records(ffi, lib, handle, module_index, module_bytes, nprocs):
-    """((records, segments), records read, damaged): records a structured array (id, rank,
+def _read_dxt_records(ffi, lib, handle, module_index, module_bytes, nprocs, budget):
+    """((records, segments), records read, why reading stopped): records a structured array (id, rank,
     hostname, write_count, read_count), segments each record's write segments then its read
     segments, in record order."""
     header_bytes = ffi.sizeof("struct dxt_file_record")
@@ -496,18 +565,19 @@ def _read_dxt_records(ffi, lib, handle, module_index, module_bytes, nprocs):
         _check_rank(header.base_rec, nprocs)
         n_bytes = (header.write_count + header.read_count) * SEGMENT_DTYPE.itemsize
         _check_sizes((header.write_count, header.read_count), n_bytes, module_bytes)
+        budget.spend(header_bytes + n_bytes)
         headers.append((header.base_rec.id, header.base_rec.rank, ffi.string(header.hostname), header.write_count,
                         header.read_count))
         chunks.append(ffi.buffer(ffi.cast("char *", record) + header_bytes, n_bytes)[:])
 
-    records_read, damaged = _each_record(ffi, lib, handle, module_index, take)
+    records_read, stop = _each_record(ffi, lib, handle, module_index, take)
     records = np.array(headers, dtype=[("id", "<u8"), ("rank", "<i8"), ("hostname", "S64"), ("write_count", "<i8"),
                                        ("read_count", "<i8")])
-    return (records, np.frombuffer(b"".join(chunks), SEGMENT_DTYPE)), records_read, damaged
+    return (records, np.frombuffer(b"".join(chunks), SEGMENT_DTYPE)), records_read, stop
 
 
-def _read_lustre_records(ffi, lib, handle, module_index, module_bytes):
-    """(record id -> (stripe size, stripe count, OST ids), records read, damaged): every file of
+def _read_lustre_records(ffi, lib, handle, module_index, module_bytes, budget):
+    """(record id -> (stripe size, stripe count, OST ids), records read, why reading stopped): every file of
     a LUSTRE record, which is on Lustre. A file striped in several components (progressive file
     layout) gets the widest component's size and count and every component's OSTs (in order,
     without repeats); one of no component, -1, -1 and none."""
@@ -519,6 +589,7 @@ def _read_lustre_records(ffi, lib, handle, module_index, module_bytes):
         lustre = ffi.cast("struct darshan_lustre_record *", record)
         n_bytes = lustre.num_comps * ffi.sizeof("struct darshan_lustre_component") + lustre.num_stripes * 8
         _check_sizes((lustre.num_comps, lustre.num_stripes), n_bytes, module_bytes)
+        budget.spend(n_bytes)
         components = [(lustre.comps[i].counters[size_column], lustre.comps[i].counters[count_column])
                       for i in range(lustre.num_comps)]
         if components:
@@ -528,5 +599,5 @@ def _read_lustre_records(ffi, lib, handle, module_index, module_bytes):
         else:   # on Lustre all the same, its striping unknown
             striping[int(lustre.base_rec.id)] = (-1, -1, ())
 
-    records_read, damaged = _each_record(ffi, lib, handle, module_index, take)
-    return striping, records_read, damaged
+    records_read, stop = _each_record(ffi, lib, handle, module_index, take)
+    return striping, records_read, stop

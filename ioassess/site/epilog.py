@@ -32,9 +32,11 @@ import time
 
 from ..escape import printable
 from ..files import read_settings_file
-from ..units import count_text
+from ..jsonfile import Invalid, parse_json
+from ..units import bytes_text, count_text
 
 from ..models.modelfile import SITE_MODELS_DIR, SITE_MODELS_ENV, model_dirs, site_model_dir
+from .iomodels import parse_size
 
 DEFAULT_CONFIG = "/etc/ioassess/epilog.conf"
 CONFIG_SECTION = "epilog"
@@ -83,6 +85,7 @@ class Settings:
     site_models: str = ""    # "": $IOASSESS_SITE_MODELS, else SITE_MODELS_DIR
     nodes: str = "first"
     time_limit: float = 60.0
+    memory_limit: int = 4 << 30   # bytes; 0: none
     log: str = ""
     report_group: str = ""
     probe_db: str = ""
@@ -142,7 +145,7 @@ def _nodes(text):
     return text
 
 
-CONVERTERS = {"darshan_days": _days, "time_limit": _seconds, "nodes": _nodes}
+CONVERTERS = {"darshan_days": _days, "time_limit": _seconds, "nodes": _nodes, "memory_limit": parse_size}
 
 
 def add_options(parser):
@@ -173,6 +176,9 @@ def add_options(parser):
            help="make the report on the first node of the job only, or on every node (default: first)")
     option("--time-limit", metavar="SECONDS", type=_seconds,
            help=f"stop the report after this long (default: {defaults.time_limit:g})")
+    option("--memory-limit", metavar="SIZE", type=parse_size,
+           help=f"stop the report when it needs more memory than this, e.g. 4G; 0: no limit (default: "
+                f"{bytes_text(defaults.memory_limit)})")
     option("--log", metavar="FILE",
            help="also append the lines said to this file, if it is a regular file of root's (default: stderr only)")
     option("--report-group", metavar="GROUP",
@@ -194,7 +200,7 @@ def run(args):
             return 0
         job = job_context(os.environ)
         log.prefix = f"job {job.job_id} ({job.user}): "
-        log.line(run_worker(job, work_for(job, settings), settings.time_limit))
+        log.line(run_worker(job, work_for(job, settings), settings.time_limit, settings.memory_limit))
     except EpilogError as error:
         log.line(str(error))
     except Exception as error:   # a bug must not drain the node: it is one line in the log too
@@ -397,11 +403,12 @@ def work_for(job, settings):
                 report_group=settings.report_group, probe_db=settings.probe_db)
 
 
-def run_worker(job, work, time_limit):
-    """Run the worker as the job's user for at most time_limit seconds; the line to log: its
-    outcome (summary_line), or why there is none. Whatever the worker started is ended when it
-    ends or is stopped (end_cgroup, end_descendants), and of its output only the last
-    OUTPUT_TAIL bytes are kept, for the line saying why it failed."""
+def run_worker(job, work, time_limit, memory_limit):
+    """Run the worker as the job's user for at most time_limit seconds and, where a memory cgroup
+    can be had (memory_cgroup), memory_limit bytes; the line to log: its outcome (summary_line),
+    or why there is none. Whatever the worker started is ended when it ends or is stopped
+    (end_cgroup, end_descendants), and of its output only the last OUTPUT_TAIL bytes are kept,
+    for the line saying why it failed."""
     options = {}
     if os.geteuid() == 0:
         # subprocess sets the supplementary groups, then the group, then the user (real,
@@ -409,6 +416,7 @@ def run_worker(job, work, time_limit):
         options = {"user": work.uid, "group": work.gid, "extra_groups": work.groups}
     become_child_subreaper()
     cgroup = new_cgroup()
+    memory = memory_cgroup(cgroup, memory_limit)
     result_read, result_write = os.pipe()
     try:
         worker = subprocess.Popen(worker_command(result_write), cwd="/", env=_worker_environment(job), umask=0o077,
@@ -417,12 +425,14 @@ def run_worker(job, work, time_limit):
     except OSError as error:
         os.close(result_read)
         remove_cgroup(cgroup)
+        remove_cgroup(memory)
         raise EpilogError(f"{sys.executable}: cannot start the report process: {error.strerror}") from None
     finally:
         os.close(result_write)
     # Before it has its work the worker runs only the epilog's code: nothing it starts is
     # outside the cgroup.
     cgroup = moved_into(cgroup, worker.pid)
+    memory = moved_into(memory, worker.pid)
     result, output = Kept(result_read, RESULT_LIMIT, keep="first"), Kept(worker.stdout.fileno(), OUTPUT_TAIL)
     try:
         _send(worker.stdin, json.dumps(dataclasses.asdict(work)).encode())
@@ -435,9 +445,18 @@ def run_worker(job, work, time_limit):
     finally:
         os.close(result_read)
         worker.stdout.close()
+        out_of_memory = oom_kills(memory) > 0
         remove_cgroup(cgroup)
-    line = (worker_outcome(worker.returncode, result.data, output.data) if finished else
-            f"the report took longer than the time limit of {time_limit:g} s and was stopped: no report written")
+        remove_cgroup(memory)
+    memory_text = f"the memory limit of {bytes_text(memory_limit)} (memory_limit)"
+    if not finished:
+        line = f"the report took longer than the time limit of {time_limit:g} s and was stopped: no report written"
+    elif out_of_memory and worker.returncode == -signal.SIGKILL:
+        line = f"the report needed more memory than {memory_text} and was stopped: no report written"
+    else:
+        line = worker_outcome(worker.returncode, result.data, output.data)
+        if out_of_memory:
+            line += f"; a process of the report was stopped at {memory_text}"
     if left:
         line += (f"; processes it started ({', '.join(map(str, left))}) did not end after SIGKILL (stuck in a "
                  "file system?) and were left")
@@ -470,20 +489,65 @@ def become_child_subreaper():
                           f"{os.strerror(ctypes.get_errno())}")
 
 
-def new_cgroup():
-    """The path of a new cgroup (v2) below this process's own, for the worker, or None where
-    one cannot be made (no cgroup2 file system, not root, a cgroup tree managed otherwise):
-    then end_descendants alone ends the worker's processes."""
+def new_cgroup(controller=""):
+    """The path of a new cgroup for the worker below this process's own, of the cgroup2 file
+    system, or with a controller, of that controller's v1 hierarchy; None where one cannot be
+    made (no such file system, not root, a cgroup tree managed otherwise): then end_descendants
+    alone ends the worker's processes."""
     try:
         with open("/proc/self/mounts") as mounts:
-            mount = next(fields[1] for fields in map(str.split, mounts) if fields[2] == "cgroup2")
+            mount = next(fields[1] for fields in map(str.split, mounts)
+                         if (fields[2], controller) == ("cgroup2", "")
+                         or fields[2] == "cgroup" and controller in fields[3].split(","))
         with open("/proc/self/cgroup") as cgroups:
-            own = next(line[3:].strip() for line in cgroups if line.startswith("0::"))
+            own = next(path for _, controllers, path in (line.rstrip("\n").split(":", 2) for line in cgroups)
+                       if controllers == controller or controller in controllers.split(","))
         path = os.path.join(mount, own.lstrip("/"), f"ioassess-epilog-{os.getpid()}")
         os.mkdir(path, 0o700)
-    except (OSError, StopIteration):
+    except (OSError, StopIteration, ValueError):
         return None
     return path
+
+
+def memory_cgroup(cgroup, limit_bytes):
+    """The cgroup that limits the worker's memory to limit_bytes, without swap: the worker's own
+    cgroup (v2) when the memory controller is enabled for it, else a new cgroup of the v1 memory
+    hierarchy (a system of both: the worker is moved into each); None where neither can be had,
+    or limit_bytes is 0. Past the limit the kernel kills the worker (with all in its cgroup,
+    v2) or its largest process (v1): oom_kills counts them."""
+    if not limit_bytes:
+        return None
+    if cgroup is not None and os.path.exists(os.path.join(cgroup, "memory.max")):
+        path, limits = cgroup, {"memory.max": limit_bytes, "memory.swap.max": 0, "memory.oom.group": 1}
+    else:
+        path = new_cgroup("memory")
+        limits = {"memory.limit_in_bytes": limit_bytes, "memory.memsw.limit_in_bytes": limit_bytes}
+    if path is None:
+        return None
+    try:
+        for name, value in limits.items():
+            if os.path.exists(os.path.join(path, name)):   # swap's files: only where swap is accounted
+                with open(os.path.join(path, name), "w") as setting:
+                    setting.write(str(value))
+    except OSError:
+        if path != cgroup:
+            remove_cgroup(path)
+        return None
+    return path
+
+
+def oom_kills(cgroup):
+    """How many processes of the cgroup the kernel killed at its memory limit (the `oom_kill`
+    line of memory.events, v2, or memory.oom_control, v1); 0 without a memory cgroup."""
+    if cgroup is None:
+        return 0
+    for name in ("memory.events", "memory.oom_control"):
+        try:
+            with open(os.path.join(cgroup, name)) as events:
+                return next((int(line.split()[1]) for line in events if line.startswith("oom_kill ")), 0)
+        except OSError:
+            continue
+    return 0
 
 
 def moved_into(cgroup, pid):
@@ -627,10 +691,10 @@ def worker_outcome(returncode, result, output):
     first left out) and the end of its output. The result is checked as any input is: code of
     the user's in the worker could have written it."""
     try:
-        sent = json.loads(result)
+        sent = parse_json(result.decode("utf-8"))
         outcome, left_out, first = sent["outcome"], sent["left_out"], sent["first_left_out"]
         valid = isinstance(outcome, str) and type(left_out) is int and isinstance(first, str)
-    except (ValueError, TypeError, KeyError):
+    except (Invalid, UnicodeDecodeError, TypeError, KeyError):
         valid = False
     last = output.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
     if returncode != 0 or not valid:
@@ -649,11 +713,13 @@ def summary_line(outcome, left_out, first):
 
 def worker_main(result_fd):
     """The worker: the Work as JSON on stdin; its outcome as JSON on result_fd."""
+    from ..html import compile_templates_anew
     from ..inputs.load import LoadError
     from ..models.modelfile import ModelFileError
+    compile_templates_anew()   # the job's user's cache of compiled templates is theirs to write
     left_out = []
     try:
-        work = Work(**json.load(sys.stdin))
+        work = Work(**parse_json(sys.stdin.read()))
         check_identity(work)
         outcome = make_job_report(work, left_out)
     except (EpilogError, LoadError, ModelFileError) as error:
@@ -785,10 +851,12 @@ def not_the_users_file(path, uid):
 def job_darshan_logs(logpath, user, job_id, days, today=None):
     """The files named as the job's Darshan logs, largest first. Darshan writes LOGPATH/<year>/
     <month>/<day>/<user>_<exe>_id<job id>_<month>-<day>-<seconds>-<hash>.darshan, dated by the
-    job's start in local time, without leading zeros; the day directories from today back
-    `days` days are searched, newest first, and the first that holds any ends the search. The
-    day directories are writable by every user: choose_darshan_log checks what is found."""
+    job's start in local time, without leading zeros; every day directory from today back
+    `days` days is searched. The day directories are writable by every user, so a name proves
+    nothing (another user's file named as the job's log must not end the search):
+    choose_darshan_log checks the owner and the content of each file found."""
     today = today or datetime.date.today()
+    found = []
     for back in range(days + 1):
         day = today - datetime.timedelta(days=back)
         directory = os.path.join(logpath, str(day.year), str(day.month), str(day.day))
@@ -798,11 +866,17 @@ def job_darshan_logs(logpath, user, job_id, days, today=None):
             continue
         except OSError as error:
             raise EpilogError(f"{directory}: cannot list the Darshan logs: {error.strerror}") from None
-        found = [entry for entry in entries if entry.name.startswith(f"{user}_")
-                 and f"_id{job_id}_" in entry.name and entry.name.endswith(".darshan")]
-        if found:
-            return [entry.path for entry in sorted(found, key=lambda entry: -entry.stat(follow_symlinks=False).st_size)]
-    return []
+        found += [entry for entry in entries if entry.name.startswith(f"{user}_")
+                  and f"_id{job_id}_" in entry.name and entry.name.endswith(".darshan")]
+    return [entry.path for entry in sorted(found, key=lambda entry: -_size(entry))]
+
+
+def _size(entry):
+    """The size of a directory entry (not followed if a link); 0 if it is gone."""
+    try:
+        return entry.stat(follow_symlinks=False).st_size
+    except OSError:
+        return 0
 
 
 def choose_darshan_log(paths, uid, job_id, left_out):

@@ -25,8 +25,8 @@ import tempfile
 import time
 
 from .. import recorder_library_path
-from ..jsonfile import (Invalid, JsonFileError, check_format, check_keys, choice, iso_date, json_type, read_json_file,
-                        typed, whole_number, write_json_file)
+from ..jsonfile import (Invalid, JsonFileError, check_format, check_keys, choice, iso_date, json_type, parse_json,
+                        read_json_file, typed, whole_number, write_json_file)
 from ..files import file_system_of, work_dir_problem
 from ..progress import Progress
 from ..units import bytes_label, count_text
@@ -380,7 +380,7 @@ def _read_results(output, stream):
     header, measurements, progress = None, [], None
     for text in output:
         try:
-            line = json.loads(text)
+            line = parse_json(text)
             if header is None:
                 header = line
                 progress = Progress(header["models"] * header["repeats"], stream)
@@ -388,7 +388,7 @@ def _read_results(output, stream):
             measurements.append(line)
             progress.advance(1, f"P={line['processes']} k={line['processes_per_file']} on "
                                 f"{count_text(line['nodes'], 'node')}, repeat {line['repeat'] + 1}")
-        except (json.JSONDecodeError, KeyError, TypeError):
+        except (Invalid, KeyError, TypeError):
             raise IoModelsError(f"unexpected output of {PROGRAM}: {text.strip()[:200]}") from None
     return header, measurements
 

@@ -33,6 +33,7 @@ from numpy.random import default_rng
 
 from .. import recorder_library_path
 from ..files import file_system_facts, work_dir_problem
+from ..jsonfile import Invalid, parse_json
 from ..inputs.trace import read_trace_dir
 from ..inputs.traceformat import Op
 from ..models.causes import (APPENDED, FLUSHED, JOINT_BYTES, CauseModel, ModelLine, fit_segmented_line,
@@ -614,7 +615,7 @@ def load_measurements(path):
     file is not one."""
     try:
         with np.load(path, allow_pickle=False) as saved:
-            meta = json.loads(str(saved["meta"]))
+            meta = parse_json(str(saved["meta"]))
             measurements = {}
             for key in saved.files:
                 if key == "meta":
@@ -622,7 +623,7 @@ def load_measurements(path):
                 op, cls, layout, size = key.split("|")
                 measurements.setdefault((op, cls, layout), {})[int(size)] = saved[key].astype(np.float64)
         return measurements, meta["description"], meta["provenance"]
-    except (OSError, ValueError, KeyError, json.JSONDecodeError, zipfile.BadZipFile) as error:
+    except (OSError, ValueError, KeyError, Invalid, zipfile.BadZipFile) as error:
         raise TrainingError(f"{path}: not a measurements file of ioassess train ({error})") from None
 
 
