@@ -184,7 +184,8 @@ def calibrated_model(recorder_lib):
     for directory in (work_dir, data_home):
         directory.mkdir()
         os.chown(directory, user.pw_uid, user.pw_gid)
-    argv, env = _installed_cli(["calibrate", "--dir", work_dir], {"HOME": str(base), "XDG_DATA_HOME": str(data_home)})
+    # no --dir: the default, the current directory (work_dir), as a user types it
+    argv, env = _installed_cli(["calibrate"], {"HOME": str(base), "XDG_DATA_HOME": str(data_home)})
     started = time.time()
     with reachable_installation():
         result = subprocess.run(argv, cwd=work_dir, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,

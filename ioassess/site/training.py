@@ -402,7 +402,8 @@ class Trainer:
         for program in (self.workload, self.library):
             if not os.path.isfile(program):
                 raise TrainingError(f"{program} is missing: reinstall ioassess (pip install .)")
-        self.work_dir = tempfile.mkdtemp(prefix=work_prefix, dir=directory)
+        # absolute: the recorder names the files it saw by their absolute paths
+        self.work_dir = tempfile.mkdtemp(prefix=work_prefix, dir=os.path.abspath(directory))
         self.data_file = os.path.join(self.work_dir, "training.dat")
         # The appended state's file, made empty by each of its runs.
         self.appended_file = os.path.join(self.work_dir, "appended.dat")
