@@ -658,6 +658,17 @@ static struct ioassess_summary_entry *summary_entry(struct ioassess_summary_entr
     return NULL;
 }
 
+/* A byte sum of the summary table: saturates at UINT64_MAX instead of wrapping (requests of
+ * absurd sizes fail, but are counted). */
+static void add_bytes(uint64_t *sum, uint64_t bytes)
+{
+    uint64_t old = __atomic_load_n(sum, __ATOMIC_RELAXED);
+    uint64_t new;
+    do
+        new = old > UINT64_MAX - bytes ? UINT64_MAX : old + bytes;
+    while (!__atomic_compare_exchange_n(sum, &old, new, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+}
+
 static unsigned log2_floor(uint64_t value)
 {
     return value ? 63u - (unsigned)__builtin_clzll(value) : 0u;
@@ -680,9 +691,9 @@ void ioassess_writer_summary_add(uint8_t op, uint64_t file_id, uint64_t requeste
     if (bin >= IOASSESS_HIST_BINS)
         bin = IOASSESS_HIST_BINS - 1;
     __atomic_add_fetch(&e->count, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&e->bytes_requested, requested, __ATOMIC_RELAXED);
+    add_bytes(&e->bytes_requested, requested);
     if (result > 0 && !ioassess_op_moves_no_data(op))   /* metadata, mappings, io_uring instances */
-        __atomic_add_fetch(&e->bytes_returned, (uint64_t)result, __ATOMIC_RELAXED);
+        add_bytes(&e->bytes_returned, (uint64_t)result);
     else if (result < 0)
         __atomic_add_fetch(&e->errors, 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&e->duration_ticks, duration_ticks, __ATOMIC_RELAXED);
