@@ -72,6 +72,7 @@
     "/proc:/sys:/etc:/usr:/bin:/sbin:/lib:/lib32:/lib64:/boot:/opt:/dev:/var:/run:/snap"
 #define IOASSESS_MAX_EXCLUDES 32
 #define IOASSESS_PATH_BYTES 4096
+#define IOASSESS_MAX_RANK ((1 << 23) - 1)  /* the highest rank a reader accepts (MAX_RANKS - 1) */
 
 enum ioassess_state {
     IOASSESS_STATE_UNINITIALISED = 0,
