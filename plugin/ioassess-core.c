@@ -309,12 +309,14 @@ static void exec_starting(void)
 {
     if (ioassess_state_now() == IOASSESS_STATE_ACTIVE)
         ioassess_writer_end(IOASSESS_END_EXEC);
+    ioassess_sigbus_before_exec();
 }
 
 /* The exec failed and returned: this image goes on recording. */
 static int exec_failed(int result)
 {
     int saved_errno = errno;
+    ioassess_sigbus_after_failed_exec();
     if (ioassess_state_now() == IOASSESS_STATE_ACTIVE)
         ioassess_writer_cancel_end();
     errno = saved_errno;
