@@ -122,6 +122,7 @@ class ProcessInfo:
     ops_lost: int  # ops counted nowhere
     obfuscated: bool  # names and exe are hashes
     space_failed: bool  # the file could not grow: later ops are in the summary table only
+    stopped: bool  # a store into the trace or a write of it failed: later ops are counted in ops_lost only
     pagecache: str  # page-cache sampling: "on"; "unavailable": the kernel refused cachestat (no samples
                     # after that); "off": turned off (IOASSESS_PAGECACHE=0)
     pagecache_samples: int  # ops with a page-cache sample (PAGECACHE_COLUMNS)
@@ -243,6 +244,25 @@ def _group_key(table, key):
     if key == "layer":
         return table["op"] >> tf.OP_LAYER_SHIFT
     return table[key]
+
+
+def stopped_recording_note(processes):
+    """One line on the processes that stopped recording early (their trace could not grow, or a
+    store into it or a write of it failed) and on the ops counted nowhere; None if none did."""
+    stopped = sum(p.stopped for p in processes)
+    full = sum(p.space_failed and not p.stopped for p in processes)
+    lost = sum(p.ops_lost for p in processes)
+    parts = []
+    if stopped:
+        parts.append(f"recording stopped in {stopped} of {len(processes)} processes when a store into their trace "
+                     "or a write of it failed (the file was truncated while they ran, or its file system could "
+                     "not keep it)")
+    if full:
+        parts.append(f"the trace of {full} of {len(processes)} processes could not grow (its file system was full, "
+                     "or the trace was replaced): their later ops are only in the summary table, if they have one")
+    if lost:
+        parts.append(f"{lost} ops were counted nowhere: their time and bytes are not in this report")
+    return "; ".join(parts) or None
 
 
 def saturated_bytes(column):
@@ -736,6 +756,7 @@ def _process_info(trace, ns_per_tick, pagecache_samples, pagecache_ignored):
         ops_lost=int(header["ops_lost"]),
         obfuscated=tf.HeaderFlag.OBFUSCATED in flags,
         space_failed=tf.HeaderFlag.SPACE_FAILED in flags,
+        stopped=tf.HeaderFlag.STOPPED in flags,
         pagecache=next((state for flag, state in PAGECACHE_STATES.items() if flag in flags), "on"),
         pagecache_samples=pagecache_samples,
         pagecache_ignored=pagecache_ignored,
