@@ -45,13 +45,34 @@ int ioassess_storage_prepare(int fd)
     return copy_on_write((uint64_t)fs.f_type);
 }
 
-/* Reserve [offset, offset + bytes): its blocks allocated, the file at least that long; 0 on
- * success, else -1 with errno, the size left at offset (a whole number of pages). A buffered
- * trace on a file system without fallocate (EOPNOTSUPP) is only extended: its writes come
- * later, and a failed one is counted then. */
+/* Zeros for the pages of a mapped range: never written, so reading it costs no memory. */
+static char zeros[256 << 10];
+
+/* Write zeros over [offset, offset + bytes): its pages are then in the page cache, dirty, so
+ * faulting them into the mapping is cheap (the pages of an fallocated range only, faulted in
+ * one by one under the recorder's lock, doubled the average cost of a record here:
+ * docs/performance.md, 2026-11-27). */
+static int write_zeros(int fd, uint64_t offset, uint64_t bytes)
+{
+    while (bytes > 0) {
+        long n = syscall(SYS_pwrite64, fd, zeros, bytes < sizeof zeros ? bytes : sizeof zeros,
+                         (off_t)offset);
+        if (n <= 0)
+            return -1;
+        offset += (uint64_t)n;
+        bytes -= (uint64_t)n;
+    }
+    return 0;
+}
+
+/* Reserve [offset, offset + bytes): its blocks allocated, the file at least that long, and
+ * (mapped traces) its pages in the page cache; 0 on success, else -1 with errno, the size left
+ * at offset (a whole number of pages). A buffered trace on a file system without fallocate
+ * (EOPNOTSUPP) is only extended: its writes come later, and a failed one is counted then. */
 int ioassess_storage_reserve(int fd, uint64_t offset, uint64_t bytes, int buffered)
 {
-    if (syscall(SYS_fallocate, fd, 0, (off_t)offset, (off_t)bytes) == 0)
+    if (syscall(SYS_fallocate, fd, 0, (off_t)offset, (off_t)bytes) == 0 &&
+        (buffered || write_zeros(fd, offset, bytes) == 0))
         return 0;
     if (buffered && errno == EOPNOTSUPP &&
         syscall(SYS_ftruncate, fd, (off_t)(offset + bytes)) == 0)

@@ -216,8 +216,9 @@ static int prefault(void *map, uint64_t bytes)
 }
 
 /* The helper's work on the trace file, reopened by path and only if it is still the file
- * this process created: write out ranges of memory (buffered traces; the header after a
- * stop), then add a range to the file, its blocks reserved, and map it (mapped traces). */
+ * this process created, as long as the recorder made it (else it was truncated: nothing is
+ * written): write out ranges of memory (buffered traces), then add a range to the file, its
+ * blocks reserved, and map it (mapped traces). */
 struct file_work {
     const struct ioassess_range *writes;
     unsigned write_count;
@@ -225,6 +226,7 @@ struct file_work {
     uint64_t grow_offset, grow_bytes;   /* the range to add; 0 bytes: none */
     void *map;                          /* its mapping (set by the helper) */
     int grown;                          /* 1 if the range was added (set by the helper) */
+    int truncated;                      /* 1 if the file is shorter (set by the helper) */
 };
 
 static void grow_in_helper(int fd, struct file_work *w)
@@ -249,8 +251,10 @@ static long file_work_in_helper(void *arg)
         return -1;
     struct stat st;
     if (syscall(SYS_fstat, fd, &st) == 0 && st.st_dev == trace_device && st.st_ino == trace_inode) {
-        w->written = ioassess_storage_write(fd, w->writes, w->write_count);
-        if (w->written == w->write_count && w->grow_bytes)
+        w->truncated = (uint64_t)st.st_size < file_bytes;
+        if (!w->truncated)
+            w->written = ioassess_storage_write(fd, w->writes, w->write_count);
+        if (!w->truncated && w->written == w->write_count && w->grow_bytes)
             grow_in_helper(fd, w);
     }
     ioassess_sys_close(fd);
@@ -341,6 +345,8 @@ static int map_new_chunk(uint64_t bytes)
         map = w.grown ? map_memory(NULL, size) : NULL;
     } else if (ioassess_private_fds(file_work_in_helper, &w) == 0) {
         map = w.map;
+        if (w.truncated)
+            stop_recording();
     }
     if (!map) {
         if (!stopped)
@@ -1037,10 +1043,10 @@ static void write_at_end(void)
         return;
     ioassess_enter(self);
     pthread_mutex_lock(&ioassess_lock);
-    if (__atomic_load_n(&stopped, __ATOMIC_ACQUIRE))
-        ioassess_private_fds(stopped_header_in_helper, NULL);
-    else
+    if (!__atomic_load_n(&stopped, __ATOMIC_ACQUIRE))
         write_all_out();
+    if (__atomic_load_n(&stopped, __ATOMIC_ACQUIRE))    /* also if writing it out stopped it */
+        ioassess_private_fds(stopped_header_in_helper, NULL);
     pthread_mutex_unlock(&ioassess_lock);
     ioassess_leave(self);
 }
