@@ -4,11 +4,12 @@ PYTHON ?= python3
 PIP = $(PYTHON) -m pip --disable-pip-version-check
 # Debian packages the tests, the demo and the bench use (command or file:package); chromium opens
 # the HTML report; autoconf, automake, libtool and zlib build Darshan's runtime
-# (tests/darshan_runtime.py); fio runs bench/fio_uncached.py and make validate's workloads.
+# (tests/darshan_runtime.py); fio runs bench/fio_uncached.py and make validate's workloads;
+# btrfs-progs makes the copy-on-write file system of tests/test_recorder_storage.py.
 DEBIAN_TOOLS = sqlite3:sqlite3 git:git gzip:gzip tar:tar sha256sum:coreutils dd:coreutils chromium:chromium \
 	mpicc:libmpich-dev mpiexec:mpich useradd:passwd /usr/share/lmod/lmod/libexec/lmod:lmod \
 	autoconf:autoconf automake:automake libtoolize:libtool /usr/include/zlib.h:zlib1g-dev \
-	fio:fio
+	fio:fio mkfs.btrfs:btrfs-progs
 
 .PHONY: all build install deps pydeps demo check test bench validate clean
 

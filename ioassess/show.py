@@ -9,7 +9,7 @@ import numpy as np
 
 from .inputs import traceformat as tf
 from .escape import printable
-from .inputs.trace import OTHER_FILES_ID, TOTAL_COLUMNS, sum_by, totals
+from .inputs.trace import OTHER_FILES_ID, TOTAL_COLUMNS, stopped_recording_note, sum_by, totals
 from .units import count_text
 
 TOP_FILES = 10
@@ -52,6 +52,7 @@ def summarise(traceset, top_files=TOP_FILES):
         "ops_kept": int(len(traceset.ops["op"])),
         "ops_not_kept": int(traceset.summary["count"].sum()),
         "ops_lost": sum(process.ops_lost for process in traceset.processes),
+        "stopped_recording": stopped_recording_note(traceset.processes),
         "errors": [str(error) for error in traceset.errors],
     }
 
@@ -76,6 +77,8 @@ def format_text(summary):
              + (f", {metadata_only} more named by metadata calls only" if metadata_only else ""),
              f"ops: {summary['ops_kept']} kept individually, {summary['ops_not_kept']} only in the summary table "
              f"(past the record cap), {summary['ops_lost']} lost", ""]
+    if summary["stopped_recording"]:
+        lines[-1:-1] = [summary["stopped_recording"]]
     processes = summary["processes"]
     lines += ["processes"] + _table(
         ["pid", "rank", "host", "end", "ops", "in summary", "exe"],

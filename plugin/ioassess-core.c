@@ -166,6 +166,19 @@ static void configure_excludes(void)
     }
 }
 
+/* The launcher's rank: an integer from -1 (none) to IOASSESS_MAX_RANK, the ranks a reader
+ * accepts; anything else (not a number, out of range) is no rank, -1. */
+static int64_t parse_rank(const char *value)
+{
+    if (!value)
+        return -1;
+    char *end = NULL;
+    errno = 0;
+    long long rank = strtoll(value, &end, 10);
+    int valid = end != value && *end == '\0' && errno == 0 && rank >= -1 && rank <= IOASSESS_MAX_RANK;
+    return valid ? rank : -1;
+}
+
 /* IOASSESS_CLOCK chooses the ticks; without it the writer asks the kernel at start-up. */
 static void configure_clock(void)
 {
@@ -197,8 +210,7 @@ static int configure(void)
     static const char *const rank_vars[] = {"IOASSESS_RANK", "PMI_RANK", "PMIX_RANK",
                                             "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", NULL};
     copy_bounded(ioassess_config.job_id, sizeof ioassess_config.job_id, first_env(job_vars));
-    const char *rank = first_env(rank_vars);
-    ioassess_config.rank = rank ? strtoll(rank, NULL, 10) : -1;
+    ioassess_config.rank = parse_rank(first_env(rank_vars));
     const char *host = getenv("IOASSESS_HOSTNAME");
     struct utsname uts;
     if (!(host && host[0]) && uname(&uts) == 0)
@@ -297,12 +309,14 @@ static void exec_starting(void)
 {
     if (ioassess_state_now() == IOASSESS_STATE_ACTIVE)
         ioassess_writer_end(IOASSESS_END_EXEC);
+    ioassess_sigbus_before_exec();
 }
 
 /* The exec failed and returned: this image goes on recording. */
 static int exec_failed(int result)
 {
     int saved_errno = errno;
+    ioassess_sigbus_after_failed_exec();
     if (ioassess_state_now() == IOASSESS_STATE_ACTIVE)
         ioassess_writer_cancel_end();
     errno = saved_errno;

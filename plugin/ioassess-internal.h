@@ -3,6 +3,9 @@
  *
  *   ioassess-core.c    configuration from the environment, start-up, fork, exec and exit
  *   ioassess-writer.c  the trace file: extents, op records, file names, clock pairs, summary
+ *   ioassess-storage.c where the trace's bytes are kept: a mapping of reserved blocks, or memory
+ *                      the helper writes out (copy-on-write file systems)
+ *   ioassess-sigbus.c  SIGBUS from the trace's mapping handled, every other the application's
  *   ioassess-private.c the helper process that does the recorder's work with descriptors
  *   ioassess-fd.c      descriptor table: which file and offset each descriptor refers to
  *   ioassess-posix.c   the interposed POSIX calls
@@ -72,6 +75,7 @@
     "/proc:/sys:/etc:/usr:/bin:/sbin:/lib:/lib32:/lib64:/boot:/opt:/dev:/var:/run:/snap"
 #define IOASSESS_MAX_EXCLUDES 32
 #define IOASSESS_PATH_BYTES 4096
+#define IOASSESS_MAX_RANK ((1 << 23) - 1)  /* the highest rank a reader accepts (MAX_RANKS - 1) */
 
 enum ioassess_state {
     IOASSESS_STATE_UNINITIALISED = 0,
@@ -131,6 +135,10 @@ struct ioassess_thread {
                                                the record cap does not count */
     struct ioassess_thread *prev_thread;    /* registry of live threads (under lock) */
     struct ioassess_thread *next_thread;
+    uint64_t extent_offset;                 /* the extent's place in the trace file */
+    int extent_lost;                        /* memory replaced its mapping after a failed
+                                               store (ioassess_writer_fault): the records in
+                                               it are lost */
 };
 
 /* One open file description as this process sees it (shared by dup'ed descriptors). Which
@@ -210,11 +218,28 @@ void ioassess_writer_file(uint64_t file_id, const struct stat *st, uint64_t fs_m
                           const char *name);
 void ioassess_writer_mount(const char *point, const char *fs_type, uint64_t device);
 void ioassess_writer_count_lost(void);
+int ioassess_writer_fault(const void *address);  /* SIGBUS at address: the trace's? */
 void ioassess_writer_set_flag(uint32_t flag);
 void ioassess_writer_end(uint32_t reason);
 void ioassess_writer_cancel_end(void);
 void ioassess_writer_exit_status(int status);
 void ioassess_thread_exit(void *state);
+
+/* A range of the trace file and the memory that holds it. */
+struct ioassess_range {
+    void *map;
+    uint64_t bytes, offset;
+};
+
+/* ioassess-storage.c (in the helper) */
+int ioassess_storage_prepare(int fd);
+int ioassess_storage_reserve(int fd, uint64_t offset, uint64_t bytes, int buffered);
+unsigned ioassess_storage_write(int fd, const struct ioassess_range *ranges, unsigned count);
+
+/* ioassess-sigbus.c */
+void ioassess_sigbus_install(void);         /* once the trace is mapped */
+void ioassess_sigbus_before_exec(void);
+void ioassess_sigbus_after_failed_exec(void);
 
 /* ioassess-pagecache.c */
 void ioassess_pagecache_configure(int turned_off);

@@ -134,11 +134,20 @@ static inline int64_t moved(uint64_t bytes, FILE *stream, int error_before)
     return !error_before && (stream->_flags & _IO_ERR_SEEN) ? -(int64_t)errno : 0;
 }
 
-/* size x items, saturated (a request that large fails anyway). */
+/* size x items, saturated: the request as the program made it. */
 static inline uint64_t items_bytes(size_t size, size_t items)
 {
     uint64_t bytes;
     return __builtin_mul_overflow(size, items, &bytes) ? UINT64_MAX : bytes;
+}
+
+/* The bytes fread or fwrite moved when it returned `done` of `items` items: glibc moves
+ * size x items computed modulo 2^64 and returns `items` when all of that moved, else the whole
+ * items moved. So a product that wraps (fwrite(buf, SIZE_MAX / 2 + 2, 2, f) writes 2 bytes)
+ * moved the wrapped product, not a saturated one. */
+static inline uint64_t items_moved(size_t size, size_t items, size_t done)
+{
+    return done == items ? (uint64_t)size * items : (uint64_t)size * done;
 }
 
 /* ---- reads and writes ---- */
@@ -152,7 +161,7 @@ static inline uint64_t items_bytes(size_t size, size_t items)
             return real_##name(__VA_ARGS__);                                   \
         STREAM_TIMED(size_t, stream, real_##name(__VA_ARGS__));                \
         record(op, o_, items_bytes(size, nmemb),                               \
-               moved(items_bytes(size, result_), stream, error_before_), start_, end_, ptr); \
+               moved(items_moved(size, nmemb, result_), stream, error_before_), start_, end_, ptr); \
         return result_;                                                        \
     } while (0)
 

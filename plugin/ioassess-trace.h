@@ -183,6 +183,12 @@ enum ioassess_end_reason {
                                                   after the refusal */
 #define IOASSESS_HEADER_PAGECACHE_OFF (1u << 4) /* page-cache sampling turned off
                                                   (IOASSESS_PAGECACHE=0): no samples */
+#define IOASSESS_HEADER_STOPPED (1u << 5)      /* recording stopped: a store into the trace's
+                                                  mapping failed (SIGBUS: the file was
+                                                  truncated, or its blocks could not be
+                                                  written) or a write of it failed; every
+                                                  later op is counted in ops_lost, so are the
+                                                  records that could not be stored */
 
 /* Op record flags (ioassess_op_record.flags). */
 #define IOASSESS_OP_APPEND (1u << 0)            /* POSIX: the descriptor had O_APPEND: offset

@@ -138,10 +138,11 @@ def show_json(ioassess, *dirs):
 
 
 SHOW_KEYS = {"process_count", "processes", "hosts", "file_count", "metadata_only_file_count", "top_files", "op_kinds",
-             "directions", "layers", "ops_kept", "ops_not_kept", "ops_lost", "errors"}
+             "directions", "layers", "ops_kept", "ops_not_kept", "ops_lost", "stopped_recording", "errors"}
 PROCESS_KEYS = {"path", "pid", "ppid", "rank", "job_id", "hostname", "exe", "cmdline", "start_ns", "end_ns",
                 "end_reason", "exit_status", "clock_source", "ns_per_tick", "record_cap", "ops_kept", "ops_not_kept",
-                "ops_lost", "obfuscated", "space_failed", "pagecache", "pagecache_samples", "pagecache_ignored"}
+                "ops_lost", "obfuscated", "space_failed", "stopped", "pagecache", "pagecache_samples",
+                "pagecache_ignored"}
 AMOUNT_KEYS = {"count", "bytes", "duration_s", "errors"}
 
 

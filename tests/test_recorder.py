@@ -591,6 +591,23 @@ def test_job_and_rank_precedence(tmp_path, recorder_lib):
     assert p.hostname == os.uname().nodename
 
 
+@pytest.mark.parametrize("value", ["8388608", "-2", "99999999999999999999", "3x", "", " ", "rank"])
+def test_a_rank_a_reader_would_refuse_is_recorded_as_no_rank(value, tmp_path, recorder_lib):
+    """IOASSESS_RANK outside -1..8388607 (the ranks a job can have: docs/trace-format.md) or not
+    an integer is no rank, -1, as for the other bad IOASSESS_* values the default is taken: the
+    trace is read (before, 8388608 made a trace the reader calls corrupt). The limits themselves
+    are ranks; an empty value falls through to the next rank variable."""
+    env = {"IOASSESS_RANK": value, "SLURM_PROCID": "5"}
+    rec = run([tool("dd"), "if=/dev/zero", f"of={tmp_path / 'o'}", "count=1"], env=env, preload=[recorder_lib],
+              trace_dir=tmp_path / "traces")
+    assert rec.returncode == 0, describe(rec)
+    assert only_process(load(tmp_path / "traces")).rank == (5 if value == "" else -1)
+    for rank in ("8388607", "-1"):
+        rec = run([tool("dd"), "if=/dev/zero", f"of={tmp_path / 'o'}", "count=1"], env={"IOASSESS_RANK": rank},
+                  preload=[recorder_lib], trace_dir=tmp_path / rank)
+        assert only_process(load(tmp_path / rank)).rank == int(rank)
+
+
 def test_a_process_started_as_no_rank_has_rank_minus_1(tmp_path, recorder_lib):
     """Without a rank variable (mpiexec itself, a serial program) the rank is -1, not rank 0's."""
     rec = run([tool("dd"), "if=/dev/zero", f"of={tmp_path / 'o'}", "count=1"], preload=[recorder_lib],

@@ -9,6 +9,7 @@ streams, fflush(NULL)), which must not be recorded. stdio_ops_chk is the same pr
 with _FORTIFY_SOURCE (__fprintf_chk, __fgets_chk, __fread_chk).
 """
 import collections
+import json
 import errno
 import resource
 import signal
@@ -18,7 +19,7 @@ import pytest
 
 from ioassess.inputs.trace import totals
 from ioassess.inputs.traceformat import OP_DIRECTION, OP_LAYER, OP_NAMES
-from recorder_helpers import assert_same_run, assert_same_tree, describe, load, prog, run
+from recorder_helpers import assert_same_run, assert_same_tree, describe, load, op_rows, prog, run
 
 STDIO_KINDS = {name for code, name in OP_NAMES.items() if OP_LAYER[code] == "stdio"}
 FILES = ("a", "b", "c", "d")
@@ -143,3 +144,44 @@ def test_a_null_stream_crashes_as_without_the_recorder(tmp_path, recorder_lib):
     recorded = run([prog("stdio_ops"), tmp_path, "null"], preload=[recorder_lib], trace_dir=tmp_path / "traces",
                    preexec_fn=no_core)
     assert plain.returncode == recorded.returncode == -signal.SIGSEGV, describe(recorded)
+
+
+def negative_byte_counts(value, where="assessment"):
+    """The places in a JSON document (as loaded) where a count of bytes is negative."""
+    if isinstance(value, dict):
+        return [found for key, item in value.items() for found in negative_byte_counts(item, f"{where}.{key}")]
+    if isinstance(value, list):
+        return [found for i, item in enumerate(value) for found in negative_byte_counts(item, f"{where}[{i}]")]
+    return [where] if "bytes" in where.rsplit(".", 1)[-1] and isinstance(value, (int, float)) and value < 0 else []
+
+
+@pytest.mark.parametrize("cap", [None, "0"], ids=["records", "summary"])
+def test_byte_counts_saturate_from_recorder_to_report(cap, tmp_path, ioassess):
+    """tests/progs/hugesizes.c: fwrite and fread of 2 items of SIZE_MAX / 2 + 2 bytes (glibc moves
+    the wrapped product, 2 bytes) and two reads of SIZE_MAX bytes. Each op's request saturates at
+    2^64 - 1, the bytes it moved are glibc's; sums of requests saturate at 2^63 - 1 in the reader
+    (kept and summarised ops alike), and `ioassess run` (no numpy warning), `show` and the
+    assessment give 2 bytes written and 2 read, and no negative byte count."""
+    plain = run([prog("hugesizes"), tmp_path / "plain.bin"])
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", prog("hugesizes"), tmp_path / "rec.bin",
+                      env={"IOASSESS_MAX_RECORDS": cap} if cap else {})
+    assert plain.returncode == result.returncode == 0, result.stderr
+    assert result.stdout == plain.stdout.decode() == "fwrite 2\nfread 2\nread -1\nread -1\n"
+    assert result.stderr.startswith("ioassess: traces of 1 process") and result.stderr.count("\n") == 1, result.stderr
+    assert (tmp_path / "rec.bin").read_bytes() == b"ab"
+    ts = load(tmp_path / "t", meta=True)
+    if cap is None:
+        moved = {OP_NAMES[row["op"]]: (row["requested"], row["result"]) for row in op_rows(ts)}
+        assert moved["fwrite"] == moved["fread"] == (2**64 - 1, 2)
+        assert moved["read"] == (2**64 - 1, -errno.EFAULT)
+    table = totals(ts, by=("op",))
+    by_op = {OP_NAMES[op]: (requested, returned) for op, requested, returned in
+             zip(table["op"].tolist(), table["bytes_requested"].tolist(), table["bytes_returned"].tolist())}
+    assert by_op["fwrite"] == by_op["fread"] == (2**63 - 1, 2) and by_op["read"] == (2**63 - 1, 0)
+
+    shown = json.loads(ioassess("show", "--json", tmp_path / "t").stdout)
+    assert [(f["name"], f["bytes"]) for f in shown["top_files"]] == [(str(tmp_path / "rec.bin"), 4)]
+    assert not negative_byte_counts(shown)
+    assessment = json.loads((tmp_path / "t" / "assessment.json").read_text())
+    assert assessment["io_model"]["write_bytes"] == 2 and assessment["top_files"][0]["bytes"] == 4
+    assert not negative_byte_counts(assessment)

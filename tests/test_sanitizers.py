@@ -241,3 +241,22 @@ def test_fio_libaio(sanitized, tmp_path):
                                     "--number_ios=500", "--output-format=json"], tmp_path / "traces")
     assert rec.returncode == 0, describe(rec)
     assert total_table(load(tmp_path / "traces"), by=("op",))[("aio_read",)]["count"] == 500
+
+
+def test_a_trace_truncated_while_the_program_runs(sanitized, tmp_path):
+    """tests/test_recorder_storage.py's trace truncated while its program runs: the recorder's SIGBUS
+    handler replaces the trace's mappings with memory and stops recording, beside the program's
+    own SIGBUS handler (the sanitizer's runtime has one of its own too)."""
+    (tmp_path / "work").mkdir()
+    trace_dir = tmp_path / "traces"
+    proc = subprocess.Popen([prog("sigbus"), "sigaction", tmp_path / "work" / "data"], env=sanitized.env(trace_dir),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=sanitized.preexec_fn)
+    head = [proc.stdout.readline(), proc.stdout.readline()]
+    assert head[-1] == b"ready\n", head
+    (trace,) = trace_dir.glob("*.iot")
+    os.truncate(trace, 0)
+    rest, _ = proc.communicate(b"go\n", timeout=300)
+    assert_no_reports(sanitized, prog("sigbus"))
+    assert proc.returncode == 0 and rest == b"wrote 2000\ncaught SIGBUS sent\ncaught SIGBUS at its mapping\ndone\n"
+    (process,) = load(trace_dir).processes
+    assert process.stopped and process.ops_lost >= 1000

@@ -22,7 +22,8 @@ from .job import (ALL_OP_COLUMNS, DARSHAN_RECORD_COLUMNS, LAYERS, MAPPED_FILE_CO
                   META_KINDS, NO_IO_NOTE, PAGECACHE_COLUMNS, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Flag, Job, JobFile,
                   JobInput, JobProcess, concatenate_columns, empty_columns, mount_index, mount_of,
                   with_optional_columns, with_own_file_systems)
-from .trace import DIRECTION_OF_OP, TraceFileError, read_trace_dir, sum_by, summarise_errors
+from .trace import (DIRECTION_OF_OP, TraceFileError, read_trace_dir, saturated_bytes, stopped_recording_note, sum_by,
+                    summarise_errors)
 
 # statfs f_type -> file system name, for the ones an HPC job meets.
 FS_TYPES = {0xEF53: "ext4", 0x58465342: "xfs", 0x9123683E: "btrfs", 0x01021994: "tmpfs", 0x6969: "nfs",
@@ -118,8 +119,9 @@ def job_from_traces(paths, owner_uid=None):
     if unfinished:
         notes.append(f"{len(unfinished)} of {len(processes)} processes ended without finishing "
                      "(killed, or still running): their traces end at their last recorded op")
-    if any(p.ops_lost for p in processes):
-        notes.append(f"{sum(p.ops_lost for p in processes)} ops were counted nowhere (the trace could not grow)")
+    stopped = stopped_recording_note(processes)
+    if stopped:
+        notes.append(stopped)
     notes += _pagecache_notes(processes)
     job_ids = collections.Counter(p.job_id for p in processes if p.job_id)
     first = min(processes, key=lambda p: (p.rank if p.rank >= 0 else math.inf, p.start_ns))
@@ -157,7 +159,7 @@ def _process_facts(traceset, file_ids):
     mapped = ops["op"] == tf.Op.MMAP
     flags = ops["flags"][mapped]
     listed = {"process": ops["process"][mapped], "file": np.searchsorted(file_index, ops["file_id"][mapped]),
-              "bytes": ops["requested"][mapped].view(np.int64), "offset": ops["offset"][mapped],
+              "bytes": saturated_bytes(ops["requested"][mapped]), "offset": ops["offset"][mapped],
               "read": flags & tf.OpFlag.MAP_READ != 0, "write": flags & tf.OpFlag.MAP_WRITE != 0,
               "exec": flags & tf.OpFlag.MAP_EXEC != 0, "shared": flags & tf.OpFlag.MAP_SHARED != 0,
               "result": ops["result"][mapped]}
@@ -227,7 +229,7 @@ def _trace_op_columns(ops, file_ids, start_ns):
         "layer": _LAYER_OF_OP[ops["op"]],
         "direction": DIRECTION_OF_OP[ops["op"]],
         "offset": contiguous(ops["offset"]),
-        "size": contiguous(ops["requested"]).view(np.int64),
+        "size": saturated_bytes(ops["requested"]),
         "result": contiguous(ops["result"]),
         "start_s": (ops["start_ns"] - start_ns) / 1e9,
         "duration_s": ops["duration_ns"] / 1e9,

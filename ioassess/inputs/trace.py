@@ -57,7 +57,10 @@ MIN_CALIBRATION_SPAN_NS = 1000
 MAX_NAME_BYTES = 4096  # the recorder's IOASSESS_PATH_BYTES
 MAX_SUMMARY_ENTRIES = 1 << 16  # the recorder's table has 4096 entries
 MAX_TIME_NS = 1 << 62  # ns since the epoch (the year 2116); op starts and ends, process ends
-MAX_SUMMARY_AMOUNT = 1 << 48  # a summary entry's count, bytes or errors (256 TiB)
+MAX_SUMMARY_AMOUNT = 1 << 48  # a summary entry's count, bytes returned or errors (256 TiB)
+# Byte counts are uint64 in a trace; as int64 columns and in sums they saturate here, never wrap
+# (a request of SIZE_MAX bytes, or many of them, is something any program can make).
+MAX_BYTES = np.iinfo(np.int64).max
 MAX_SAMPLE_PAGES = 64  # pages one sample asks about (the recorder asks about at most 4)
 SAMPLE_PAGE_SHIFTS = (12, 30)  # page sizes from 4 KiB to 1 GiB
 PAGECACHE_STATES = {tf.HeaderFlag.PAGECACHE_UNAVAILABLE: "unavailable", tf.HeaderFlag.PAGECACHE_OFF: "off"}
@@ -119,6 +122,7 @@ class ProcessInfo:
     ops_lost: int  # ops counted nowhere
     obfuscated: bool  # names and exe are hashes
     space_failed: bool  # the file could not grow: later ops are in the summary table only
+    stopped: bool  # a store into the trace or a write of it failed: later ops are counted in ops_lost only
     pagecache: str  # page-cache sampling: "on"; "unavailable": the kernel refused cachestat (no samples
                     # after that); "off": turned off (IOASSESS_PAGECACHE=0)
     pagecache_samples: int  # ops with a page-cache sample (PAGECACHE_COLUMNS)
@@ -208,7 +212,7 @@ def totals(traceset, by=("file_id", "op")):
     ops, summary = traceset.ops, traceset.summary
     values = {
         "count": np.concatenate([np.ones(len(ops["op"]), np.int64), summary["count"]]),
-        "bytes_requested": np.concatenate([ops["requested"].astype(np.int64), summary["bytes_requested"]]),
+        "bytes_requested": np.concatenate([saturated_bytes(ops["requested"]), summary["bytes_requested"]]),
         "bytes_returned": np.concatenate([np.where(DATA_KIND[ops["op"]], np.maximum(ops["result"], 0), 0),
                                           summary["bytes_returned"]]),
         "errors": np.concatenate([(ops["result"] < 0).astype(np.int64), summary["errors"]]),
@@ -242,9 +246,39 @@ def _group_key(table, key):
     return table[key]
 
 
+def stopped_recording_note(processes):
+    """One line on the processes that stopped recording early (their trace could not grow, or a
+    store into it or a write of it failed) and on the ops counted nowhere; None if none did."""
+    stopped = sum(p.stopped for p in processes)
+    full = sum(p.space_failed and not p.stopped for p in processes)
+    lost = sum(p.ops_lost for p in processes)
+    parts = []
+    if stopped:
+        parts.append(f"recording stopped in {stopped} of {len(processes)} processes when a store into their trace "
+                     "or a write of it failed (the file was truncated while they ran, or its file system could "
+                     "not keep it)")
+    if full:
+        parts.append(f"the trace of {full} of {len(processes)} processes could not grow (its file system was full, "
+                     "or the trace was replaced): their later ops are only in the summary table, if they have one")
+    if lost:
+        parts.append(f"{lost} ops were counted nowhere: their time and bytes are not in this report")
+    return "; ".join(parts) or None
+
+
+def saturated_bytes(column):
+    """A uint64 byte column as int64, values past MAX_BYTES saturated to it."""
+    return np.minimum(column, np.uint64(MAX_BYTES)).astype(np.int64)
+
+
+def saturating_reduceat(column, starts):
+    """np.add.reduceat of an int64 column, sums past MAX_BYTES saturated to it (never wrapped)."""
+    sums = np.add.reduceat(column, starts)
+    return np.where(np.add.reduceat(column.astype(np.float64), starts) >= MAX_BYTES, MAX_BYTES, sums)
+
+
 def sum_by(keys, values):
     """The value columns summed over rows with equal key columns (all rows when there are no
-    keys): {key or value name: column}, sorted by the keys."""
+    keys): {key or value name: column}, sorted by the keys. Integer sums saturate at MAX_BYTES."""
     n = len(next(iter(values.values())))
     order = np.lexsort([keys[k] for k in reversed(keys)]) if keys else np.arange(n)
     sorted_keys = {k: column[order] for k, column in keys.items()}
@@ -255,7 +289,8 @@ def sum_by(keys, values):
     starts = np.flatnonzero(new_group)
     grouped = {k: column[starts] for k, column in sorted_keys.items()}
     for name, column in values.items():
-        grouped[name] = np.add.reduceat(column[order], starts) if n else column[:0]
+        reduce = saturating_reduceat if column.dtype == np.int64 else np.add.reduceat
+        grouped[name] = reduce(column[order], starts) if n else column[:0]
     return grouped
 
 
@@ -491,7 +526,7 @@ def _check_op_kinds(path, op_codes, positions, what):
 
 
 def _check_summary_amounts(path, summary):
-    for field in ("count", "bytes_requested", "bytes_returned", "errors"):
+    for field in ("count", "bytes_returned", "errors"):
         bad = np.flatnonzero(summary[field] > MAX_SUMMARY_AMOUNT)
         if len(bad):
             raise TraceFileError(path, f"corrupt: summary entry {bad[0]} has {field.replace('_', ' ')} "
@@ -685,7 +720,7 @@ def _op_columns(process, records, pagecache, start_ticks, start_ns, ns_per_tick)
 def _summary_columns(process, entries, ns_per_tick):
     columns = {name: entries[name] for name in ("file_id", "op", "size_bucket", "count", "bytes_requested",
                                                 "bytes_returned", "errors", "duration_hist")}
-    columns.update(process=np.full(len(entries), process),
+    columns.update(process=np.full(len(entries), process), bytes_requested=saturated_bytes(entries["bytes_requested"]),
                    duration_ns=_ticks_to_ns(entries["duration_ticks"], ns_per_tick),
                    hist_ns_per_tick=np.full(len(entries), ns_per_tick))
     return {name: np.asarray(columns[name], dtype) for name, dtype in SUMMARY_COLUMNS.items()}
@@ -721,6 +756,7 @@ def _process_info(trace, ns_per_tick, pagecache_samples, pagecache_ignored):
         ops_lost=int(header["ops_lost"]),
         obfuscated=tf.HeaderFlag.OBFUSCATED in flags,
         space_failed=tf.HeaderFlag.SPACE_FAILED in flags,
+        stopped=tf.HeaderFlag.STOPPED in flags,
         pagecache=next((state for flag, state in PAGECACHE_STATES.items() if flag in flags), "on"),
         pagecache_samples=pagecache_samples,
         pagecache_ignored=pagecache_ignored,

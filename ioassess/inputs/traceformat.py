@@ -140,6 +140,7 @@ class HeaderFlag(enum.IntFlag):
     SPACE_FAILED = 1 << 2
     PAGECACHE_UNAVAILABLE = 1 << 3  # the kernel refused cachestat(2): no page-cache samples after that
     PAGECACHE_OFF = 1 << 4  # sampling turned off (IOASSESS_PAGECACHE=0)
+    STOPPED = 1 << 5  # a store into the trace, or a write of it, failed: later ops only counted in ops_lost
 
 
 class OpFlag(enum.IntFlag):
