@@ -30,8 +30,11 @@ def write_atomically(path, write, mode=0o600, group=-1):
         kind = None
     if kind is not None and not (stat.S_ISREG(kind) or stat.S_ISLNK(kind)):
         raise OSError(errno.EEXIST, "not a regular file: an output is written only to a new or regular file", path)
-    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)),
-                                         prefix=f".{os.path.basename(path)}.", suffix=".part")
+    try:
+        handle, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)),
+                                             prefix=f".{os.path.basename(path)}.", suffix=".part")
+    except OSError as error:
+        raise _naming(error, path) from None
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             write(out)
@@ -40,9 +43,17 @@ def write_atomically(path, write, mode=0o600, group=-1):
             os.fchown(out.fileno(), -1, group)
             os.fchmod(out.fileno(), mode)
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
         os.unlink(temporary)
+        if isinstance(error, OSError):
+            raise _naming(error, path) from None
         raise
+
+
+def _naming(error, path):
+    """The OSError of writing path, named by path: the temporary file beside it is ours, not the
+    user's to know of."""
+    return OSError(error.errno, error.strerror, path)
 
 
 def file_system_of(path):

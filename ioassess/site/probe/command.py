@@ -11,6 +11,8 @@ from .config import (DEFAULT_DATA_SIZE, DEFAULT_DB, DEFAULT_POOL_FILES, ProbeCon
 from .store import DAMAGED_STORE_ERRORS, StoreError
 
 USAGE_ERROR = 2
+# `probe report` reads the store for at most this long (a job's report: store.READ_TIME_LIMIT_S).
+REPORT_TIME_LIMIT_S = 30.0
 
 
 def add_commands(commands):
@@ -97,7 +99,7 @@ def _report(args):
             raise ValueError(f"--since {args.since} is not before --until {args.until}")
         if not 0 < args.normal_days < float("inf"):
             raise ValueError(f"--normal-days {args.normal_days}: must be more than 0")
-        store = Store(args.db)
+        store = Store(args.db, time_limit_s=REPORT_TIME_LIMIT_S)
         unknown = sorted(set(args.target or ()) - set(store.targets()))
         if unknown:
             raise ValueError(f"{args.db}: no target {', '.join(unknown)} (it has: {', '.join(store.targets())})")
@@ -105,8 +107,12 @@ def _report(args):
         return _usage_error(str(error))
     try:
         data = probe_report_data(store, since, until, args.interval, args.normal_days, args.target)
+    except StoreError as error:
+        return _usage_error(str(error))
     except DAMAGED_STORE_ERRORS as error:
         return _usage_error(f"{args.db}: not a probe store ({error})")
+    finally:
+        store.close()
     written = []
     if args.json:
         write_json(args.json, data)

@@ -3,15 +3,17 @@ window, and the job's slow ops and lost time that fell in intervals where the pr
 
 The store is the one named explicitly (`ioassess report --probe-db`), else $IOASSESS_PROBE_DB,
 else `probe_db` in the site's settings (/etc/ioassess/epilog.conf, which the epilog reads).
-Without one the section says how to get one; a store that cannot be read is a note in it,
-never the loss of the report.
+Without one the section says how to get one; a store that cannot be read, or not within
+store.READ_TIME_LIMIT_S, is a note in it, never the loss of the report. The store's directories
+are matched against this host's mount table by name only: nothing at a path the store names is
+looked at (a path could hang, or mount a file system).
 """
 import math
 import os
 
 import numpy as np
 
-from ...files import file_system_of, mount_table, read_settings_file
+from ...files import mount_table, read_settings_file
 from ...inputs.job import mount_index, mount_of
 from .slowdown import SLOW_FACTOR, probe_slowdown, slow_spans
 from .store import DAMAGED_STORE_ERRORS, Store, StoreError
@@ -86,7 +88,8 @@ def job_mount_points(known, file_names):
 def _job_targets(store, mount_points):
     """[(name, whether the job used its file system)]: the targets on the job's file systems,
     or all of them when none is."""
-    targets = [(name, file_system_of(directory)[1] in mount_points)
+    index = mount_index(mount_table())
+    targets = [(name, mount_of(os.path.normpath(directory), index)[0] in mount_points)
                for name, (_, directory, _) in store.targets().items()]
     used = [entry for entry in targets if entry[1]]
     return used or targets

@@ -3,6 +3,7 @@ paper's figures 3, 5 and 6) as plain data (JSON) and as one self-contained HTML 
 report's style (inline SVG, no script, no external resource)."""
 import datetime
 import json
+import math
 import os
 import re
 
@@ -27,7 +28,7 @@ def parse_time(text, now):
         return now
     if relative:
         return now - float(relative[1]) * UNIT_SECONDS[relative[2]]
-    if re.fullmatch(r"\d+(\.\d*)?", text):
+    if re.fullmatch(r"\d+(\.\d*)?", text) and math.isfinite(float(text)):
         return float(text)
     try:
         return datetime.datetime.fromisoformat(text).timestamp()

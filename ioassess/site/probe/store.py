@@ -12,10 +12,19 @@ writes, whole after a crash).
 
 Aggregation is idempotent (an hour's histogram and a minute's row are made again from the raw
 rows), so a probe killed at any point and restarted continues the same history.
+
+A store is read by every user's job report, and anyone who can write the file (or the path it
+is found at) can put anything in it. A reader therefore opens it read-only, takes only tables
+(never views or virtual tables) with the probe's columns, reads no text or blob longer than the
+probe writes, no more than MAX_TARGETS targets or MAX_ROWS samples at once, and stops after a
+time limit (a progress handler interrupts the query under way): past any of these it raises a
+StoreError naming the file and the problem.
 """
+import math
 import os
 import pathlib
 import sqlite3
+import time
 
 import numpy as np
 
@@ -37,6 +46,18 @@ CREATE TABLE IF NOT EXISTS hours (target INTEGER NOT NULL, op INTEGER NOT NULL, 
 MINUTE_QUANTILES = (0.5, 0.9, 0.95, 0.99, 1.0)
 US = 1_000_000
 DB_MODE = 0o644      # latencies of a shared file system: every user's job report reads them
+# What a reader takes: the tables it reads with the columns it reads of them.
+READ_COLUMNS = {"meta": {"key", "value"}, "targets": {"id", "name", "dir", "io_mode"},
+                "samples": {"target", "op", "start_us", "ns"}, "hours": {"target", "op", "hour", "bins", "counts"}}
+READ_TIME_LIMIT_S = 10.0    # a job's report reads the store for at most this long
+MAX_TARGETS = 256            # the probe makes one per file system
+MAX_ROWS = 5_000_000         # samples of one target read at once: about 40 hours of rounds every 0.25 s
+# The longest text or blob a reader takes: an hour's histogram is at most BINS 4-byte counts.
+MAX_VALUE_BYTES = 4 * histogram.BINS
+MAX_COLUMNS = 64
+PROGRESS_STEPS = 10_000      # SQLite steps between two looks at the time limit
+FETCH_ROWS = 65_536
+OP_PLACES = ", ".join("?" * len(OPS))
 
 
 class StoreError(Exception):
@@ -49,9 +70,14 @@ DAMAGED_STORE_ERRORS = (sqlite3.Error, ValueError, TypeError, OverflowError, Key
 
 
 class Store:
-    def __init__(self, path, writable=False):
+    """The probe's store: writable=True for the probe itself; otherwise read-only, within
+    time_limit_s seconds from the opening (the module's doc)."""
+
+    def __init__(self, path, writable=False, time_limit_s=READ_TIME_LIMIT_S):
         self.path = path
         self.writable = writable
+        self.time_limit_s = time_limit_s
+        self.deadline = math.inf if writable else time.monotonic() + time_limit_s
         try:
             if writable:
                 _create_readable(path)
@@ -63,10 +89,61 @@ class Store:
                 if not os.path.isfile(path):
                     raise StoreError(f"{path}: no probe store there")
                 uri = pathlib.Path(path).absolute().as_uri()   # percent-encoded: any name opens
-                self.db = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None)
-                self.db.execute("SELECT 1 FROM targets LIMIT 1")
+                self.db = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None,
+                                          timeout=min(5.0, time_limit_s))
+                self.db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+                self.db.set_progress_handler(self._past_deadline, PROGRESS_STEPS)
+                self._check_tables()
         except sqlite3.Error as error:
-            raise StoreError(f"{path}: not a probe store ({error})") from None
+            raise self._read_error(error) from None
+
+    def _past_deadline(self):
+        return time.monotonic() > self.deadline
+
+    def _read_error(self, error):
+        """The StoreError of a failed read: the time limit, or what SQLite found."""
+        if self._past_deadline():
+            return StoreError(f"{self.path}: reading it took longer than {self.time_limit_s:g} s: stopped")
+        return StoreError(f"{self.path}: not a probe store ({error})")
+
+    def _check_tables(self):
+        """Each table a reader reads is a table (a view could compute rows without end) with
+        the columns read."""
+        kinds = dict(self._rows("SELECT name, CASE WHEN sql LIKE 'CREATE VIRTUAL%' THEN 'virtual table' ELSE type END "
+                                "FROM sqlite_master WHERE name IN (?, ?, ?, ?)", tuple(READ_COLUMNS),
+                                len(READ_COLUMNS), "tables of the same name"))
+        for table, columns in READ_COLUMNS.items():
+            if kinds.get(table) != "table":
+                problem = f"{table} is a {kinds[table]}" if table in kinds else f"no table {table}"
+                raise StoreError(f"{self.path}: not a probe store ({problem})")
+            missing = columns - {name for _, name, *_ in self._rows(f"PRAGMA table_info({table})", (), MAX_COLUMNS,
+                                                                    f"columns in {table}")}
+            if missing:
+                raise StoreError(f"{self.path}: not a probe store ({table} has no column {', '.join(sorted(missing))})")
+
+    def _chunks(self, sql, args, most, what):
+        """The rows of a query, FETCH_ROWS at a time: a StoreError if there are more than `most`
+        (`what` they are), or once the time limit has passed."""
+        if self._past_deadline():
+            raise self._read_error(None)
+        count = 0
+        try:
+            cursor = self.db.execute(sql, args)
+            while chunk := cursor.fetchmany(min(FETCH_ROWS, most + 1)):
+                count += len(chunk)
+                if count > most:
+                    raise StoreError(f"{self.path}: more than {most:,} {what} to read at once")
+                yield chunk
+        except sqlite3.Error as error:
+            raise self._read_error(error) from None
+
+    def _rows(self, sql, args, most, what):
+        return [row for chunk in self._chunks(sql, args, most, what) for row in chunk]
+
+    def _array(self, sql, args, columns, most, what):
+        """_rows as an int64 array of `columns` columns, converted a chunk at a time."""
+        chunks = [np.array(chunk, dtype=np.int64).reshape(-1, columns) for chunk in self._chunks(sql, args, most, what)]
+        return np.concatenate(chunks) if chunks else np.zeros((0, columns), dtype=np.int64)
 
     def close(self):
         """Closed; the probe's store is left in rollback-journal mode, so that a user's report
@@ -152,15 +229,20 @@ class Store:
 
     def targets(self):
         """{name: (id, dir, io_mode)}."""
-        return {name: (target, directory, io_mode) for target, name, directory, io_mode
-                in self.db.execute("SELECT id, name, dir, io_mode FROM targets ORDER BY name")}
+        rows = self._rows("SELECT id, name, dir, io_mode FROM targets ORDER BY name", (), MAX_TARGETS, "targets")
+        for target, name, directory, io_mode in rows:
+            if not (type(target) is int and isinstance(name, str) and isinstance(directory, str) and
+                    isinstance(io_mode, (str, type(None)))):
+                raise StoreError(f"{self.path}: not a probe store (a target of id, name, directory or I/O mode "
+                                 "of the wrong type)")
+        return {name: (target, directory, io_mode) for target, name, directory, io_mode in rows}
 
     def raw(self, target, since_s, until_s):
         """(op, start s, duration s) arrays of one target's raw rows in [since, until)."""
-        rows = np.array(self.db.execute(
-            f"SELECT op, start_us, ns FROM samples WHERE target = ? AND op IN ({', '.join('?' * len(OPS))}) "
-            "AND start_us >= ? AND start_us < ?",
-            (target, *range(len(OPS)), int(since_s * US), int(until_s * US))).fetchall(), dtype=np.int64).reshape(-1, 3)
+        rows = self._array(f"SELECT op, start_us, ns FROM samples WHERE target = ? AND op IN ({OP_PLACES}) "
+                           "AND start_us >= ? AND start_us < ?",
+                           (target, *range(len(OPS)), int(since_s * US), int(until_s * US)), 3, MAX_ROWS,
+                           "samples of one target in the window (whole-hour intervals read the hourly histograms)")
         return rows[:, 0], rows[:, 1] / US, rows[:, 2] / 1e9
 
     def _raw(self, since_s, until_s):
@@ -171,16 +253,19 @@ class Store:
         return rows[:, 0], rows[:, 1], rows[:, 2] / US, rows[:, 3] / 1e9
 
     def hour_histograms(self, target, since_s, until_s):
-        """(op, hour start s, bin, count) arrays of one target's hours starting in [since, until)."""
-        rows = self.db.execute("SELECT op, hour, bins, counts FROM hours WHERE target = ? AND hour >= ? AND hour < ?",
-                               (target, int(since_s), int(until_s))).fetchall()
+        """(op, hour start s, bin, count) arrays of one target's hours starting in [since, until):
+        at most one histogram per op and hour."""
+        hours_asked = max(0, math.ceil((until_s - since_s) / 3600)) + 1
+        rows = self._rows(f"SELECT op, hour, bins, counts FROM hours WHERE target = ? AND op IN ({OP_PLACES}) "
+                          "AND hour >= ? AND hour < ?", (target, *range(len(OPS)), int(since_s), int(until_s)),
+                          hours_asked * len(OPS), "hourly histograms of one target in the window")
         if not rows:
             return (np.zeros(0, dtype=np.int64),) * 4
         ops, hours, bins, counts = zip(*rows)
         lengths = [len(blob) // 2 for blob in bins]
         bins, counts = histogram.decode(b"".join(bins), b"".join(counts))
-        if bins.size != counts.size:
-            raise ValueError("the hourly histograms' bins and counts differ in length")
+        if bins.size != counts.size or bins.max(initial=0) >= histogram.BINS:
+            raise ValueError("hourly histograms of bins and counts that differ in length or bins out of range")
         return np.repeat(ops, lengths), np.repeat(hours, lengths), bins, counts
 
     def oldest_raw(self, target):
@@ -194,16 +279,16 @@ class Store:
 
     def _oldest(self, table, column, target):
         """The least column of the target's rows, op by op (each a step in the primary key)."""
-        return min((row[0] for op in range(len(OPS)) for row in self.db.execute(
-            f"SELECT min({column}) FROM {table} WHERE target = ? AND op = ?", (target, op)) if row[0] is not None),
-            default=None)
+        return min((row[0] for op in range(len(OPS)) for row in self._rows(
+            f"SELECT min({column}) FROM {table} WHERE target = ? AND op = ?", (target, op), 1, "minimum")
+            if row[0] is not None), default=None)
 
     def aggregated_until(self):
         return self._meta("aggregated_until") or 0
 
     def _meta(self, key):
-        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else None
+        rows = self._rows("SELECT value FROM meta WHERE key = ?", (key,), 1, f"meta rows of {key}")
+        return rows[0][0] if rows else None
 
 
 def _create_readable(path):
