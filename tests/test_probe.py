@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from ioassess.site.probe.target import IO_DIRECT, IO_FALLBACK, OPS, POOL_FILE_BYTES
+from probe_stores import ENDLESS, endless_store, probe_store
 from recorder_helpers import clean_env
 
 WAIT_S = 60
@@ -309,43 +310,6 @@ def test_probe_report_of_a_damaged_store_is_one_line(ioassess, tmp_path):
         len(result.stderr.splitlines()) == 1, result.stderr
 
 
-ENDLESS_VIEW = ("CREATE VIEW samples (target, op, start_us, ns) AS WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL "
-                "SELECT x + 1 FROM n) SELECT 1, 0, 0, 1 FROM n WHERE x < 0")
-# SQLite parses a schema whole before the first query, in time that grows faster than the schema:
-# 300,000 views take minutes (100,000: 20 s here).
-SCHEMA_VIEWS = 300_000
-
-
-def probe_store(path):
-    """A store as the probe makes it, with one target (id 1) on /."""
-    from ioassess.site.probe.config import Target
-    from ioassess.site.probe.store import Store
-    store = Store(str(path), writable=True)
-    store.target_id(Target("root", "/", 1 << 20, 10), IO_DIRECT)
-    return store
-
-
-def endless_store(path):
-    """A store whose samples are a view over a recursive query that never ends."""
-    store = probe_store(path)
-    store.db.executescript(f"DROP TABLE samples; {ENDLESS_VIEW};")
-    store.close()
-    return path
-
-
-def slow_schema_store(path):
-    """A store whose schema holds SCHEMA_VIEWS views, written into sqlite_master directly."""
-    store = probe_store(path)
-    store.db.execute("PRAGMA writable_schema = ON")
-    with store.db:
-        store.db.execute("BEGIN")
-        store.db.executemany("INSERT INTO sqlite_master VALUES ('view', ?, ?, 0, ?)",
-                             [(f"v{i}", f"v{i}", f"CREATE VIEW v{i} AS SELECT * FROM targets WHERE id = {i}")
-                              for i in range(SCHEMA_VIEWS)])
-    store.db.close()
-    return path
-
-
 def run_as(user, *args, cwd, env=None):
     """The installed CLI run as user, with only PATH and env from outside."""
     return subprocess.run([sys.executable, "-m", "ioassess", *map(str, args)], cwd=cwd, user=user.pw_uid,
@@ -377,33 +341,31 @@ def test_a_store_of_endless_samples_is_refused_and_the_job_ends_with_its_status(
     assert (probe_report.returncode, probe_report.stderr) == (2, f"ioassess: {problem}\n")
 
 
-def test_a_job_waits_on_a_store_no_longer_than_the_time_limit(ioassess, tmp_path):
-    """A store that takes minutes to open (its schema): the job's report stops reading it at the
-    time limit, names it with that problem, and is made; the application's status stays."""
-    from ioassess.site.probe.store import READ_TIME_LIMIT_S
-    db = slow_schema_store(tmp_path / "probe.sqlite")
-    run = ioassess("run", "--trace-dir", tmp_path / "t", "--", "sh", "-c", "exit 3", env={"IOASSESS_PROBE_DB": str(db)})
-    assert run.returncode == 3, run.stderr
-    assert json.loads((tmp_path / "t" / "assessment.json").read_text())["file_system"]["problem"] == \
-        f"{db}: reading it took longer than {READ_TIME_LIMIT_S:g} s: stopped"
-
-
 def test_a_store_is_read_within_its_bounds(tmp_path):
-    """Read-only, the probe's tables only, values no longer than the probe writes, rows and
-    targets counted: each past its bound is one StoreError naming the store."""
-    from ioassess.site.probe.store import MAX_TARGETS, MAX_VALUE_BYTES, Store, StoreError
+    """Read-only, values no longer than the probe writes, records no larger than SQLite's memory
+    limit, targets counted, and a time limit that stops a query under way: each past its bound
+    is one StoreError naming the store."""
+    from ioassess.site.probe.store import HEAP_LIMIT_BYTES, MAX_TARGETS, MAX_VALUE_BYTES, Store, StoreError
     db = tmp_path / "probe.sqlite"
-    store = probe_store(db)
+    store = Store(str(probe_store(db)), writable=True)
     store.db.execute("INSERT INTO meta VALUES ('aggregated_until', zeroblob(?))", (MAX_VALUE_BYTES + 1,))
+    store.db.execute("INSERT INTO hours VALUES (1, 0, 0, zeroblob(?), x'01000000')", (2 * HEAP_LIMIT_BYTES,))
     store.close()
     assert_store_error(db, "not a probe store (string or blob too big)", lambda reader: reader.aggregated_until())
+    assert_store_error(db, "not a probe store (reading it takes more than 64 MiB)",
+                       lambda reader: reader.oldest_hour(1))
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
         Store(str(db)).db.execute("DELETE FROM meta")
-    store = probe_store(db)
+
+    store = Store(str(db), writable=True)
     store.db.executemany("INSERT INTO targets (name, dir, data_size, pool_files) VALUES (?, '/', 1, 1)",
                          [(f"t{i}",) for i in range(MAX_TARGETS)])
     store.close()
     assert_store_error(db, f"more than {MAX_TARGETS} targets to read at once", lambda reader: reader.targets())
+
+    endless = f"{ENDLESS} SELECT x FROM n"
+    with pytest.raises(StoreError, match=f"^{re.escape(str(db))}: reading it took longer than 0.5 s: stopped$"):
+        Store(str(db), time_limit_s=0.5)._rows(endless, (), 1 << 62, "rows")
     with pytest.raises(StoreError, match=f"^{re.escape(str(db))}: reading it took longer than 0 s: stopped$"):
         Store(str(db), time_limit_s=0)
 

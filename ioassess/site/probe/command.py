@@ -8,7 +8,7 @@ from ...escape import printable
 from ..iomodels import parse_size
 from .config import (DEFAULT_DATA_SIZE, DEFAULT_DB, DEFAULT_POOL_FILES, ProbeConfigError, ProbeSettings, Target,
                      parse_interval, read_config)
-from .store import DAMAGED_STORE_ERRORS, StoreError
+from .store import DAMAGED_STORE_ERRORS, StoreError, not_a_store
 
 USAGE_ERROR = 2
 # `probe report` reads the store for at most this long (a job's report: store.READ_TIME_LIMIT_S).
@@ -110,7 +110,7 @@ def _report(args):
     except StoreError as error:
         return _usage_error(str(error))
     except DAMAGED_STORE_ERRORS as error:
-        return _usage_error(f"{args.db}: not a probe store ({error})")
+        return _usage_error(not_a_store(args.db, error))
     finally:
         store.close()
     written = []

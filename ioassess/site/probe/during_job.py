@@ -16,7 +16,7 @@ import numpy as np
 from ...files import mount_table, read_settings_file
 from ...inputs.job import mount_index, mount_of
 from .slowdown import SLOW_FACTOR, probe_slowdown, slow_spans
-from .store import DAMAGED_STORE_ERRORS, Store, StoreError
+from .store import DAMAGED_STORE_ERRORS, Store, StoreError, not_a_store
 
 PROBE_DB_ENV = "IOASSESS_PROBE_DB"
 SITE_SETTINGS = "/etc/ioassess/epilog.conf"
@@ -61,7 +61,7 @@ def file_system_during_job(probe_db, job_start_s, job_end_s, mount_points, file_
     except StoreError as error:
         return {"store": probe_db, "problem": str(error), "targets": []}
     except DAMAGED_STORE_ERRORS as error:
-        return {"store": probe_db, "problem": f"{probe_db}: not a probe store ({error})", "targets": []}
+        return {"store": probe_db, "problem": not_a_store(probe_db, error), "targets": []}
     total_lost = float(np.sum(op_lost_s))
     op_epoch = job_start_s + np.asarray(op_start_s, dtype=np.float64)
     described = []

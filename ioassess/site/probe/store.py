@@ -55,6 +55,10 @@ MAX_ROWS = 5_000_000         # samples of one target read at once: about 40 hour
 # The longest text or blob a reader takes: an hour's histogram is at most BINS 4-byte counts.
 MAX_VALUE_BYTES = 4 * histogram.BINS
 MAX_COLUMNS = 64
+# SQLite's own memory, of the whole process (a reader's only): a key comparison reads a record
+# whole, so a record of 600 MB would otherwise take 600 MB before any limit on values.
+HEAP_LIMIT_BYTES = 64 << 20
+ERROR_CHARS = 200             # of an error quoting a value, in a StoreError
 PROGRESS_STEPS = 10_000      # SQLite steps between two looks at the time limit
 FETCH_ROWS = 65_536
 OP_PLACES = ", ".join("?" * len(OPS))
@@ -62,6 +66,13 @@ OP_PLACES = ", ".join("?" * len(OPS))
 
 class StoreError(Exception):
     """A probe store that cannot be opened or read; str() names the file."""
+
+
+def not_a_store(path, error):
+    """The line for a store whose contents are not the probe's: the error cut short, since it
+    may quote a value."""
+    text = str(error)
+    return f"{path}: not a probe store ({text if len(text) <= ERROR_CHARS else text[:ERROR_CHARS] + '...'})"
 
 
 # What reading a store that is not the probe's (another program's tables of the same names,
@@ -92,9 +103,10 @@ class Store:
                 self.db = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None,
                                           timeout=min(5.0, time_limit_s))
                 self.db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+                self.db.execute(f"PRAGMA hard_heap_limit = {HEAP_LIMIT_BYTES}")
                 self.db.set_progress_handler(self._past_deadline, PROGRESS_STEPS)
                 self._check_tables()
-        except sqlite3.Error as error:
+        except (sqlite3.Error, MemoryError) as error:
             raise self._read_error(error) from None
 
     def _past_deadline(self):
@@ -104,7 +116,10 @@ class Store:
         """The StoreError of a failed read: the time limit, or what SQLite found."""
         if self._past_deadline():
             return StoreError(f"{self.path}: reading it took longer than {self.time_limit_s:g} s: stopped")
-        return StoreError(f"{self.path}: not a probe store ({error})")
+        if isinstance(error, MemoryError):
+            return StoreError(f"{self.path}: not a probe store (reading it takes more than "
+                              f"{HEAP_LIMIT_BYTES >> 20} MiB)")
+        return StoreError(not_a_store(self.path, error))
 
     def _check_tables(self):
         """Each table a reader reads is a table (a view could compute rows without end) with
@@ -134,7 +149,7 @@ class Store:
                 if count > most:
                     raise StoreError(f"{self.path}: more than {most:,} {what} to read at once")
                 yield chunk
-        except sqlite3.Error as error:
+        except (sqlite3.Error, MemoryError) as error:
             raise self._read_error(error) from None
 
     def _rows(self, sql, args, most, what):
