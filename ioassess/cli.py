@@ -57,6 +57,8 @@ JOB_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP)
 SIGACTION_BYTES = 512
 _LIBC = ctypes.CDLL(None, use_errno=True)
 JOB_ID_VARIABLES = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID")
+# The most of the report's summary that its process hands back.
+SUMMARY_BYTES = 64 * 1024
 
 
 class UsageError(Exception):
@@ -454,38 +456,97 @@ def _run(args):
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         raise UsageError("run needs a command: ioassess run [--trace-dir DIR] -- CMD ARGS...")
-    library = recorder_library_path()
-    if not os.path.isfile(library):
-        raise UsageError(f"the recorder library {library} is missing: reinstall ioassess (pip install .)")
     trace_dir = args.trace_dir or default_trace_dir(os.environ)
-    _prepare_trace_dir(trace_dir)
-    preload = preload_with(os.environ.get("LD_PRELOAD", ""), library, mpiio_library_path())
-    env = dict(os.environ, IOASSESS_TRACE_DIR=os.path.abspath(trace_dir), LD_PRELOAD=preload)
     try:
-        returncode = _run_passing_on_signals(command, env)
+        env = _recording_env(trace_dir)
+    except UsageError as problem:
+        _print_error(f"{problem}; running the command unrecorded")
+        env = None
+    summaries = []
+    try:
+        returncode = _run_passing_on_signals(
+            command, env, after_command=None if env is None else
+            lambda: summaries.append(_report_in_child(trace_dir, args.model)))
     except _NotStarted as failure:
         _print_error(failure)
         return failure.exit_status
-    traces = sum(name.endswith(".iot") for name in os.listdir(trace_dir))
-    reported = _report_after_run(trace_dir, args.model)
-    _print_error(f"traces of {count_text(traces, 'process')} in {trace_dir}; {reported}")
+    for summary in summaries:
+        _print_error(f"{_traces_in(trace_dir)}; {summary}")
     if returncode < 0:
         _end_by_signal(-returncode)
     return 128 - returncode if returncode < 0 else returncode
 
 
+def _recording_env(trace_dir):
+    """The command's environment with the recorder preloaded into trace_dir, made ready; a
+    UsageError says why the command cannot be recorded."""
+    library = recorder_library_path()
+    if not os.path.isfile(library):
+        raise UsageError(f"the recorder library {library} is missing: reinstall ioassess (pip install .)")
+    try:
+        _prepare_trace_dir(trace_dir)
+    except OSError as error:
+        raise UsageError(_describe(error)) from None
+    preload = preload_with(os.environ.get("LD_PRELOAD", ""), library, mpiio_library_path())
+    return dict(os.environ, IOASSESS_TRACE_DIR=os.path.abspath(trace_dir), LD_PRELOAD=preload)
+
+
+def _report_in_child(trace_dir, model):
+    """_report_after_run in a process of its own, so that nothing the report does (an error, a
+    crash, the kernel's out-of-memory killer) changes how ioassess ends; a job signal (^C,
+    SIGTERM) stops it. Returns what became of the report, for the summary line."""
+    sys.stdout.flush()   # what is buffered now is written once, by this process
+    sys.stderr.flush()
+    try:
+        reading, writing = os.pipe()
+        pid = os.fork()
+    except OSError as error:
+        return f"no report: its process could not be started: {error.strerror}"
+    if pid == 0:
+        os.close(reading)
+        try:
+            os.write(writing, _report_after_run(trace_dir, model).encode(errors="replace")[:SUMMARY_BYTES])
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
+    os.close(writing)
+    try:
+        with os.fdopen(reading, "rb") as pipe:
+            summary = pipe.read(SUMMARY_BYTES).decode(errors="replace")
+        status = os.waitpid(pid, 0)[1]
+    except KeyboardInterrupt:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        return "no report: interrupted"
+    if os.WIFSIGNALED(status):
+        return f"no report: the report's process was killed by {signal.Signals(os.WTERMSIG(status)).name}"
+    return summary or "no report: the report's process ended without a word"
+
+
+def _traces_in(trace_dir):
+    """How many traces trace_dir holds, for the summary line."""
+    try:
+        traces = sum(name.endswith(".iot") for name in os.listdir(trace_dir))
+    except OSError as error:
+        return f"no traces: {_describe(error)}"
+    return f"traces of {count_text(traces, 'process')} in {trace_dir}"
+
+
 def _report_after_run(trace_dir, model):
     """Write report.html and assessment.json beside the traces, also after a failed command;
-    returns what became of them, for the summary line. A report that cannot be made never
-    changes the command's exit status. A progress bar and a broken site grid's own line go to
-    stderr only on a terminal; elsewhere (a batch job) the summary line says the grid's problem."""
+    returns what became of them, for the summary line. A progress bar and a broken site grid's
+    own line go to stderr only on a terminal; elsewhere (a batch job) the summary line says the
+    grid's problem."""
     html, assessment_path = os.path.join(trace_dir, "report.html"), os.path.join(trace_dir, "assessment.json")
     terminal = sys.stderr.isatty()
     try:
         assessment = make_report([trace_dir], model, html, assessment_path, sys.stderr if terminal else None)
     except (LoadError, ModelFileError, OSError) as error:
         return f"no report: {_describe(error)}"
-    except Exception as error:  # a defect of the reporter must not change the command's exit status
+    except KeyboardInterrupt:
+        return "no report: interrupted"
+    except Exception as error:  # a defect of the reporter: said, and the command's status kept
         return f"no report: internal error ({type(error).__name__}: {error})"
     wrote = f"wrote {html} and {assessment_path}"
     grid = assessment.get("site_grid") or {}
@@ -541,13 +602,19 @@ def _prepare_trace_dir(trace_dir):
                          "choose another --trace-dir")
 
 
-def _run_passing_on_signals(command, env):
+def _run_passing_on_signals(command, env, after_command=None):
     """Run command and return its Popen returncode (-N if signal N ended it), passing
     FORWARDED_SIGNALS on to it; JOB_SIGNALS reach it directly and only wait here. A signal
     ignored when ioassess started keeps being ignored, so that the command inherits that too
-    (`nohup`, a background job's SIGINT)."""
+    (`nohup`, a background job's SIGINT). after_command() runs once the command ended, before
+    the handlers are put back: JOB_SIGNALS then raise KeyboardInterrupt in it (they stop it)."""
     child = None
     pending = []
+    ended = False
+
+    def job_signal(_signum, _frame):
+        if ended:
+            raise KeyboardInterrupt
 
     def forward(signum, _frame):
         if child is None:
@@ -556,7 +623,7 @@ def _run_passing_on_signals(command, env):
             child.send_signal(signum)
 
     # A handler, not SIG_IGN, for the job signals: the command must not inherit them ignored.
-    handlers = {**{signum: forward for signum in FORWARDED_SIGNALS}, **{signum: _wait for signum in JOB_SIGNALS}}
+    handlers = {**{signum: forward for signum in FORWARDED_SIGNALS}, **{signum: job_signal for signum in JOB_SIGNALS}}
     restores = [_set_handler(signum, handler) for signum, handler in handlers.items()
                 if signal.getsignal(signum) != signal.SIG_IGN]
     try:
@@ -568,14 +635,14 @@ def _run_passing_on_signals(command, env):
             raise _NotStarted(f"{command[0]}: cannot run: {error.strerror}", COMMAND_NOT_EXECUTABLE) from None
         for signum in pending:
             child.send_signal(signum)
-        return child.wait()
+        returncode = child.wait()
+        ended = True
+        if after_command is not None:
+            after_command()
+        return returncode
     finally:
         for restore in restores:
             restore()
-
-
-def _wait(_signum, _frame):
-    """The handler of JOB_SIGNALS while the command runs: ioassess waits for it to end."""
 
 
 def _set_handler(signum, handler):

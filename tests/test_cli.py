@@ -77,32 +77,37 @@ def test_run_defaults_to_a_dated_directory_outside_a_job(ioassess, tmp_path):
     assert re.fullmatch(r"ioassess-\d{8}-\d{6}-\d+", made.name) and list(made.glob("*.iot"))
 
 
-def test_run_refuses_a_directory_with_earlier_traces(ioassess, tmp_path):
+def test_run_runs_the_command_unrecorded_beside_earlier_traces(ioassess, tmp_path):
+    """Earlier traces are never mixed with new ones, and the command runs all the same."""
     (tmp_path / "t").mkdir()
     (tmp_path / "t" / "old.iot").write_bytes(b"earlier")
-    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", "touch", tmp_path / "ran")
-    assert_clean_error(result, f"{tmp_path / 't'} already holds 1 trace files (*.iot) of an earlier run: "
-                               "choose another --trace-dir")
-    assert not (tmp_path / "ran").exists() and (tmp_path / "t" / "old.iot").read_bytes() == b"earlier"
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", "sh", "-c", f"touch {tmp_path / 'ran'}; exit 3")
+    assert result.returncode == 3 and (tmp_path / "ran").exists()
+    assert stderr_lines(result) == [f"ioassess: {tmp_path / 't'} already holds 1 trace files (*.iot) of an earlier "
+                                    "run: choose another --trace-dir; running the command unrecorded"]
+    assert os.listdir(tmp_path / "t") == ["old.iot"] and (tmp_path / "t" / "old.iot").read_bytes() == b"earlier"
 
 
 @pytest.mark.parametrize("mode", [0o775, 0o777])
-def test_run_refuses_a_directory_the_recorder_would_not_record_into(ioassess, tmp_path, mode):
-    """A trace directory others can write is one the recorder turns itself off for: the job is
-    not run for nothing."""
+def test_run_runs_the_command_unrecorded_where_the_recorder_would_not_record(ioassess, tmp_path, mode):
+    """A trace directory others can write is one the recorder turns itself off for: ioassess
+    says so, and the command runs unrecorded, its exit status ioassess's."""
     (tmp_path / "t").mkdir()
     os.chmod(tmp_path / "t", mode)
-    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", "touch", tmp_path / "ran")
-    assert_clean_error(result, f"{tmp_path / 't'}: the recorder records only into a directory of yours that no one "
-                               f"else can write (this one: uid {os.getuid()}, mode {mode:04o}): "
-                               "choose another --trace-dir")
-    assert not (tmp_path / "ran").exists()
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", "sh", "-c", "echo ran; exit 3")
+    assert (result.returncode, result.stdout) == (3, "ran\n")
+    assert stderr_lines(result) == [
+        f"ioassess: {tmp_path / 't'}: the recorder records only into a directory of yours that no one else can "
+        f"write (this one: uid {os.getuid()}, mode {mode:04o}): choose another --trace-dir; running the command "
+        "unrecorded"]
     below = tmp_path / "t" / "below"
-    result = ioassess("run", "--trace-dir", below, "--", "touch", tmp_path / "ran")
-    assert_clean_error(result, f"{below}: the recorder records only below directories that no one but root and you "
-                               f"can change, and {tmp_path / 't'} is not one (uid {os.getuid()}, mode {mode:04o}): "
-                               "choose another --trace-dir")
-    assert not (tmp_path / "ran").exists()
+    result = ioassess("run", "--trace-dir", below, "--", "sh", "-c", "echo ran; exit 4")
+    assert (result.returncode, result.stdout) == (4, "ran\n")
+    assert stderr_lines(result) == [
+        f"ioassess: {below}: the recorder records only below directories that no one but root and you can change, "
+        f"and {tmp_path / 't'} is not one (uid {os.getuid()}, mode {mode:04o}): choose another --trace-dir; running "
+        "the command unrecorded"]
+    assert not list((tmp_path / "t").rglob("*.iot"))
 
 
 def test_run_a_missing_or_unrunnable_command(ioassess, tmp_path):
@@ -116,8 +121,11 @@ def test_run_a_missing_or_unrunnable_command(ioassess, tmp_path):
 
 
 def test_run_without_the_library_or_a_command(ioassess, tmp_path):
-    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", "true", env={"IOASSESS_LIBRARY": "/nonexistent.so"})
-    assert_clean_error(result, "the recorder library /nonexistent.so is missing: reinstall ioassess (pip install .)")
+    result = ioassess("run", "--trace-dir", tmp_path / "t", "--", "sh", "-c", "exit 5",
+                      env={"IOASSESS_LIBRARY": "/nonexistent.so"})
+    assert result.returncode == 5 and stderr_lines(result) == [
+        "ioassess: the recorder library /nonexistent.so is missing: reinstall ioassess (pip install .); running the "
+        "command unrecorded"]
     assert_clean_error(ioassess("run", "--"), "run needs a command: ioassess run [--trace-dir DIR] -- CMD ARGS...")
 
 

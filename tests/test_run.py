@@ -1,7 +1,9 @@
 """`ioassess run` ends as the job ended: real commands, real signals, the installed CLI."""
+import datetime
 import io
 import json
 import os
+import re
 import resource
 import signal
 import struct
@@ -13,7 +15,8 @@ import pytest
 import ioassess.report as report_package
 from ioassess import read_trace_dir
 from ioassess.units import count_text
-from recorder_helpers import prog, without_meta
+from probe_stores import slow_schema_store
+from recorder_helpers import ATTACKER_USER, WAIT_S, clean_env, prog, system_user, tool, wait_until, without_meta
 
 # libmpich pulls in UCX, which installs a C handler for SIGHUP in every process that loads it.
 LIBMPICH = "/usr/lib/x86_64-linux-gnu/libmpich.so.12"
@@ -162,3 +165,64 @@ def test_a_report_shows_its_progress_bar_on_a_terminal_only(run_recorded, tmp_pa
     for stream in (log_file, terminal):
         report_package.make_report([tmp_path / "t"], "local-linux", tmp_path / "report.html", None, stream)
     assert log_file.getvalue() == "" and "] 100% written" in terminal.getvalue()
+
+
+def store_reader(run, db):
+    """The pid of `ioassess run`'s report process once it has the probe store db open."""
+    def readers():
+        try:
+            with open(f"/proc/{run.pid}/task/{run.pid}/children") as children:
+                pids = children.read().split()
+            return [pid for pid in pids if str(db) in
+                    [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]]
+        except OSError:   # a process that ended meanwhile
+            return []
+    wait_until(readers, "a report process reading the store", run)
+    return int(readers()[0])
+
+
+@pytest.mark.parametrize("how", ["report killed", "ioassess terminated"])
+def test_nothing_the_report_does_changes_the_commands_exit_status(start_ioassess, tmp_path, how):
+    """The report is made in a process of its own: the kernel's out-of-memory killer ending it
+    (SIGKILL), or a SIGTERM to ioassess while it runs, ends it without a report, and ioassess
+    ends as the command did. A store whose schema takes a minute to read keeps the report busy."""
+    db = slow_schema_store(tmp_path / "probe.sqlite")
+    run = start_ioassess("run", "--trace-dir", tmp_path / "t", "--", "sh", "-c", "exit 3",
+                         env={"IOASSESS_PROBE_DB": str(db)})
+    report = store_reader(run, db)
+    if how == "report killed":
+        os.kill(report, signal.SIGKILL)
+    else:
+        run.send_signal(signal.SIGTERM)
+    _, stderr = run.communicate(timeout=WAIT_S)
+    ended = "the report's process was killed by SIGKILL" if how == "report killed" else "interrupted"
+    assert (run.returncode, stderr) == (3, f"ioassess: traces of 1 process in {tmp_path / 't'}; no report: {ended}\n")
+    assert not (tmp_path / "t" / "report.html").exists()
+
+
+def test_squatted_default_trace_directories_leave_the_command_running(job_user, installation_reachable,
+                                                                     searchable_tmp):
+    """Another user makes the default trace directories of the coming minutes in a shared
+    (1777) working directory: the job's command runs all the same, unrecorded, with one line
+    saying why, and ioassess ends with its status. The default name ends in ioassess's pid: in
+    a pid namespace of its own, ioassess is pid 1."""
+    attacker = system_user(ATTACKER_USER)
+    shared = searchable_tmp / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    names = [f"ioassess-{now + datetime.timedelta(seconds=second):%Y%m%d-%H%M%S}-1" for second in range(-1, 120)]
+    squat = "import os, sys\nfor name in sys.argv[1:]:\n    os.mkdir(name)\n    os.chmod(name, 0o777)"
+    subprocess.run([sys.executable, "-c", squat, *names], cwd=shared, user=attacker.pw_uid, group=attacker.pw_gid,
+                   extra_groups=[], check=True, timeout=WAIT_S)
+    run = subprocess.run([tool("unshare"), "--pid", "--fork", tool("setpriv"), f"--reuid={job_user.pw_uid}",
+                          f"--regid={job_user.pw_gid}", "--clear-groups", sys.executable, "-m", "ioassess", "run",
+                          "--", "sh", "-c", "echo ran; exit 3"], cwd=shared, capture_output=True, text=True,
+                         timeout=WAIT_S, env=clean_env({"PATH": "/usr/bin:/bin"}))
+    assert (run.returncode, run.stdout) == (3, "ran\n"), run.stderr
+    (line,) = run.stderr.splitlines()
+    squatted = re.fullmatch(rf"ioassess: \./(ioassess-\d{{8}}-\d{{6}}-1): the recorder records only into a directory "
+                            rf"of yours that no one else can write \(this one: uid {attacker.pw_uid}, mode 0777\): "
+                            r"choose another --trace-dir; running the command unrecorded", line)
+    assert squatted and squatted[1] in names, line
+    assert not list(shared.rglob("*.iot"))
