@@ -26,7 +26,7 @@ import time
 
 from . import mpiio_library_path, recorder_library_path
 from .site.epilog import add_options as add_epilog_options, run as run_epilog
-from .escape import printable
+from .escape import printable, printable_lines
 from .files import file_system_facts, file_system_of
 from .models.modelfile import (DEFAULT_MODEL, SITE_MODELS_DIR, SITE_MODELS_ENV, ModelFileError, find_models, load_model,
                                model_path, model_summary, site_model_dir, user_model_dir)
@@ -159,6 +159,9 @@ def _build_parser():
                                description="Summarise the traces in one or more directories.")
     show.add_argument("dirs", nargs="+", metavar="DIR", help="a trace directory (or a single .iot file)")
     show.add_argument("--json", action="store_true", help="print a JSON object instead of text (see docs/cli.md)")
+    show.add_argument("--owner", metavar="USER|UID",
+                      help="take only the traces this user owns (default: as for `ioassess report`: yours; when run "
+                           "as root, the owner of the directories given)")
     show.set_defaults(handler=_show)
     models = commands.add_parser("models", help="list the cause models",
                                  description="List the cause models of your model directory, the site's and the "
@@ -246,10 +249,19 @@ def _print_error(message):
     print(f"ioassess: {printable(str(message))}", file=sys.stderr)
 
 
+def _print_text(text):
+    """Text for stdout, a terminal or a batch job's output, with its control characters escaped:
+    names in it come from jobs, model files, grids and directories others can write."""
+    sys.stdout.write(printable_lines(text))
+
+
 def _show(args):
-    traceset = read_trace_dir(args.dirs)
+    traceset = read_trace_dir(args.dirs, trace_owner(args.dirs, args.owner))
     summary = summarise(traceset)
-    sys.stdout.write(json.dumps(summary, indent=2) + "\n" if args.json else format_text(summary))
+    if args.json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    else:
+        _print_text(format_text(summary))
     sys.stdout.flush()
     for error in traceset.errors:
         _print_error(error)
@@ -259,14 +271,14 @@ def _show(args):
 def _report(args):
     output = args.output or ("report.html" if args.format == "html" else None)
     try:
-        owner_uid = trace_owner(args.inputs, args.owner)
+        owner_uid = trace_owner(trace_inputs(args.inputs), args.owner)
         assessment = make_report(args.inputs, args.model, output, args.json, sys.stderr, args.site_grid, owner_uid,
                                  probe_db=args.probe_db)
     except (LoadError, ModelFileError, GridFileError) as error:
         _print_error(error)
         return USAGE_ERROR
     if args.format == "text":
-        sys.stdout.write(text_summary(assessment, output))
+        _print_text(text_summary(assessment, output))
     written = [path for path in (output, args.json) if path]
     if written:
         _print_error("wrote " + " and ".join(written))
@@ -283,7 +295,8 @@ def _export(args):
     if args.parquet and importlib.util.find_spec("pyarrow") is None:
         raise UsageError("export --parquet needs pyarrow: pip install pyarrow")
     try:
-        ops = export_job(args.inputs, args.perfetto, args.parquet, args.model, trace_owner(args.inputs, args.owner))
+        ops = export_job(args.inputs, args.perfetto, args.parquet, args.model,
+                         trace_owner(trace_inputs(args.inputs), args.owner))
     except (LoadError, ModelFileError) as error:
         _print_error(error)
         return USAGE_ERROR
@@ -291,19 +304,24 @@ def _export(args):
     return 0
 
 
-def trace_owner(inputs, named=None):
-    """The uid whose traces `report` takes: the user named (a name or a uid); else the invoking
-    user; as root, the owner of the trace directories given (for a trace file, of its
-    directory), who must be one user."""
+def trace_inputs(inputs):
+    """The inputs of `report` and `export` that are traces (load_job says what is wrong with the
+    others)."""
+    return [path for path in inputs if os.path.lexists(path) and input_kind(path) == "trace"]
+
+
+def trace_owner(traces, named=None):
+    """The uid whose traces `report` and `show` take from the trace directories and files given:
+    the user named (a name or a uid); else the invoking user; as root, the owner of the trace
+    directories (for a trace file, of its directory), who must be one user."""
     if named:
         return _uid(named)
     if os.geteuid() != 0:
         return os.geteuid()
     owners = {}
-    for path in inputs:
-        if os.path.lexists(path) and input_kind(path) == "trace":   # load_job says what is wrong with the others
-            directory = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
-            owners.setdefault(os.stat(directory).st_uid, directory)
+    for path in filter(os.path.lexists, traces):   # the reader says what is wrong with a missing one
+        directory = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+        owners.setdefault(os.stat(directory).st_uid, directory)
     if len(owners) > 1:
         named = ", ".join(f"{directory} (uid {uid})" for uid, directory in owners.items())
         raise UsageError(f"the trace directories belong to different users: {named}; say whose traces to take "
@@ -339,10 +357,11 @@ def _models(args):
                     model_summary(found.model) if found.model else found.problem) for found in find_models()]
         if not any(origin == "shipped" and name == DEFAULT_MODEL for origin, name, _, _ in listing):
             listing.append(("shipped", DEFAULT_MODEL, None, "(not installed: train one with `ioassess train`)"))
+    listing = [(origin, printable(name), path, summary) for origin, name, path, summary in listing]
     width = max((len(name) for _, name, _, _ in listing), default=0)
     for origin, name, path, summary in listing:
         mark = "*" if (origin, name) == ("shipped", DEFAULT_MODEL) else " "
-        print(f"{mark} {origin:<7}  {name:<{width}}  {summary}" + (f"; {path}" if path else ""))
+        _print_text(f"{mark} {origin:<7}  {name:<{width}}  {summary}" + (f"; {path}" if path else "") + "\n")
     return USAGE_ERROR if failures else 0
 
 
@@ -435,7 +454,7 @@ def _iomodels(args):
                                       "iomodels interrupted; its files were removed and no grid was written")
     if status:
         return status
-    sys.stdout.write(format_grid(grid))
+    _print_text(format_grid(grid))
     _print_error(f"wrote {output}")
     return 0
 
@@ -448,7 +467,7 @@ def _show_grid(path):
         return USAGE_ERROR
     if found is None:
         raise UsageError(f"no site grid: give GRID.json, set {SITE_GRID_ENV} or install {SITE_GRID_PATH}")
-    sys.stdout.write(f"{found[0]}: " + format_grid(found[1]))
+    _print_text(f"{found[0]}: " + format_grid(found[1]))
     return 0
 
 

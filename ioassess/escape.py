@@ -1,8 +1,9 @@
 """Strings from a job (file names, host names, executables, command lines) made safe to print
 on a terminal or in a log line: every control character is written as an escape, so that a
 name can neither drive the terminal (ESC sequences, OSC titles), nor split a line (CR, LF),
-nor reorder what is shown (Unicode bidirectional and format controls). JSON output is not
-escaped: it stays exact."""
+nor reorder what is shown (Unicode bidirectional and format controls). Everything `ioassess`
+prints for a terminal or a log goes through printable (one line) or printable_lines (a text of
+lines). JSON output is not escaped: it stays exact."""
 import unicodedata
 
 # Unicode categories printed escaped: C0, DEL and C1 controls (Cc), format controls such as
@@ -24,3 +25,9 @@ def _escaped(char):
     if code < 0x100:
         return f"\\x{code:02x}"
     return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def printable_lines(text):
+    """text with printable() applied to each of its lines: its line breaks are kept, every
+    other control character escaped."""
+    return "\n".join(printable(line) for line in text.split("\n"))

@@ -1,6 +1,7 @@
 """The `ioassess` command line, run as a user runs it (python -m ioassess), on real traces."""
 import json
 import os
+import pathlib
 import re
 import shutil
 import stat
@@ -15,7 +16,8 @@ from ioassess.inputs import traceformat as tf
 from ioassess.escape import printable
 from ioassess.files import file_system_of
 from ioassess.units import count_text
-from recorder_helpers import shipped_darshan_logs, tool
+from ioassess.models.modelfile import DEFAULT_MODEL, model_path
+from recorder_helpers import ATTACKER_USER, clean_env, shipped_darshan_logs, system_user, tool
 
 
 def stderr_lines(result):
@@ -326,6 +328,69 @@ def test_show_escapes_control_characters_in_names_from_the_job(ioassess, run_rec
     assert str(exe) in {p["exe"] for p in summary["processes"]}
     missing = tmp_path / "missing\x1b]0;title\x07\u202e.iot"   # (TraceFileError puts a line break as a space)
     assert_clean_error(ioassess("show", missing), f"{printable(str(missing))}: no such file or directory")
+
+
+def test_show_as_root_takes_only_the_traces_of_the_directorys_owner(ioassess, run_recorded, job_user,
+                                                                   searchable_tmp):
+    """A user links another user's trace into their own trace directory: root's `show` of that
+    directory refuses it, as `report` does, and prints none of its names; --owner chooses."""
+    attacker = system_user(ATTACKER_USER)
+    secret = searchable_tmp / "victims-secret-file-name"
+    victim_dir, attacker_dir = searchable_tmp / "victim", searchable_tmp / "attacker"
+    assert run_recorded(["dd", "if=/dev/zero", f"of={secret}", "bs=4k", "count=1"], victim_dir).returncode == 0
+    assert run_recorded(["true"], attacker_dir).returncode == 0
+    for directory, user in ((victim_dir, job_user), (attacker_dir, attacker)):
+        for path in [directory, *directory.iterdir()]:
+            os.chown(path, user.pw_uid, user.pw_gid)
+    (victim_trace,) = victim_dir.glob("*.iot")
+    link = attacker_dir / "z-linked.iot"
+    link.symlink_to(victim_trace)
+    os.lchown(link, attacker.pw_uid, attacker.pw_gid)
+    for args in ([], ["--json"]):
+        result = ioassess("show", *args, attacker_dir)
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        assert stderr_lines(result) == [f"ioassess: {link}: belongs to uid {job_user.pw_uid}, not to uid "
+                                        f"{attacker.pw_uid} whose traces these are: refused"]
+        assert secret.name not in result.stdout
+    chosen = ioassess("show", "--owner", job_user.pw_name, victim_dir)
+    assert chosen.returncode == 0 and secret.name in chosen.stdout
+
+
+# OSC 52 (sets the terminal's clipboard), BEL, a clear screen and a C1 CSI
+TERMINAL_CONTROLS = "\x1b]52;c;aGVsbG8=\x07\x1b[2J\x9b"
+
+
+def test_models_escapes_control_characters_of_files_others_planted(job_user, installation_reachable,
+                                                                    searchable_tmp):
+    """Another user plants a model file named with terminal controls in a shared (1777) site
+    model directory, and the user's own model holds them in its provenance: `ioassess models`,
+    run by the user, prints both with the controls escaped, one line each."""
+    attacker = system_user(ATTACKER_USER)
+    site = searchable_tmp / "site"
+    site.mkdir()
+    os.chmod(site, 0o1777)
+    planted = site / f"evil{TERMINAL_CONTROLS}.json"
+    planted.write_text("{}")
+    os.chown(planted, attacker.pw_uid, attacker.pw_gid)
+    models = searchable_tmp / "data" / "ioassess" / "models"
+    models.mkdir(parents=True)
+    model = json.loads(pathlib.Path(model_path(DEFAULT_MODEL)).read_text())
+    model["provenance"]["host"] = f"host{TERMINAL_CONTROLS}"
+    (models / "mine.json").write_text(json.dumps(model))
+    for path in (searchable_tmp / "data", searchable_tmp / "data" / "ioassess", models, models / "mine.json"):
+        os.chown(path, job_user.pw_uid, job_user.pw_gid)
+    result = subprocess.run([sys.executable, "-m", "ioassess", "models"], cwd="/", user=job_user.pw_uid,
+                            group=job_user.pw_gid, extra_groups=[], capture_output=True, text=True, timeout=120,
+                            env=clean_env({"PATH": "/usr/bin:/bin", "HOME": str(searchable_tmp),
+                                           "XDG_DATA_HOME": str(searchable_tmp / "data"),
+                                           "IOASSESS_SITE_MODELS": str(site)}))
+    assert result.returncode == 0, result.stderr
+    assert not any(char in result.stdout for char in "\x1b\x07\x9b")
+    lines = result.stdout.splitlines()
+    assert [line for line in lines if f"evil{printable(TERMINAL_CONTROLS)}" in line] == [
+        f"  site     evil{printable(TERMINAL_CONTROLS)}  belongs to uid {attacker.pw_uid}, not to you or root: not "
+        f"used; {printable(str(planted))}"]
+    assert [line for line in lines if f"host {printable('host' + TERMINAL_CONTROLS)};" in line]
 
 
 def test_report_never_replaces_a_device_fifo_or_directory_it_is_told_to_write(ioassess, tmp_path):
