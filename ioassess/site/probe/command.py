@@ -39,6 +39,9 @@ def add_commands(commands):
     run.add_argument("--rounds", metavar="N", type=int, help="stop after N rounds (default: never)")
     run.add_argument("--metrics-port", metavar="PORT", type=int,
                      help="serve Prometheus metrics on this port (default: the config's, else none)")
+    run.add_argument("--metrics-address", metavar="ADDRESS",
+                     help="the address the metrics are served on, e.g. 0.0.0.0 for every one (default: the "
+                          "config's, else 127.0.0.1)")
     run.add_argument("--cleanup", action="store_true", help="remove the probe's files in the targets and exit")
     run.set_defaults(handler=_run)
     report = actions.add_parser("report", help="the slowdown of the probed file systems over a window",
@@ -72,7 +75,8 @@ def settings_of(args):
         targets = tuple(Target(os.path.abspath(directory), os.path.abspath(directory), args.data_size,
                                args.pool_files) for directory in dict.fromkeys(args.dir))
         settings = ProbeSettings(targets=targets)
-    given = {"db": args.db, "interval": args.interval, "metrics_port": args.metrics_port}
+    given = {"db": args.db, "interval": args.interval, "metrics_port": args.metrics_port,
+             "metrics_address": args.metrics_address}
     return dataclasses.replace(settings, **{name: value for name, value in given.items() if value is not None})
 
 
@@ -83,10 +87,17 @@ def _run(args):
         settings = settings_of(args)
         if args.cleanup:
             return cleanup(settings)
-        metrics = Exporter(settings.metrics_port, settings.normal_days) if settings.metrics_port else None
-        return run_probe(settings, args.rounds, metrics=metrics)
-    except (ProbeConfigError, StoreError, MetricsUnavailable) as error:
+        metrics = Exporter(settings.metrics_address, settings.metrics_port, settings.normal_days) \
+            if settings.metrics_port else None
+    except (ProbeConfigError, MetricsUnavailable) as error:
         return _usage_error(str(error))
+    try:
+        return run_probe(settings, args.rounds, metrics=metrics)
+    except StoreError as error:
+        return _usage_error(str(error))
+    finally:
+        if metrics is not None:
+            metrics.close()
 
 
 def _report(args):

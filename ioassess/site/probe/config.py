@@ -24,6 +24,7 @@ from ..iomodels import parse_size
 DEFAULT_DB = "/var/lib/ioassess/probe.sqlite"
 DEFAULT_DATA_SIZE = 1 << 30
 DEFAULT_POOL_FILES = 10_000
+DEFAULT_METRICS_ADDRESS = "127.0.0.1"   # the exporter's: 0.0.0.0 (or the node's address) for another host
 PROBE_SECTION = "probe"
 TARGET_SECTION = re.compile(r"target\s+(\S+)")
 MIN_DATA_SIZE = 1 << 20       # one 1 MiB block at least
@@ -51,6 +52,7 @@ class ProbeSettings:
     aggregate_days: float = 365.0
     normal_days: float = 30.0
     metrics_port: int = 0
+    metrics_address: str = DEFAULT_METRICS_ADDRESS
     targets: tuple = ()
 
 
@@ -93,7 +95,7 @@ def _pool_files(text):
 
 
 PROBE_CONVERTERS = {"db": str, "interval": parse_interval, "raw_days": _days, "aggregate_days": _days,
-                    "normal_days": _days, "metrics_port": _port}
+                    "normal_days": _days, "metrics_port": _port, "metrics_address": str.strip}
 TARGET_CONVERTERS = {"dir": str, "data_size": _data_size, "pool_files": _pool_files}
 
 
