@@ -113,7 +113,7 @@ def test_probe_times_every_op_of_every_target_in_order(ioassess, tmp_path, mount
 
     cleanup = ioassess("probe", "run", "--config", str(config), "--cleanup")
     assert cleanup.returncode == 0, cleanup.stderr
-    assert "ioassess probe: ext4: removed 41 files" in cleanup.stderr.splitlines()
+    assert "ioassess probe: ext4: removed 42 files" in cleanup.stderr.splitlines()   # pool, data, lock
     assert not (tmp_path / "ext4" / "ioassess-probe").exists() and not (tmpfs / "ioassess-probe").exists()
     assert db.exists()
 
@@ -229,6 +229,56 @@ def test_bad_config_is_one_line_naming_the_file_and_status_2(ioassess, tmp_path,
     assert result.returncode == 2
     assert result.stderr.splitlines()[0].startswith(f"ioassess: {config}: {problem}")
     assert len(result.stderr.splitlines()) == 1, result.stderr
+
+
+def test_a_directory_that_is_missing_or_not_one_is_refused_before_anything_is_probed(ioassess, tmp_path):
+    """Before: the probe ran its rounds probing nothing and ended "stopped after 20 rounds"."""
+    (tmp_path / "file").write_text("")
+    db = tmp_path / "probe.sqlite"
+    for directory, problem in ((tmp_path / "missing", "No such file or directory"),
+                               (tmp_path / "file", "not a directory")):
+        result = ioassess("probe", "run", "--dir", directory, "--db", db, "--rounds", "20")
+        assert (result.returncode, result.stderr) == (2, f"ioassess: {directory}: {problem}: nothing to probe\n")
+        config = write_config(tmp_path / "probe.conf", db, [("here", tmp_path, "1M", 5), ("gone", directory, "1M", 5)])
+        result = ioassess("probe", "run", "--config", config, "--rounds", "20")
+        assert (result.returncode, result.stderr) == (2, f"ioassess: {directory}: {problem}: nothing to probe\n")
+    assert not db.exists()
+
+
+def test_a_second_probe_of_a_directory_is_refused_and_the_first_goes_on(ioassess, start_ioassess, tmp_path):
+    """Two probes of one directory took each other's pool files: "File exists" and "probing
+    again" every round. The first holds the directory's lock: a second, or a target named twice,
+    is refused in one line naming the first; --cleanup waits for it to end."""
+    (tmp_path / "fs").mkdir()
+    db = tmp_path / "probe.sqlite"
+    common = ("--dir", str(tmp_path / "fs"), "--data-size", "2M", "--pool-files", "5")
+    first = start_ioassess("probe", "run", *common, "--db", str(db), "--interval", "0.05s")
+    wait_for(lambda: rows_of(db, str(tmp_path / "fs")) >= 2 * len(OPS), "two rounds")
+    taken = f"{tmp_path / 'fs'}: another probe is probing it (pid {first.pid} on {os.uname().nodename})"
+    second = ioassess("probe", "run", *common, "--db", str(tmp_path / "second.sqlite"), "--rounds", "3")
+    assert (second.returncode, second.stderr) == (2, f"ioassess: {taken}\n")
+    cleanup = ioassess("probe", "run", *common, "--cleanup")
+    assert (cleanup.returncode, cleanup.stderr) == (2, f"ioassess probe: {tmp_path / 'fs'}: {taken}\n")
+    rounds = rows_of(db, str(tmp_path / "fs"))
+    wait_for(lambda: rows_of(db, str(tmp_path / "fs")) >= rounds + 5 * len(OPS), "five more rounds")
+    first.send_signal(signal.SIGTERM)
+    _, stderr = first.communicate(timeout=WAIT_S)
+    assert first.returncode == 0 and len(stderr.splitlines()) == 2, stderr   # probing ..., stopped after ...
+    twice = write_config(tmp_path / "probe.conf", db, [(name, tmp_path / "fs", "2M", 5) for name in "ab"])
+    result = ioassess("probe", "run", "--config", twice, "--rounds", "1")
+    assert (result.returncode, result.stderr) == (2, f"ioassess: {twice}: [target b] dir {tmp_path / 'fs'}: "
+                                                     "also the dir of [target a]\n")
+    cleanup = ioassess("probe", "run", *common, "--cleanup")
+    assert cleanup.returncode == 0 and not (tmp_path / "fs" / "ioassess-probe").exists()
+
+
+def test_an_output_that_cannot_be_written_is_named_by_its_path(ioassess, history, tmp_path):
+    """Not by the temporary file beside it (.x.html.XXXX.part)."""
+    store = history[0]
+    for args in (["probe", "report", "--db", store.path, "-o"], ["probe", "report", "--db", store.path, "--json"]):
+        result = ioassess(*args, tmp_path / "nodir" / "x.html")
+        assert (result.returncode, result.stderr) == (2, f"ioassess: {tmp_path / 'nodir' / 'x.html'}: No such file or "
+                                                         "directory\n")
 
 
 DATA_OPS = ["read_1MiB", "write_1MiB", "read_4KiB", "write_4KiB"]

@@ -83,6 +83,7 @@ def settings_of(args):
 def _run(args):
     from .metrics import Exporter, MetricsUnavailable
     from .run import cleanup, run_probe
+    from .target import TargetUnusable
     try:
         settings = settings_of(args)
         if args.cleanup:
@@ -93,7 +94,7 @@ def _run(args):
         return _usage_error(str(error))
     try:
         return run_probe(settings, args.rounds, metrics=metrics)
-    except StoreError as error:
+    except (StoreError, TargetUnusable) as error:
         return _usage_error(str(error))
     finally:
         if metrics is not None:

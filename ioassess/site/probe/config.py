@@ -16,6 +16,7 @@ Anything wrong in it is a ProbeConfigError: one line naming the file and the pro
 """
 import argparse
 import dataclasses
+import os
 import re
 
 from ...files import read_settings_file
@@ -114,6 +115,10 @@ def read_config(path):
             fields = _convert(path, section, parser[section], TARGET_CONVERTERS)
             if "dir" not in fields:
                 raise ProbeConfigError(f"{path}: [{section}] needs dir = DIRECTORY")
+            twin = next((target for target in targets
+                         if os.path.normpath(target.dir) == os.path.normpath(fields["dir"])), None)
+            if twin:   # two probes of one directory take each other's files
+                raise ProbeConfigError(f"{path}: [{section}] dir {fields['dir']}: also the dir of [target {twin.name}]")
             targets.append(Target(match[1], **fields))
         else:
             raise ProbeConfigError(f"{path}: unknown section [{section}] (known: [{PROBE_SECTION}], [target NAME])")

@@ -44,9 +44,13 @@ class _Episodes:
 
 def run_probe(settings, rounds=None, stream=sys.stderr, metrics=None):
     """Probe settings.targets every settings.interval seconds until SIGTERM or SIGINT (or after
-    `rounds` rounds). metrics: an Exporter (metrics.py), or None. Returns 0."""
-    store = Store(settings.db, writable=True)
+    `rounds` rounds). metrics: an Exporter (metrics.py), or None. Returns 0. Raises
+    TargetUnusable, before anything is probed, for a target's directory that is missing or
+    another probe's."""
     probes = [TargetProbe(target) for target in settings.targets]
+    for probe in probes:
+        probe.claim()
+    store = Store(settings.db, writable=True)
     target_ids = {}
     log = _Episodes(stream)
     stop = _StopSignals()
@@ -153,7 +157,7 @@ def cleanup(settings, stream=sys.stderr):
     for target in settings.targets:
         try:
             removed = TargetProbe(target).cleanup()
-        except OSError as error:
+        except (OSError, ProbeFailure) as error:
             stream.write(f"ioassess probe: {printable(f'{target.name}: {error}')}\n")
             status = 2
         else:

@@ -1,6 +1,7 @@
 """One probed file system: its files, made once, and one round of the eight timed ops.
 
-Everything lives in DIR/ioassess-probe/ (mode 0700): `data`, a file of exactly data_size bytes
+Everything lives in DIR/ioassess-probe/ (mode 0700), whose `lock` the probe holds (flock) while it
+runs, so that no two probes take each other's pool files: `data`, a file of exactly data_size bytes
 written once in full (so that reads reach the disk, not holes), and `pool/`, pool_files files of
 POOL_FILE_BYTES named by sequence number. A round (Kunkel & Betke 2019, section 3.1) reads and
 writes one random 1 MiB block and one random 4 KiB block of `data`, then creates the next pool
@@ -11,6 +12,7 @@ Data ops use O_DIRECT; where the file system refuses it (tmpfs), the fallback is
 and reads after posix_fadvise(DONTNEED) of the block, and the store says so (io_mode).
 """
 import errno
+import fcntl
 import mmap
 import os
 import random
@@ -20,6 +22,8 @@ import time
 PROBE_DIR = "ioassess-probe"
 DATA_FILE = "data"
 POOL_DIR = "pool"
+LOCK_FILE = "lock"
+HOLDER_BYTES = 200            # of the lock file: whose it is, for the message of another probe
 POOL_FILE_BYTES = 3901          # MDWorkbench's and IO-500's small file
 BLOCK_SIZES = (1 << 20, 4096)
 OPS = ("read_1MiB", "write_1MiB", "read_4KiB", "write_4KiB", "create", "stat", "read", "delete")
@@ -29,6 +33,10 @@ IO_DIRECT, IO_FALLBACK = "O_DIRECT", "O_DSYNC writes, reads after fadvise(DONTNE
 
 class ProbeFailure(Exception):
     """A round stopped at an op; str() names the op and the error."""
+
+
+class TargetUnusable(ProbeFailure):
+    """The target's directory is missing, or another probe is probing it."""
 
 
 class TargetProbe:
@@ -45,11 +53,30 @@ class TargetProbe:
         self.device = None         # st_dev of target.dir when it was first prepared
         self.oldest = self.next = 0
         self.ready = False
+        self.lock = None           # the lock file, held from the first preparation on
+
+    def claim(self):
+        """Before the first round: the target's directory must be one, and no other probe's
+        (TargetUnusable); what else is wrong with it is left to the rounds."""
+        try:
+            status = os.stat(self.target.dir)
+        except (FileNotFoundError, NotADirectoryError) as error:
+            raise TargetUnusable(f"{self.target.dir}: {error.strerror}: nothing to probe") from None
+        except OSError:
+            return
+        if not stat.S_ISDIR(status.st_mode):
+            raise TargetUnusable(f"{self.target.dir}: not a directory: nothing to probe")
+        try:
+            self._check_home()
+            self._take_lock()
+        except OSError:
+            pass
 
     def prepare(self):
         """Make (or check) the data file and the pool; sets io_mode. Raises ProbeFailure."""
         try:
             self._check_home()
+            self._take_lock()
             self._make_data_file()
             self.io_mode = self._io_mode()
             self._fill_pool()
@@ -92,12 +119,15 @@ class TargetProbe:
             raise ProbeFailure(f"{OPS[op]}: {_reason(error)}") from None
 
     def cleanup(self):
-        """Remove the probe's files (only those it makes) and its directory; returns how many."""
+        """Remove the probe's files (only those it makes) and its directory; returns how many.
+        TargetUnusable while another probe is probing the target."""
+        if os.path.isdir(self.home):
+            self._take_lock()
         removed = 0
         for name in (_sequence_names(self.pool_path) if os.path.isdir(self.pool_path) else []):
             os.unlink(os.path.join(self.pool_path, name))
             removed += 1
-        for path in (self.data_path, self.data_path + ".part"):
+        for path in (self.data_path, self.data_path + ".part", os.path.join(self.home, LOCK_FILE)):
             if os.path.lexists(path):
                 os.unlink(path)
                 removed += 1
@@ -121,6 +151,31 @@ class TargetProbe:
         if not stat.S_ISDIR(status.st_mode) or status.st_uid != os.geteuid():
             raise OSError(f"{self.home} is not a directory of the probe's user (uid {os.geteuid()})")
         os.makedirs(self.pool_path, 0o700, exist_ok=True)
+
+    def _take_lock(self):
+        """Hold the lock file (made if missing) from now on; TargetUnusable if another process
+        holds it. Where the file system has no locks, the probe goes without."""
+        if self.lock is not None:
+            return
+        fd = os.open(os.path.join(self.home, LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, HOLDER_BYTES, 0).decode(errors="replace").strip()
+            os.close(fd)
+            raise TargetUnusable(f"{self.target.dir}: another probe is probing it" +
+                                 (f" ({holder})" if holder else "")) from None
+        except OSError as error:
+            os.close(fd)
+            if error.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL, errno.EBADF):
+                return
+            raise
+        self.lock = fd
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()} on {os.uname().nodename}\n".encode(), 0)
+        except OSError:   # held all the same; only the message of another probe lacks its holder
+            pass
 
     def _check_device(self):
         if os.stat(self.target.dir).st_dev != self.device:
