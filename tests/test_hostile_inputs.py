@@ -701,3 +701,56 @@ def test_the_template_cache_of_the_users_own_is_used(ioassess, tmp_path):
     assert result.returncode == 0, result.stderr
     assert (cache.stat().st_mode & 0o777, cache.stat().st_uid) == (0o700, os.getuid())
     assert [path.name.startswith("__jinja2_") for path in cache.iterdir()] == [True]
+
+
+# ---- D: hostile probe stores ----
+
+HOSTILE_STORE_SECONDS = 60
+HOSTILE_STORE_PEAK_KIB = 1 << 20    # 1 GiB
+
+
+def store_problem(assessment):
+    """The probe store's problem in a job's assessment, or "no assessment"."""
+    return json.loads(assessment.read_text())["file_system"]["problem"] if assessment.exists() else "no assessment"
+
+
+@pytest.mark.slow
+def test_hostile_probe_stores_are_refused_in_one_line_within_bounds(recorded, tmp_path):
+    """24 stores as someone who can write the store could make them (tests/probe_stores.py),
+    each through `probe report`, `report --probe-db` and `ioassess run` (its application exiting
+    3), each measured alone (run_measured: getrusage): no traceback, none still running after
+    60 s, no peak memory of 1 GiB; a store refused in one line naming it (exit status 2), the
+    job's report made and naming the store with its problem, the application's status kept."""
+    from probe_stores import HOSTILE
+    env = clean_env({"OPENBLAS_NUM_THREADS": "1"})
+    traces = os.path.dirname(recorded["monotonic"][0])
+    failures, refused = [], 0
+    for number, (name, make) in enumerate(HOSTILE.items()):
+        db = make(tmp_path / f"{number}.sqlite")
+        work = tmp_path / f"work{number}"
+        work.mkdir()
+        ran = {}
+        for command, args, extra in (
+                ("probe report", ["probe", "report", "--db", db, "-o", "p.html", "--json", "p.json"], {}),
+                ("report", ["report", traces, "--probe-db", db, "-o", "r.html", "--json", "r.json"], {}),
+                ("run", ["run", "--trace-dir", "t", "--", "sh", "-c", "exit 3"], {"IOASSESS_PROBE_DB": str(db)})):
+            try:
+                ran[command], peak_kib = run_measured([sys.executable, "-m", "ioassess", *args], {**env, **extra},
+                                                      work, HOSTILE_STORE_SECONDS)
+            except subprocess.TimeoutExpired:
+                failures.append(f"{name}: {command}: still running after {HOSTILE_STORE_SECONDS} s")
+                continue
+            if "Traceback" in ran[command].stderr or peak_kib >= HOSTILE_STORE_PEAK_KIB:
+                failures.append(f"{name}: {command}: {peak_kib} KiB, {ran[command].stderr}")
+        probe = ran.get("probe report")
+        refused += probe is not None and probe.returncode == 2
+        if probe and (probe.returncode not in (0, 2) or probe.returncode == 2 and not (
+                probe.stderr.startswith(f"ioassess: {db}: ") and probe.stderr.count("\n") == 1)):
+            failures.append(f"{name}: probe report: {probe.returncode}, {probe.stderr}")
+        for command, status, problem in (("report", 0, store_problem(work / "r.json")),
+                                         ("run", 3, store_problem(work / "t" / "assessment.json"))):
+            if command in ran and (ran[command].returncode != status or
+                                   not (problem is None or problem.startswith(f"{db}: "))):
+                failures.append(f"{name}: {command}: {ran[command].returncode}, {ran[command].stderr}, {problem}")
+    assert failures == [], "\n".join(failures)
+    assert refused >= 20   # the damage is seen
