@@ -14,7 +14,7 @@ import sys
 import time
 
 from ...escape import printable
-from .store import Store
+from .store import Store, StoreError
 from .target import ProbeFailure, TargetProbe
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -145,7 +145,7 @@ def _store(log, action, *args):
     """Whether action(*args) on the store went through; a failure is logged as the store's."""
     try:
         action(*args)
-    except sqlite3.Error as error:
+    except (sqlite3.Error, StoreError) as error:
         log.failed("store", f"{error}")
         return False
     return True
