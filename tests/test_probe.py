@@ -644,16 +644,17 @@ def test_idle_connections_to_the_exporter_never_delay_a_round(start_ioassess, tm
 def test_the_exporter_listens_on_the_address_given(start_ioassess, ioassess, tmp_path):
     (tmp_path / "fs").mkdir()
     port = free_port()
-    common = ("probe", "run", "--dir", str(tmp_path / "fs"), "--db", str(tmp_path / "probe.sqlite"), "--data-size",
-              "2M", "--pool-files", "5", "--metrics-port", str(port))
+    db = tmp_path / "probe.sqlite"
+    common = ("probe", "run", "--dir", str(tmp_path / "fs"), "--db", str(db), "--data-size", "2M", "--pool-files", "5",
+              "--metrics-port", str(port))
     probe = start_ioassess(*common, "--metrics-address", "0.0.0.0")
-    wait_for(lambda: listening_addresses(port), "the exporter listening")
+    wait_for(lambda: rows_of(db, str(tmp_path / "fs")) >= len(OPS), "a round")
     assert listening_addresses(port) == {"00000000"}
     probe.send_signal(signal.SIGTERM)
     assert probe.wait(timeout=WAIT_S) == 0
-    nowhere = ioassess(*common, "--metrics-address", "nowhere.invalid")
+    nowhere = ioassess(*common, "--metrics-address", "example.org")   # a name: never looked up
     assert nowhere.returncode == 2 and nowhere.stderr.startswith(
-        f"ioassess: --metrics-address nowhere.invalid --metrics-port {port}: ") and \
+        f"ioassess: --metrics-address example.org --metrics-port {port}: ") and \
         len(nowhere.stderr.splitlines()) == 1, nowhere.stderr
 
 

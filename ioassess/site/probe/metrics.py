@@ -131,11 +131,13 @@ class Exporter:
 
 
 def listening_socket(address, port):
-    """A TCP socket listening on address:port; MetricsUnavailable naming them if it cannot."""
+    """A TCP socket listening on address:port (a numeric address: no name service to wait on);
+    MetricsUnavailable naming them if it cannot."""
     where = f"--metrics-address {address} --metrics-port {port}"
     try:
-        family, kind, protocol, _, bound = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM,
-                                                              flags=socket.AI_PASSIVE | socket.AI_NUMERICSERV)[0]
+        family, kind, protocol, _, bound = socket.getaddrinfo(
+            address, port, type=socket.SOCK_STREAM,
+            flags=socket.AI_PASSIVE | socket.AI_NUMERICHOST | socket.AI_NUMERICSERV)[0]
     except socket.gaierror as error:
         raise MetricsUnavailable(f"{where}: {error.strerror}") from None
     listener = socket.socket(family, kind, protocol)
