@@ -19,6 +19,7 @@ from ioassess.inputs.trace import read_trace_file
 from ioassess.jsonfile import MAX_JSON_DEPTH
 from ioassess.models import modelfile
 from recorder_helpers import clean_env, run_measured, shipped_darshan_logs
+from test_modelfile import set_in
 
 SEED = 20261123
 TRACE_MUTATIONS = 500
@@ -275,11 +276,7 @@ def value_at(data, path):
 
 def with_value(data, path, value):
     data = json.loads(json.dumps(data))
-    *parents, last = path
-    target = data
-    for key in parents:
-        target = target[key]
-    target[last] = value
+    set_in(path, value)(data)
     return data
 
 
