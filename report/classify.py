@@ -17,10 +17,12 @@ on storage. Memory layout is unknown without buffer addresses and taken as rnd
 import numpy as np
 
 from ioassess.inputs.job import LAYERS, META, Flag, op_column
-from ioassess.models.causes import (APPENDED, CLASSES, LAYOUT_UNKNOWN, LAYOUTS, bound_seconds, cached_typical_seconds,
-                                    classify, memory_layout_codes)
+from ioassess.models.causes import (APPENDED, CLASSES, LAYOUT_UNKNOWN, LAYOUTS, UNCLASSIFIED, bound_seconds,
+                                    cached_typical_seconds, classify, memory_layout_codes)
 
-from .ground_truth import NEW_PAGES, NOT_SAMPLED, PAST_END, inferred_verdicts, kernel_verdicts, overridden_classes
+from .ground_truth import (CACHED, NEW_PAGES, NOT_SAMPLED, PAST_END, inferred_verdicts, kernel_verdicts,
+                           overridden_classes)
+from .own_cached import line_of_op, own_cached_lines, own_line_seconds
 
 # Class names in the tables: the model's classes, the causes only the kernel's samples tell,
 # then what no model covers.
@@ -30,9 +32,11 @@ NOT_MODELLED = "not modelled"      # sync ops, failed calls, I/O of sizes/ops th
 ESTIMATED = "counters (estimate)"  # I/O known only in aggregate
 ROW_CLASSES = CLASSES + (STALL, ALLOCATION, NOT_MODELLED, ESTIMATED)
 CLASS_CODES = {cls: code for code, cls in enumerate(ROW_CLASSES)}
-# Where time lost in each class comes from (the headline's "why").
+# Where the time beyond a cached op's in each class comes from: storage's is time lost compared
+# with cached I/O (caching would save it); the others' is slowness caching would not save.
 CAUSES = {"memcpy": "memory", "cached": "memory", "uncached": "storage", "slow": "storage", STALL: "stall",
           ALLOCATION: "allocation"}
+STORAGE_CLASSES = ("uncached", "slow")
 IO_LAYERS = (LAYERS.index("posix"), LAYERS.index("stdio"))
 
 
@@ -46,10 +50,12 @@ def classify_ops(job, model, per_file=None):
     of_op = of_file[job.ops["file"]]
     merged = None
     covered = []
+    own_lines = []
     for index, own in enumerate(models):
-        part = classify_ops_of(job, own)
         mine = of_op == index
+        part = classify_ops_of(job, own, mine)
         covered.append(part["modelled"][mine[part["modelled"]]])
+        own_lines.append(part.pop("own_lines"))
         if merged is None:
             merged = part
         else:
@@ -57,17 +63,23 @@ def classify_ops(job, model, per_file=None):
                 if name != "modelled":
                     merged[name][mine] = column[mine]
     merged["modelled"] = np.sort(np.concatenate(covered))
+    merged["own_lines"] = {name: np.concatenate([lines[name] for lines in own_lines]) for name in own_lines[0]}
     return merged
 
 
-def classify_ops_of(job, model):
+def classify_ops_of(job, model, mine=None):
     """Per op of Job.ops: class code (index into ROW_CLASSES) with the kernel's word applied and
-    the model's own (model_class), the kernel's verdict of its sample (kernel) and the verdict
-    it is judged by (judged: its own or its file's, report/ground_truth.py), cached typical
-    duration (NaN where not modelled; the appended line's for writes into new pages), time lost
-    (s), whether it counts as I/O time (a POSIX/STDIO read, write or sync: metadata calls are
-    report/metadata.py's), and the indices of the ops the model
-    covers."""
+    the one before it (model_class: the model's, or the job's own cached line's), the kernel's
+    verdict of its sample (kernel) and the verdict it is judged by (judged: its own or its
+    file's, report/ground_truth.py), cached typical duration (NaN where not modelled; the
+    appended line's for writes into new pages; the job's own where its kernel-confirmed cached
+    ops of the size and shape are slower than the model's line: own_line, report/own_cached.py),
+    time lost compared with cached I/O (lost_s: the time beyond the cached typical of ops that
+    waited for storage, what caching would save) and slowness_s (the same of the other ops:
+    stalls, allocation, memory; caching would not save it), whether it counts as I/O time (a
+    POSIX/STDIO read, write or sync: metadata calls are report/metadata.py's), and the indices
+    of the ops the model covers. mine: the ops of the files this model judges (a mask; None:
+    all), whose kernel-confirmed cached ops make the job's own lines."""
     ops = job.ops
     is_io = np.isin(ops["layer"], IO_LAYERS) & (ops["direction"] != META)
     modelled = is_io & (ops["direction"] < 2) & (ops["result"] >= 0)
@@ -76,18 +88,28 @@ def classify_ops_of(job, model):
     else:
         layouts = np.full(len(ops["size"]), LAYOUT_UNKNOWN, np.int8)
     directions = np.where(modelled, ops["direction"], np.uint8(2))
-    del modelled
-    codes = classify(model, directions, ops["size"], ops["duration_s"], layouts).astype(np.int8)
-    cached = cached_typical_seconds(model, directions, ops["size"], layouts)
-    not_modelled = (codes < 0) | np.isnan(cached)
-    codes[not_modelled] = CLASS_CODES[NOT_MODELLED]
-    covered = np.flatnonzero(is_io & ~not_modelled & (cached > 0))
     # O_DIRECT ops went to the device whatever the page cache held: storage however fast, and
     # the page cache's state (of the file's buffered ops) says nothing of them.
     direct = (op_column(ops, "flags") & Flag.DIRECT) != 0
-    codes[direct & np.isin(codes, [CLASS_CODES["memcpy"], CLASS_CODES["cached"]])] = CLASS_CODES["uncached"]
     verdict = kernel_verdicts(ops)
     verdict[direct] = NOT_SAMPLED
+    del modelled
+    codes = classify(model, directions, ops["size"], ops["duration_s"], layouts).astype(np.int8)
+    cached = cached_typical_seconds(model, directions, ops["size"], layouts)
+    own = own_cached_lines(directions, ops["size"], ops["duration_s"], layouts,
+                           (verdict == CACHED) & (directions < 2) & (True if mine is None else mine))
+    own_typical, own_bound = own_line_seconds(own, directions, ops["size"], layouts)
+    own_line = own_typical > np.nan_to_num(cached, nan=-1.0)
+    if mine is not None:
+        own_line &= mine
+    cached[own_line] = own_typical[own_line]
+    beyond_model = np.isin(codes, [CLASS_CODES["uncached"], CLASS_CODES["slow"], UNCLASSIFIED])
+    codes[own_line & beyond_model & (ops["duration_s"] <= own_bound)] = CLASS_CODES["cached"]
+    codes[own_line & (codes == UNCLASSIFIED)] = CLASS_CODES["uncached"]   # no model line: beyond the job's own
+    not_modelled = (codes < 0) | np.isnan(cached)
+    codes[not_modelled] = CLASS_CODES[NOT_MODELLED]
+    covered = np.flatnonzero(is_io & ~not_modelled & (cached > 0))
+    codes[direct & np.isin(codes, [CLASS_CODES["memcpy"], CLASS_CODES["cached"]])] = CLASS_CODES["uncached"]
     judged = inferred_verdicts(ops, verdict)
     judged[direct] = NOT_SAMPLED
     classes = overridden_classes(codes, judged, ops["direction"], CLASS_CODES)
@@ -108,12 +130,32 @@ def classify_ops_of(job, model):
                                                 layouts, cls=APPENDED)
         appended &= ~np.isnan(append_typical)
         cached[appended] = append_typical[appended]
+        own_line &= ~appended
     call_s = per_call_seconds(model, directions, layouts, classes)
+    beyond = np.maximum(ops["duration_s"] - cached, 0.0)
+    beyond[not_modelled] = 0.0
+    storage = np.isin(classes, [CLASS_CODES[cls] for cls in STORAGE_CLASSES])
+    own_line &= ~not_modelled & is_io
+    own.update(own_line_facts(own, model, own_line, directions, ops["size"], ops["duration_s"], layouts))
     del layouts, directions
-    lost = np.maximum(ops["duration_s"] - cached, 0.0)
-    lost[not_modelled] = 0.0
     return {"class": classes, "model_class": codes, "kernel": verdict, "judged": judged, "cached_typical_s": cached,
-            "lost_s": lost, "is_io": is_io, "modelled": covered, "appended": appended, "call_s": call_s}
+            "lost_s": np.where(storage, beyond, 0.0), "slowness_s": np.where(storage, 0.0, beyond), "is_io": is_io,
+            "modelled": covered, "appended": appended, "own_line": own_line, "own_lines": own,
+            "call_s": call_s}
+
+
+def own_line_facts(lines, model, used, directions, size_bytes, duration_s, layouts):
+    """Per own line: the model's name, its typical and bound and the model's cached typical at
+    the bin's smallest size, and the ops (of `used`) and their seconds it gave a time if cached."""
+    at = lines["size_low"]
+    direction, layout = lines["direction"].astype(np.uint8), lines["layout"].astype(np.int8)
+    typical, bound = own_line_seconds(lines, direction, at, layout)
+    of_op = line_of_op(lines, np.where(used, directions, np.uint8(2)), size_bytes, layouts)
+    counted = of_op >= 0
+    return {"model": np.full(len(at), model.name, object), "typical_s": typical, "bound_s": bound,
+            "model_typical_s": cached_typical_seconds(model, direction, at, layout),
+            "ops": np.bincount(of_op[counted], minlength=len(at)),
+            "seconds": np.bincount(of_op[counted], duration_s[counted], minlength=len(at))}
 
 
 def per_call_seconds(model, directions, layouts, classes=None):

@@ -60,12 +60,13 @@ def recommendations(a, seconds):
     found = []
     head = a["headline"]
     lost_mid = (head["lost_low_s"] + head["lost_high_s"]) / 2
-    by_class = collections.defaultdict(lambda: {"ops": 0, "seconds": 0.0, "lost": 0.0})
+    by_class = collections.defaultdict(lambda: {"ops": 0, "seconds": 0.0, "lost": 0.0, "slowness": 0.0})
     for row in a["classes"]:
         entry = by_class[row["class"]]
         entry["ops"] += row["ops"]
         entry["seconds"] += row["seconds"]
         entry["lost"] += row["lost_high_s"]
+        entry["slowness"] += row["slowness_s"]
     uncached = by_class["uncached"]
     if uncached["lost"] > 0 and lost_mid > 0 and uncached["lost"] >= 0.5 * lost_mid:
         found.append(lost_in(seconds, "uncached", finding(
@@ -83,9 +84,9 @@ def recommendations(a, seconds):
             slow_ops=slow["ops"], slow_s=slow["seconds"], lost_s=slow["lost"])))
     for cls, title, text in NOT_STORAGE_FINDINGS:
         entry = by_class[cls]
-        if entry["lost"] > 0 and entry["lost"] >= LOST_SHARE_WORTH_A_LOOK * lost_mid:
-            numbers = {f"{cls}_ops": entry["ops"], f"{cls}_s": entry["seconds"], "lost_s": entry["lost"]}
-            found.append(lost_in(seconds, cls, finding(title, text, None, **numbers)))
+        if entry["slowness"] > 0 and entry["slowness"] >= LOST_SHARE_WORTH_A_LOOK * (lost_mid + head["slowness_s"]):
+            numbers = {f"{cls}_ops": entry["ops"], f"{cls}_s": entry["seconds"], "slowness_s": entry["slowness"]}
+            found.append(lost_in(seconds, cls, finding(title, text, None, **numbers), "slowness_s"))
     found += sync_findings(a["flushes"], head["io_s"], seconds)
     found += stdio_findings(a["layers"], seconds, a["unassessed_modules"])
     if a["tier"] == "counters":
@@ -116,12 +117,14 @@ def verdict(head, found):
                     lost_share_of_runtime=share)]
 
 
-def lost_in(seconds, cls, found):
-    """The finding about the time lost in the ops of class cls, in wall-clock seconds."""
+def lost_in(seconds, cls, found, beyond="lost_s"):
+    """The finding about the time beyond cached I/O in the ops of class cls (beyond: their time
+    lost compared with cached I/O, or their slowness_s), in wall-clock seconds."""
     rows = seconds.per_op["is_io"] & (seconds.per_op["class"] == CLASS_CODES[cls])
     process_s, _, _ = seconds.of(rows, np.zeros(len(seconds.job.totals["seconds"]), bool),
-                                 op_seconds=seconds.per_op["lost_s"][rows])
-    found["at_stake_how"] = "their time lost compared with cached I/O"
+                                 op_seconds=seconds.per_op[beyond][rows])
+    found["at_stake_how"] = "their time lost compared with cached I/O" if beyond == "lost_s" else \
+        "their time beyond a cached op's typical time"
     return seconds_in_wall_clock(seconds, found, process_s)
 
 

@@ -25,6 +25,8 @@ import numpy as np
 
 from ioassess.inputs.job import DIRECTIONS, READ, WRITE, op_column
 
+from .own_cached import per_size, size_bins
+
 # The kernel's verdict of an op (codes of KERNEL_STATES; NOT_SAMPLED: no sample).
 NOT_SAMPLED = -1
 # "new pages": whole pages of which none was cached (a write reads nothing first); "past the end":
@@ -36,8 +38,12 @@ PAGE_BYTES = 4096
 # there are judged by them.
 MIN_SAMPLES = 4
 # The model and the kernel agree on cached vs not cached for at least this share of the
-# sampled reads, or the report says the model's classes are not to be trusted for this job.
+# sampled reads whose duration can tell, or the report says the model's classes are not to be
+# trusted for this job.
 TRUSTED_AGREEMENT = 0.9
+# The overlap band of a size: from this quantile of its not-cached reads' durations up to the
+# same distance below the top of its cached reads'.
+BAND_QUANTILE = 0.05
 
 
 def kernel_verdicts(ops):
@@ -85,10 +91,12 @@ def overridden_classes(classes, verdict, direction, codes):
     return out
 
 
-def agreement(classes, verdict, direction, modelled, codes):
-    """How the model's classes and the kernel's verdicts agree on the sampled ops the model
-    covers: per direction a confusion table (kernel verdict x model class, counts), and for the
-    reads the share where both say cached or both say not cached."""
+def agreement(classes, verdict, direction, modelled, codes, size_bytes, duration_s):
+    """How the classes (before the kernel's word) and the kernel's verdicts agree on the sampled
+    ops the model covers: per direction a confusion table (kernel verdict x class, counts), and
+    for the reads the share where both say cached or both say not cached, in all and outside
+    the band of durations that cannot tell (overlap_bands); trusted when the share outside the
+    band is at least TRUSTED_AGREEMENT."""
     model_classes = ("memcpy", "cached", "uncached", "slow")
     sampled = np.zeros(len(classes), bool)
     sampled[modelled] = True
@@ -104,8 +112,42 @@ def agreement(classes, verdict, direction, modelled, codes):
     model_cached = np.isin(classes, [codes["memcpy"], codes["cached"]])
     decided = reads & np.isin(verdict, [CACHED, NOT_CACHED])
     agreeing = decided & (model_cached == (verdict == CACHED))
-    decided_n = int(np.count_nonzero(decided))
+    bands, in_band = overlap_bands(size_bytes, duration_s, verdict, decided)
+    outside = decided & ~in_band
+    decided_n, outside_n = int(np.count_nonzero(decided)), int(np.count_nonzero(outside))
     share = float(np.count_nonzero(agreeing) / decided_n) if decided_n else None
+    share_outside = float(np.count_nonzero(agreeing & outside) / outside_n) if outside_n else None
     return {"sampled_ops": int(np.count_nonzero(sampled)), "decided_reads": decided_n,
-            "read_agreement": share, "trusted": share is None or share >= TRUSTED_AGREEMENT,
-            "tables": tables}
+            "read_agreement": share, "reads_in_band": decided_n - outside_n,
+            "read_agreement_outside_band": share_outside, "bands": bands,
+            "trusted": share_outside is None or share_outside >= TRUSTED_AGREEMENT, "tables": tables}
+
+
+def overlap_bands(size_bytes, duration_s, verdict, decided):
+    """Where durations cannot tell cached from not cached: per power-of-two size bin of the
+    decided reads (sampled, the kernel saying cached or not cached) that has both, the band from
+    the BAND_QUANTILE of the not-cached reads' durations to the (1 - BAND_QUANTILE) one of the
+    cached reads', when the first is below the second; from 4 KiB up per byte, as the job's own
+    lines (report/own_cached.py). ([{size_low, size_high, low_s, high_s, reads}] with the band's
+    seconds at size_low, the mask of the decided reads inside a band)."""
+    in_band = np.zeros(len(verdict), bool)
+    chosen = np.flatnonzero(decided)
+    bins = size_bins(size_bytes[chosen])
+    normalised = duration_s[chosen] / per_size(size_bytes[chosen])
+    bands = []
+    for size_bin in np.unique(bins):
+        here = bins == size_bin
+        cached, uncached = here & (verdict[chosen] == CACHED), here & (verdict[chosen] == NOT_CACHED)
+        if not cached.any() or not uncached.any():
+            continue
+        low = float(np.percentile(normalised[uncached], 100 * BAND_QUANTILE))
+        high = float(np.percentile(normalised[cached], 100 * (1 - BAND_QUANTILE)))
+        if low >= high:
+            continue
+        inside = here & (normalised >= low) & (normalised <= high)
+        in_band[chosen[inside]] = True
+        size_low = 1 << int(size_bin)
+        scale = float(per_size(np.array([size_low]))[0])
+        bands.append({"size_low": size_low, "size_high": (size_low << 1) - 1, "low_s": low * scale,
+                      "high_s": high * scale, "reads": int(np.count_nonzero(inside))})
+    return bands, in_band

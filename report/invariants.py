@@ -115,7 +115,8 @@ def process_rules(a):
 def total_rules(a):
     """One I/O time for the job: the headline's is the classes' sum, the POSIX and stdio layers'
     sum and the processes' sum with the part of Darshan's shared records no rank holds; one time
-    lost: the headline's is the classes' sum."""
+    lost and one slowness: the headline's are the classes' sums, its slowness the sum of its
+    causes, and the I/O time is its time if cached, time lost and slowness added up."""
     head, out = a["headline"], []
     view = a["per_process"]
     left_out = view["shared"]["left_out_s"] if view and view["shared"] else 0.0
@@ -129,6 +130,14 @@ def total_rules(a):
     lost = sum(row["lost_high_s"] for row in a["classes"])
     if abs(lost - head["lost_high_s"]) > 1e-9 * max(1.0, head["lost_high_s"]):
         out.append(f"two times lost for the job: {head['lost_high_s']} s in the headline, {lost} s in the classes")
+    slowness = {"the classes": sum(row["slowness_s"] for row in a["classes"]),
+                "its causes": sum(head["slowness_by_cause"].values())}
+    for where, seconds in slowness.items():
+        if abs(seconds - head["slowness_s"]) > 1e-9 * max(1.0, head["slowness_s"]):
+            out.append(f"two slownesses for the job: {head['slowness_s']} s in the headline, {seconds} s in {where}")
+    added = head["if_cached_low_s"] + head["lost_high_s"] + head["slowness_s"]
+    if abs(added - head["io_s"]) > 1e-9 * max(1.0, head["io_s"]):
+        out.append(f"the I/O time {head['io_s']} s is not time if cached, lost and slowness added up ({added} s)")
     return out
 
 

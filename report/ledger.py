@@ -1,6 +1,7 @@
 """One account of the job's time: its I/O (POSIX and stdio reads, writes and syncs) and its
 metadata calls (of every layer) per process, file, layer and direction, with calls, bytes,
-seconds and time lost (low, high; none for metadata calls), and whether they are known one by
+seconds, time lost compared with cached I/O (low, high) and slowness caching would not save
+(stalls, allocation, memory: report/classify.py; none for metadata calls or counters), and whether they are known one by
 one (ops) or from counters (estimated). Every total of the assessment (per process, per file,
 the headline, the metadata section's totals) is a sum over this one table, so no two sections
 can disagree about one process, file or the job (docs/assessment.md, "The rules an assessment
@@ -13,7 +14,7 @@ import numpy as np
 
 from ioassess.inputs.job import DIRECTIONS, LAYERS, META
 
-QUANTITIES = ("calls", "bytes", "seconds", "lost_low_s", "lost_high_s")
+QUANTITIES = ("calls", "bytes", "seconds", "lost_low_s", "lost_high_s", "slowness_s")
 # Keys up to this many cells are grouped by counting (no sort); more, by sorting the keys.
 DENSE_KEYS = 1 << 20
 
@@ -32,7 +33,8 @@ def job_ledger(job, per_op, per_total):
     lost = np.where(io, per_op["lost_s"][chosen], 0.0)
     values = {"calls": np.ones(len(key)),
               "bytes": np.where(io, np.maximum(ops["result"][chosen], 0), 0).astype(np.float64),
-              "seconds": ops["duration_s"][chosen], "lost_low_s": lost, "lost_high_s": lost}
+              "seconds": ops["duration_s"][chosen], "lost_low_s": lost, "lost_high_s": lost,
+              "slowness_s": np.where(io, per_op["slowness_s"][chosen], 0.0)}
     cells, summed = _grouped(key, values, int(np.prod(shape)))
     process, file, layer, direction = np.unravel_index(cells, shape)
     counted_io = per_total["is_io"][tio]
@@ -48,7 +50,8 @@ def job_ledger(job, per_op, per_total):
             "bytes": np.concatenate([summed["bytes"], counted(totals["bytes"])]),
             "seconds": np.concatenate([summed["seconds"], totals["seconds"][tio]]),
             "lost_low_s": np.concatenate([summed["lost_low_s"], counted(per_total["lost_low_s"])]),
-            "lost_high_s": np.concatenate([summed["lost_high_s"], counted(per_total["lost_high_s"])])}
+            "lost_high_s": np.concatenate([summed["lost_high_s"], counted(per_total["lost_high_s"])]),
+            "slowness_s": np.concatenate([summed["slowness_s"], np.zeros(int(tio.sum()))])}
 
 
 def io_rows(ledger):

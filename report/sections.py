@@ -8,8 +8,8 @@ import numpy as np
 
 from ioassess.inputs.job import (DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, META, MPIIO, POSIX, SYNC, UNASSESSED_MODULES,
                                  WRITE, Flag, op_column)
-from ioassess.models.causes import FLUSHED
-from ioassess.models.plain import ratio_or_none
+from ioassess.models.causes import FLUSHED, LAYOUTS
+from ioassess.models.plain import finite_or_none, ratio_or_none
 from ioassess.models.slowdown import slowdown_by_interval
 from ioassess.site.probe.during_job import file_system_during_job
 
@@ -33,21 +33,39 @@ SMALL_OP_BYTES = 4096
 
 
 def kernel_word(job, per_op):
-    """The page-cache samples: how many ops have one, how many were judged by their file's, and
-    how the model's classes agree with the kernel (report/ground_truth.py)."""
+    """The page-cache samples: how many ops have one, how many were judged by their file's, how
+    the classes agree with the kernel (report/ground_truth.py), and the job's own cached lines
+    (report/own_cached.py) with the ops whose time if cached they gave."""
     refused = [p for p in job.processes if p.source == "trace" and p.pagecache == "unavailable"]
     turned_off = [p for p in job.processes if p.source == "trace" and p.pagecache == "off"]
     judged_only = (per_op["judged"] >= 0) & (per_op["kernel"] < 0) & per_op["is_io"]
     changed = per_op["class"] != per_op["model_class"]
-    return {**agreement(per_op["model_class"], per_op["kernel"], job.ops["direction"], per_op["modelled"], CLASS_CODES),
+    ops = job.ops
+    return {**agreement(per_op["model_class"], per_op["kernel"], ops["direction"], per_op["modelled"], CLASS_CODES,
+                        ops["size"], ops["duration_s"]),
             "inferred_ops": int(np.count_nonzero(judged_only)),
             "appended_ops": int(np.count_nonzero(per_op["appended"] & per_op["is_io"])),
             "reclassified_ops": int(np.count_nonzero(changed & per_op["is_io"])),
-            "processes_refused": len(refused), "processes_turned_off": len(turned_off)}
+            "processes_refused": len(refused), "processes_turned_off": len(turned_off),
+            "own_cached_lines": own_cached_rows(per_op["own_lines"])}
+
+
+def own_cached_rows(lines):
+    """The job's own cached lines (report/own_cached.py) that gave some op its time if cached:
+    per line the model whose file system's ops made it, direction, size bin, layout, the cached
+    ops it comes from, its typical and bound and the model's typical at the bin's smallest size,
+    and the ops and seconds of the job's I/O it gave a time if cached."""
+    return [{"model": str(lines["model"][i]), "direction": DIRECTIONS[int(lines["direction"][i])],
+             "size_low": int(lines["size_low"][i]), "size_high": int(lines["size_high"][i]),
+             "layout": LAYOUTS[int(lines["layout"][i])], "samples": int(lines["samples"][i]),
+             "typical_s": float(lines["typical_s"][i]), "bound_s": float(lines["bound_s"][i]),
+             "model_typical_s": finite_or_none(lines["model_typical_s"][i]), "ops": int(lines["ops"][i]),
+             "seconds": float(lines["seconds"][i])}
+            for i in np.flatnonzero(lines["ops"] > 0)]
 
 
 def class_table(job, per_op, per_total):
-    """Rows per (class, direction): ops, bytes, seconds, time lost (low, high)."""
+    """Rows per (class, direction): ops, bytes, seconds, time lost (low, high), slowness."""
     ops, io = job.ops, per_op["is_io"]
     rows = []
     for code, cls in enumerate(ROW_CLASSES[:-1]):
@@ -56,20 +74,21 @@ def class_table(job, per_op, per_total):
             if member.any():
                 lost = float(per_op["lost_s"][member].sum())
                 rows.append(_row(cls, direction, int(member.sum()), int(np.maximum(ops["result"][member], 0).sum()),
-                                 float(ops["duration_s"][member].sum()), lost, lost))
+                                 float(ops["duration_s"][member].sum()), lost, lost,
+                                 float(per_op["slowness_s"][member].sum())))
     totals = job.totals
     for d, direction in enumerate(DIRECTIONS):
         member = per_total["is_io"] & (totals["direction"] == d)
         if member.any():
             rows.append(_row(ESTIMATED, direction, int(totals["ops"][member].sum()), int(totals["bytes"][member].sum()),
                              float(totals["seconds"][member].sum()), float(per_total["lost_low_s"][member].sum()),
-                             float(per_total["lost_high_s"][member].sum())))
+                             float(per_total["lost_high_s"][member].sum()), 0.0))
     return rows
 
 
-def _row(cls, direction, count, nbytes, seconds, lost_low, lost_high):
+def _row(cls, direction, count, nbytes, seconds, lost_low, lost_high, slowness):
     return {"class": cls, "direction": direction, "ops": count, "bytes": nbytes, "seconds": seconds,
-            "lost_low_s": lost_low, "lost_high_s": lost_high}
+            "lost_low_s": lost_low, "lost_high_s": lost_high, "slowness_s": slowness}
 
 
 def flushes(job, models):

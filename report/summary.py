@@ -5,8 +5,9 @@ from ioassess.units import count_text, interval_text, seconds_text, share_text
 
 # Findings listed: those with seconds at stake, most first (the assessment's order).
 FINDINGS_SHOWN = 3
-# The headline's causes of time lost (headline.lost_by_cause) in words.
-CAUSE_WORDS = {"storage": "waiting for storage", "stall": "in stalls, not storage",
+# The headline's causes of time lost (headline.lost_by_cause) and of slowness caching would not
+# save (headline.slowness_by_cause) in words.
+CAUSE_WORDS = {"storage": "waiting for storage", "stall": "in stalls",
                "allocation": "waiting for new memory", "memory": "within the page cache and memory speed"}
 
 
@@ -22,10 +23,12 @@ def text_summary(assessment, report_path=None):
     share = f" ({share_text(head['lost_share_of_io'])} of the I/O time)" if head["lost_share_of_io"] is not None else ""
     lines.append(f"  I/O time {seconds_text(head['io_s'])}; lost compared with cached I/O {lost}{share}"
                  + (" (partly estimated from counters)" if head["estimate"] else ""))
-    causes = sorted(((seconds, CAUSE_WORDS.get(cause, cause)) for cause, seconds in head["lost_by_cause"].items()
-                     if seconds > 0), reverse=True)
-    if causes:
-        lines.append("  why: " + ", ".join(f"{seconds_text(seconds)} {words}" for seconds, words in causes))
+    for label, by_cause in (("why", head["lost_by_cause"]),
+                            ("beside it, not storage", head["slowness_by_cause"])):
+        causes = sorted(((seconds, CAUSE_WORDS[cause]) for cause, seconds in by_cause.items() if seconds > 0),
+                        reverse=True)
+        if causes:
+            lines.append(f"  {label}: " + ", ".join(f"{seconds_text(seconds)} {words}" for seconds, words in causes))
     if meta:
         lines.append(f"  metadata: {count_text(meta['calls'], 'call')}, {seconds_text(meta['seconds'])}")
     if assessment["io_uring"]:

@@ -163,7 +163,7 @@ def test_direct_io_is_storage_whatever_the_page_cache_holds(ioassess, tmp_path):
     assert np.all(job.ops["pc_pages"][data & direct] < 0), "O_DIRECT ops are never sampled"
     assert np.all(np.isin(per_op["class"][data & direct], STORAGE)), per_op["class"][data & direct]
     with open(tmp_path / "t" / "assessment.json") as f:
-        assert json.load(f)["headline"]["lost_by_cause"]["stall"] == 0
+        assert json.load(f)["headline"]["slowness_by_cause"]["stall"] == 0
 
 
 def test_writes_into_new_pages_are_judged_by_the_appended_line(ioassess, tmp_path, calibrated_model):
@@ -187,7 +187,10 @@ def test_writes_into_new_pages_are_judged_by_the_appended_line(ioassess, tmp_pat
     bound = np.array([line.bound.predict(65536) for line in lines])
     assert per_op["cached_typical_s"][writes] == pytest.approx(typical)
     duration = job.ops["duration_s"][writes]
-    assert per_op["lost_s"][writes] == pytest.approx(np.maximum(duration - typical, 0.0))
+    # beyond an append's typical time, a write into new pages is slower than cached I/O but
+    # waited for memory, not storage: slowness, never time lost compared with cached I/O
+    assert per_op["slowness_s"][writes] == pytest.approx(np.maximum(duration - typical, 0.0))
+    assert not per_op["lost_s"][writes].any()
     expected = np.where(duration <= bound, CLASS_CODES["cached"], CLASS_CODES["allocation"])
     assert (per_op["class"][writes] == expected).all()
     with open(tmp_path / "t" / "assessment.json") as f:
@@ -248,3 +251,65 @@ def test_syncs_are_set_against_the_flushed_line_and_frequent_ones_found(ioassess
     flushes = json.loads((tmp_path / "older-assessment.json").read_text())["flushes"]
     assert flushes["syncs"] == 40 and flushes["typical_s"] is None
     assert "The model has no flushed line" in (tmp_path / "older.html").read_text()
+
+
+UNALIGNED_READER = """
+import os, random, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+size, n, bs = os.fstat(fd).st_size, int(sys.argv[2]), int(sys.argv[3])
+buffer = bytearray(bs)
+rng = random.Random(5)
+for _ in range(n):
+    os.preadv(fd, [buffer], rng.randrange(1, size - bs))
+"""
+
+
+def faster_host_model(tmp_path, factor=20.0):
+    """The shipped model as if made on a host `factor` times faster at cached I/O: its memory
+    speed and page cache lines (bound and typical) divided by factor."""
+    data = json.loads(pathlib.Path(model_path("local-linux")).read_text())
+    for line in data["lines"]:
+        if line["class"] in ("memcpy", "cached"):
+            for kind in ("bound", "typical"):
+                for segment in (line[kind] or {}).values():
+                    segment["intercept_s"] /= factor
+                    segment["slope_s_per_byte"] /= factor
+    data["name"] = "faster-host"
+    path = tmp_path / "faster-host.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_cached_means_cached_under_a_model_of_a_faster_host(ioassess, tmp_path):
+    """A fully cached run of random 1 MiB reads at unaligned offsets, judged by a model whose
+    cached line is 20 times too fast for this host: the kernel found the sampled reads' pages
+    cached, so the job's own cached reads give the time if cached of that size and shape. Nothing
+    is lost compared with cached I/O, the page says where the time if cached came from, and
+    stalls are the rare outliers (the interpreter's own reads, too few of a size for a line of
+    their own, still disagree with so fast a model: its banner is the page's business)."""
+    data = random_data_file(tmp_path / "data.bin", 64 << 20)
+    read_whole(data)
+    reads = 4000
+    trace_dir = tmp_path / "t"
+    result = ioassess("run", "--trace-dir", trace_dir, "--model", faster_host_model(tmp_path), "--",
+                      sys.executable, "-c", UNALIGNED_READER, data, reads, 1 << 20)
+    assert result.returncode == 0, result.stderr
+    assessment = json.loads((trace_dir / "assessment.json").read_text())
+    job, per_op, on_file = ops_of(trace_dir, data, load_model(str(tmp_path / "faster-host.json")))
+    big = on_file & (job.ops["direction"] == 0) & (job.ops["size"] == 1 << 20)
+    assert np.count_nonzero(big) == reads
+    sampled = big & (per_op["kernel"] >= 0)
+    assert np.all(per_op["kernel"][sampled] == CACHED)
+    assert np.count_nonzero(per_op["own_line"] & big) >= 0.95 * reads
+    assert not per_op["lost_s"][big].any(), "cached reads lose nothing compared with cached I/O"
+    assert np.count_nonzero(per_op["class"][big] == CLASS_CODES["stall"]) <= 0.05 * reads
+    by_duration = np.isin(per_op["model_class"][big], [CLASS_CODES["memcpy"], CLASS_CODES["cached"]])
+    assert np.count_nonzero(by_duration) >= 0.95 * reads
+    head = assessment["headline"]
+    assert head["lost_high_s"] <= 0.05 * head["io_s"], head
+    assert head["own_cached_ops"] >= 0.95 * reads
+    (line,) = [row for row in assessment["kernel"]["own_cached_lines"]
+               if row["direction"] == "read" and row["size_low"] == 1 << 20 and row["ops"] >= 0.9 * reads]
+    assert line["typical_s"] > line["model_typical_s"] and line["samples"] >= 5
+    html = (trace_dir / "report.html").read_text()
+    assert 'id="own-cached"' in html and 'id="own-cached-lines"' in html
