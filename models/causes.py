@@ -27,10 +27,20 @@ APPENDED = "appended"
 FLUSHED = "flushed"
 # The ops each line class has lines for.
 LINE_OPS = {**{cls: OPS for cls in LINE_CLASSES}, APPENDED: ("write",), FLUSHED: ("sync",)}
-LAYOUTS = ("off0", "rnd")  # memory layout codes 0, 1
+# Memory layout codes 0-3: off0 (the thread's previous buffer again), rnd (another), each with
+# the buffer on a 64-byte cache line or off it (-unaligned: a copy into or out of such a buffer
+# took 2.3 times as long for 1 MiB on an AMD EPYC host, docs/cause-models.md).
+LAYOUTS = ("off0", "rnd", "off0-unaligned", "rnd-unaligned")
+ALIGNMENT_BYTES = 64
+UNALIGNED = 2        # added to a layout's code when its buffer is off the cache line
 # No buffer address (e.g. Darshan DXT). Treated as rnd, the slower layout, so that time spent
 # on memory placement is never blamed on the file system.
-LAYOUT_UNKNOWN = 2
+LAYOUT_UNKNOWN = 4
+# The lines a layout uses, best first: its own, the other reuse's, then the aligned ones (a
+# model trained before the -unaligned layouts has only those).
+LAYOUT_FALLBACK = {"off0": ("off0", "rnd"), "rnd": ("rnd", "off0"),
+                   "off0-unaligned": ("off0-unaligned", "rnd-unaligned", "off0", "rnd"),
+                   "rnd-unaligned": ("rnd-unaligned", "off0-unaligned", "rnd", "off0")}
 UNCLASSIFIED = -1
 JOINT_BYTES = 4096
 # Sizes at which a slower class's bound must not be below a faster one's (same op and layout).
@@ -68,6 +78,9 @@ class CauseModel:
     description: str
     provenance: dict  # see docs/model-format.md
     lines: dict  # (op, class, layout) -> ModelLine; not every key need exist
+    # Judging a file system of another type (no model of its own): the job's own cached lines,
+    # where it has them, come before this model's cached line (report/own_cached.py).
+    own_first: bool = False
 
 
 # ---- fitting ----
@@ -395,13 +408,14 @@ def time_lost_seconds(model, direction_codes, size_bytes, duration_s, layout_cod
 
 def _groups(direction_codes, layout_codes):
     """(op, layout, indices of its ops) for each op and memory layout; LAYOUT_UNKNOWN (and any
-    other code but off0's) counts as rnd."""
+    other code not of LAYOUTS) counts as rnd."""
     direction_codes = np.asarray(direction_codes)
-    is_off0 = np.asarray(layout_codes) == 0
+    codes = np.asarray(layout_codes)
+    codes = np.where((codes >= 0) & (codes < len(LAYOUTS)), codes, LAYOUTS.index("rnd"))
     for op_code, op in enumerate(OPS):
         is_op = direction_codes == op_code
-        yield op, "off0", np.flatnonzero(is_op & is_off0)
-        yield op, "rnd", np.flatnonzero(is_op & ~is_off0)
+        for code, layout in enumerate(LAYOUTS):
+            yield op, layout, np.flatnonzero(is_op & (codes == code))
 
 
 def _sizes(size_bytes, indices):
@@ -410,10 +424,9 @@ def _sizes(size_bytes, indices):
 
 
 def _line_for(model, op, cls, layout, typical=False):
-    """The model's line for (op, cls, layout), else for the other layout; None if neither
-    exists (or, with typical=True, neither has a typical line)."""
-    other = LAYOUTS[1 - LAYOUTS.index(layout)]
-    for key in ((op, cls, layout), (op, cls, other)):
+    """The model's line for (op, cls, layout), else for the next layout of LAYOUT_FALLBACK; None
+    if none exists (or, with typical=True, none has a typical line)."""
+    for key in ((op, cls, fallback) for fallback in LAYOUT_FALLBACK[layout]):
         line = model.lines.get(key)
         if line is not None and (line.typical is not None or not typical):
             return line
@@ -426,7 +439,8 @@ def memory_layout_codes(buffer, tid, process):
     """Memory layout code of each op, given in the order of ioassess.inputs.trace's TraceSet.ops
     (sorted by process, then start): off0 if its buffer address is the one of the previous op
     of the same thread with an address, rnd otherwise (also for a thread's first op: no
-    evidence of reuse), LAYOUT_UNKNOWN without an address (buffer 0: Darshan DXT, sync ops)."""
+    evidence of reuse), LAYOUT_UNKNOWN without an address (buffer 0: Darshan DXT, sync ops); the
+    -unaligned one of the two where the address is off a 64-byte cache line."""
     buffer = np.asarray(buffer)
     codes = np.full(len(buffer), LAYOUT_UNKNOWN, dtype=np.int8)
     has_address = np.flatnonzero(buffer != 0)
@@ -435,5 +449,6 @@ def memory_layout_codes(buffer, tid, process):
     address, tid, process = buffer[has_address][order], tid[order], process[order]
     reused = np.zeros(len(order), dtype=bool)
     reused[1:] = (address[1:] == address[:-1]) & (tid[1:] == tid[:-1]) & (process[1:] == process[:-1])
-    codes[has_address[order]] = np.where(reused, LAYOUTS.index("off0"), LAYOUTS.index("rnd"))
+    unaligned = (address % ALIGNMENT_BYTES != 0) * UNALIGNED
+    codes[has_address[order]] = np.where(reused, LAYOUTS.index("off0"), LAYOUTS.index("rnd")) + unaligned
     return codes

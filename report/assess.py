@@ -131,17 +131,20 @@ def job_facts(job, cell):
 
 def headline_numbers(job, per_op, ledger, processes):
     """The job's I/O time in one account: io_s = time if cached + time lost compared with cached
-    I/O (what caching would save: waiting for storage, lost_by_cause) + slowness caching would not
-    save (stalls, allocation, memory: slowness_by_cause), each a sum over the ledger."""
+    I/O (what caching would save, lost_by_cause: waiting for storage, writing whole pages of
+    uncached files into new pages) + slowness caching would not save (slowness_by_cause: stalls,
+    allocation, memory), each a sum over the ledger."""
     io, io_in_ledger = per_op["is_io"], io_rows(ledger)
     job_total = total(ledger, io_in_ledger)
     io_s, lost_low, lost_high = job_total["seconds"], job_total["lost_low_s"], job_total["lost_high_s"]
     slowness = job_total["slowness_s"]
-    by_cause = collections.Counter()
+    lost_by_cause, slowness_by_cause = collections.Counter(), collections.Counter()
     for code, cls in enumerate(ROW_CLASSES):
         if cls in CAUSES:
             member = io & (per_op["class"] == code)
-            by_cause[CAUSES[cls]] += float(per_op["lost_s"][member].sum() + per_op["slowness_s"][member].sum())
+            lost = float(per_op["lost_s"][member].sum())
+            lost_by_cause["storage" if CAUSES[cls] == "storage" else "new_pages"] += lost
+            slowness_by_cause[CAUSES[cls]] += float(per_op["slowness_s"][member].sum())
     runtime = job.runtime_s
     critical = max(processes, key=lambda p: p["lost_high_s"], default=None)
     slowest = max(processes, key=lambda p: p["io_s"], default=None)
@@ -151,9 +154,9 @@ def headline_numbers(job, per_op, ledger, processes):
         "lost_low_s": lost_low, "lost_high_s": lost_high,
         "estimate": bool(ledger["estimated"][io_in_ledger].any()),
         "lost_share_of_io": ratio_or_none((lost_low + lost_high) / 2, io_s),
-        "lost_by_cause": {cause: by_cause[cause] for cause in ("storage",)},
+        "lost_by_cause": {cause: lost_by_cause[cause] for cause in ("storage", "new_pages")},
         "slowness_s": slowness,
-        "slowness_by_cause": {cause: by_cause[cause] for cause in ("stall", "allocation", "memory")},
+        "slowness_by_cause": {cause: slowness_by_cause[cause] for cause in ("stall", "allocation", "memory")},
         "own_cached_ops": int(np.count_nonzero(io & per_op["own_line"])),
         "runtime_s": finite_or_none(runtime),
         "io_share_of_runtime": ratio_or_none(slowest["io_s"], runtime) if slowest and math.isfinite(runtime)

@@ -16,7 +16,7 @@ on storage. Memory layout is unknown without buffer addresses and taken as rnd
 
 import numpy as np
 
-from ioassess.inputs.job import LAYERS, META, Flag, op_column
+from ioassess.inputs.job import LAYERS, META, WRITE, Flag, op_column
 from ioassess.models.causes import (APPENDED, CLASSES, LAYOUT_UNKNOWN, LAYOUTS, UNCLASSIFIED, bound_seconds,
                                     cached_typical_seconds, classify, memory_layout_codes)
 
@@ -43,9 +43,9 @@ IO_LAYERS = (LAYERS.index("posix"), LAYERS.index("stdio"))
 def classify_ops(job, model, per_file=None):
     """classify_ops_of below, each op under its file's model: per_file is (models, index into
     models per file of Job.files), as model_choice.file_models gives them where the job's file
-    systems have models of their own; None, or one model: `model` judges every op."""
+    systems have models of their own; None: `model` judges every op (one model: that one)."""
     if per_file is None or len(per_file[0]) < 2:
-        return classify_ops_of(job, model)
+        return classify_ops_of(job, model if per_file is None else per_file[0][0])
     models, of_file = per_file
     of_op = of_file[job.ops["file"]]
     merged = None
@@ -75,7 +75,8 @@ def classify_ops_of(job, model, mine=None):
     appended line's for writes into new pages; the job's own where its kernel-confirmed cached
     ops of the size and shape are slower than the model's line: own_line, report/own_cached.py),
     time lost compared with cached I/O (lost_s: the time beyond the cached typical of ops that
-    waited for storage, what caching would save) and slowness_s (the same of the other ops:
+    waited for storage or wrote whole pages of an uncached file, what caching would save) and
+    slowness_s (the same of the other ops:
     stalls, allocation, memory; caching would not save it), whether it counts as I/O time (a
     POSIX/STDIO read, write or sync: metadata calls are report/metadata.py's), and the indices
     of the ops the model covers. mine: the ops of the files this model judges (a mask; None:
@@ -99,13 +100,22 @@ def classify_ops_of(job, model, mine=None):
     own = own_cached_lines(directions, ops["size"], ops["duration_s"], layouts,
                            (verdict == CACHED) & (directions < 2) & (True if mine is None else mine))
     own_typical, own_bound = own_line_seconds(own, directions, ops["size"], layouts)
-    own_line = own_typical > np.nan_to_num(cached, nan=-1.0)
+    own_line = (own_typical > np.nan_to_num(cached, nan=-1.0)) | (model.own_first & ~np.isnan(own_typical))
+    # Cached ops as slow as the model's storage ops say no more of cached I/O than a stall does:
+    # the kernel counts pages that read-ahead is still reading as cached, and a sequential
+    # read that waits for them waits for storage.
+    uncached_typical = cached_typical_seconds(model, directions, ops["size"], layouts, cls="uncached")
+    own_line &= ~(own_typical >= uncached_typical)
+    own_bound = np.fmin(own_bound, uncached_typical)   # as slow as storage: a stall, or a wait
     if mine is not None:
         own_line &= mine
     cached[own_line] = own_typical[own_line]
+    within_own = ops["duration_s"] <= own_bound
     beyond_model = np.isin(codes, [CLASS_CODES["uncached"], CLASS_CODES["slow"], UNCLASSIFIED])
-    codes[own_line & beyond_model & (ops["duration_s"] <= own_bound)] = CLASS_CODES["cached"]
-    codes[own_line & (codes == UNCLASSIFIED)] = CLASS_CODES["uncached"]   # no model line: beyond the job's own
+    codes[own_line & beyond_model & within_own] = CLASS_CODES["cached"]
+    # beyond the job's own cached ops where no line of its file system's own type says more
+    beyond_own = own_line & ~within_own & ((codes == UNCLASSIFIED) | model.own_first)
+    codes[beyond_own & (codes < CLASS_CODES["uncached"])] = CLASS_CODES["uncached"]
     not_modelled = (codes < 0) | np.isnan(cached)
     codes[not_modelled] = CLASS_CODES[NOT_MODELLED]
     covered = np.flatnonzero(is_io & ~not_modelled & (cached > 0))
@@ -134,12 +144,15 @@ def classify_ops_of(job, model, mine=None):
     call_s = per_call_seconds(model, directions, layouts, classes)
     beyond = np.maximum(ops["duration_s"] - cached, 0.0)
     beyond[not_modelled] = 0.0
-    storage = np.isin(classes, [CLASS_CODES[cls] for cls in STORAGE_CLASSES])
+    # What caching would save: the wait for storage, and the new pages an overwrite of an
+    # uncached file's whole pages went into (a re-run would overwrite cached pages)
+    saved = np.isin(classes, [CLASS_CODES[cls] for cls in STORAGE_CLASSES]) | \
+        ((judged == NEW_PAGES) & (ops["direction"] == WRITE) & ~appended)
     own_line &= ~not_modelled & is_io
     own.update(own_line_facts(own, model, own_line, directions, ops["size"], ops["duration_s"], layouts))
     del layouts, directions
     return {"class": classes, "model_class": codes, "kernel": verdict, "judged": judged, "cached_typical_s": cached,
-            "lost_s": np.where(storage, beyond, 0.0), "slowness_s": np.where(storage, 0.0, beyond), "is_io": is_io,
+            "lost_s": np.where(saved, beyond, 0.0), "slowness_s": np.where(saved, 0.0, beyond), "is_io": is_io,
             "modelled": covered, "appended": appended, "own_line": own_line, "own_lines": own,
             "call_s": call_s}
 

@@ -168,18 +168,22 @@ def given_model_choice(job, model, path):
 def file_models(job, model, path, choice):
     """(models, index into models per file of Job.files): the models that judge the job's
     files, per file system as the choice says (choose_model); models[0] is the job's model
-    (path), which also judges the files of no known file system. ([model], all 0) without a
-    choice. Raises ModelFileError when a model of the choice cannot be read any more."""
+    (path), which also judges the files of no known file system. A model that judges a file
+    system of another type (match "none") puts the job's own cached lines first there
+    (CauseModel.own_first). ([model], all 0) without a choice. Raises ModelFileError when a
+    model of the choice cannot be read any more."""
     of_file = np.zeros(len(job.files), np.int64)
     if not choice or not choice["file_system"]:
         return [model], of_file
-    models, paths = [model], [path]
+    own_first = choice["file_system"]["match"] == "none"
+    models, sources = [dataclasses.replace(model, own_first=own_first)], [(path, own_first)]
     index_of_key = {}
     for file_system, facts in zip(job_file_systems(job), [choice["file_system"], *choice["other_file_systems"]]):
-        if facts["source"] not in paths:
-            models.append(load_model(facts["source"]))
-            paths.append(facts["source"])
-        index_of_key[file_system.key] = paths.index(facts["source"])
+        source = (facts["source"], facts["match"] == "none")
+        if source not in sources:
+            models.append(dataclasses.replace(load_model(facts["source"]), own_first=source[1]))
+            sources.append(source)
+        index_of_key[file_system.key] = sources.index(source)
     for position, file in enumerate(job.files):
         of_file[position] = index_of_key.get(file_system_key(file), 0)
     return models, of_file
@@ -202,8 +206,11 @@ def _file_system_facts(file_systems, chosen):
             sentences.append(f"The cause model {name} was made for {own_type}, but {' and '.join(places)}: its "
                              f"classes and time lost are not {whose}.")
         which = "A model of it" if len(wrong) == 1 else "Models of them"
-        banner = " ".join(sentences) + f" {which}: `ioassess calibrate` there (for the site: " \
-                                       "`ioassess calibrate --site`)."
+        own = " Where the kernel found enough of a size's reads or writes there cached, their own times are " \
+              "the time if cached of that size (the job's own cached lines), slower ones are storage's." \
+            if any(match == "none" for _, (_, _, match, _) in zip(file_systems, chosen)) else ""
+        banner = " ".join(sentences) + own + f" {which}: `ioassess calibrate` there (for the site: " \
+                                             "`ioassess calibrate --site`)."
     facts = [_file_system_json(file_system, *entry) for file_system, entry in zip(file_systems, chosen)]
     return {"file_system": facts[0] if facts else None, "other_file_systems": facts[1:], "banner": banner}
 

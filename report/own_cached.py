@@ -2,10 +2,12 @@
 was served from memory, so its duration is what a cached op of its size and shape takes on the
 job's host. When those durations are above the model's cached line (a model made on a faster
 host, or for requests of another shape: unaligned, into fresh buffers), the line is wrong for
-this job, not the job slow (docs/assessment.md, "Cached means cached").
+this job, not the job slow (docs/assessment.md, "Cached means cached"); unless they are as slow
+as the model's storage ops (report/classify.py): then they waited, for read-ahead or a CPU.
 
 Per group of (direction, size bin, memory layout), with at least OWN_MIN_SAMPLES reads or writes
-the kernel's sample found cached, the job's own line: its typical duration (the median; per byte
+the kernel's sample found cached whose times agree (the upper quartile at most SPREAD_MAX times
+the lower), the job's own line: its typical duration (the median; per byte
 from 4 KiB up, where a cached op's time grows with its size) and its bound, the far-out fence of
 their durations (Tukey: the upper quartile plus FENCE_IQRS interquartile ranges, on a log scale,
 at least STALL_FACTOR times the typical): the ops beyond it are the rare stalls among them.
@@ -21,8 +23,12 @@ OWN_MIN_SAMPLES = 5
 FENCE_IQRS = 3.0
 # The fence is never closer to the typical than this factor.
 STALL_FACTOR = 2.0
+# Cached ops of one kind take about one time: a group whose upper quartile is more than this
+# factor above its lower one is no evidence of a cached time (read-ahead still reading the
+# pages the kernel counted as cached makes some wait for storage).
+SPREAD_MAX = 3.0
 SIZE_BINS = 64
-SHAPES = len(LAYOUTS)          # off0, rnd (an unknown layout counts as rnd, as in the model)
+SHAPES = len(LAYOUTS)          # the memory layouts (an unknown one counts as rnd, as in the model)
 
 
 def size_bins(size_bytes):
@@ -31,7 +37,8 @@ def size_bins(size_bytes):
 
 
 def _group_keys(directions, size_bytes, layouts):
-    shape = np.where(np.asarray(layouts) == LAYOUTS.index("off0"), 0, 1)
+    codes = np.asarray(layouts)
+    shape = np.where((codes >= 0) & (codes < SHAPES), codes, LAYOUTS.index("rnd"))
     return (np.asarray(directions, np.int64) * SIZE_BINS + size_bins(size_bytes)) * SHAPES + shape
 
 
@@ -55,6 +62,8 @@ def own_cached_lines(directions, size_bytes, durations_s, layouts, confirmed):
         values = normalised[of_op.reshape(-1) == group]
         typical = float(np.median(values))
         low, high = np.log(np.maximum(np.percentile(values, [25, 75]), 1e-12))
+        if high - low > np.log(SPREAD_MAX):
+            continue
         fence = float(np.exp(high + FENCE_IQRS * (high - low)))
         lines["key"].append(int(groups[group]))
         lines["samples"].append(int(counts[group]))

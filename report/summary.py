@@ -7,7 +7,8 @@ from ioassess.units import count_text, interval_text, seconds_text, share_text
 FINDINGS_SHOWN = 3
 # The headline's causes of time lost (headline.lost_by_cause) and of slowness caching would not
 # save (headline.slowness_by_cause) in words.
-CAUSE_WORDS = {"storage": "waiting for storage", "stall": "in stalls",
+CAUSE_WORDS = {"storage": "waiting for storage", "new_pages": "writing whole pages of uncached files",
+              "stall": "in stalls",
                "allocation": "waiting for new memory", "memory": "within the page cache and memory speed"}
 
 

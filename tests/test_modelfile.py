@@ -159,7 +159,8 @@ REJECTIONS = [
     (set_in(["lines", 0, "class"], "appended"), 'lines[0].op: the appended class has lines of write only, got "read"'),
     (set_in(["lines", 0, "class"], "flushed"), 'lines[0].op: the flushed class has lines of sync only, got "read"'),
     (set_in(["lines", 0, "op"], "sync"), 'lines[0].op: the memcpy class has lines of read and write only, got "sync"'),
-    (set_in(["lines", 0, "layout"], "seq"), 'lines[0].layout: unknown layout "seq" (expected one of off0, rnd)'),
+    (set_in(["lines", 0, "layout"], "seq"),
+     'lines[0].layout: unknown layout "seq" (expected one of off0, rnd, off0-unaligned, rnd-unaligned)'),
     (delete(["lines", 0, "note"]), "lines[0].note: missing"),
     (set_in(["lines", 0, "bound", "small", "slope"], 1e-9), "lines[0].bound.small.slope: unknown field"),
     (set_in(["lines", 0, "bound", "small", "slope_s_per_byte"], -1e-11),
@@ -368,7 +369,8 @@ def test_models_command_checks_the_given_files(tmp_path, capsys):
     assert main(["models", str(tmp_path / "good.json"), str(bad)]) == 2
     captured = capsys.readouterr()
     assert captured.err.splitlines() == [
-        f'ioassess: {bad}: lines[0].layout: unknown layout "seq" (expected one of off0, rnd)']
+        f'ioassess: {bad}: lines[0].layout: unknown layout "seq" '
+        '(expected one of off0, rnd, off0-unaligned, rnd-unaligned)']
     assert captured.out.splitlines() == [
         "  given    node1-scratch  trained by ioassess train; host node1; ext4 at /scratch; "
         f"2026-11-21T12:00:00+00:00; profile quick; {tmp_path}/good.json"]

@@ -30,9 +30,13 @@ SMALL = dataclasses.replace(PROFILES["quick"], name="small", sizes=(1, 4096, 655
 
 def test_quick_grid_runs_repeats_outermost_and_uncached_at_random_offsets():
     grid = training_grid(PROFILES["quick"])
-    # repeats x ((3 states x 2 ops + rewritten writes) x memory layouts x sizes + appended writes x memory
-    # layouts x the sizes up to 4 MiB)
-    assert len(grid) == 3 * (7 * 2 * 13 + 2 * 12)
+    # repeats x ((3 states x 2 ops + rewritten writes) x 2 memory layouts x sizes + appended writes x 2
+    # memory layouts x the sizes up to 4 MiB + the unaligned layout of the copying states (discard
+    # and cached reads and writes, rewritten writes) from 1 KiB and of the appends from 1 KiB to 4 MiB)
+    assert len(grid) == 3 * (7 * 2 * 13 + 2 * 12 + 5 * 8 + 7)
+    unaligned = [config for config in grid if config.mem_layout.endswith("-unaligned")]
+    assert {config.state for config in unaligned} == {"discard", "cached", "rewritten", "appended"}
+    assert min(config.size for config in unaligned) == 1024
     assert {(config.op, config.file_layout) for config in grid if config.state == "appended"} == {("write", "seq")}
     assert max(config.size for config in grid if config.state == "appended") == 4 << 20
     assert [config.repeat for config in grid] == sorted(config.repeat for config in grid)
@@ -66,10 +70,14 @@ def test_each_run_was_measured_in_its_state(small_training):
             assert resident <= UNCACHED_RESIDENT
         if config.state == "rewritten":     # its span, made by writes, is resident
             assert resident >= CACHED_RESIDENT * rewritten_span(SMALL, config.size) / SMALL.file_bytes
+    # the ops of the copying states on a buffer off the cache line (all of the unaligned runs, the
+    # 1-byte ops of the rnd runs) make cells of their own; uncached ops are all of the aligned cells
+    copying = (("read", "memcpy"), ("write", "memcpy"), ("read", "cached"), ("write", "cached"),
+               ("write", REWRITTEN_CELL), ("write", "appended"))
     assert set(measurements) == {(op, cls, layout) for op in ("read", "write")
                                  for cls in ("memcpy", "cached", "uncached") for layout in ("off0", "rnd")} | {
         (op, cls, layout) for op, cls in (("write", REWRITTEN_CELL), ("write", "appended"), ("sync", "flushed"))
-        for layout in ("off0", "rnd")}
+        for layout in ("off0", "rnd")} | {(op, cls, "rnd-unaligned") for op, cls in copying}
     # the flushed cell's sizes are the bytes each appended run wrote, then synced
     assert sorted(measurements[("sync", "flushed", "rnd")]) == sorted(
         ops_per_run(SMALL, size, "appended") * size for size in SMALL.sizes)
@@ -162,8 +170,9 @@ def test_training_report_has_the_plots_and_the_table(small_training, tmp_path):
     # with its points and lines, the flushed one against the bytes written before the fsync
     assert html.count("<svg ") == 8 and html.count('fill-opacity="0.6"') >= 8
     assert html.count("off0 bound") == 8 and ">bytes written before the fsync<" in html
-    # (3 classes x 2 ops + appended + flushed) x 2 segments x 2 layouts
-    assert html.count("<tr><td>") == 32
+    # ((3 classes x 2 ops + appended + flushed) x 2 layouts + (memcpy, cached) x 2 ops + appended of the
+    # unaligned layout) x 2 segments
+    assert html.count("<tr><td>") == 42
     assert "test &lt;model&gt;" in html and "test <model>" not in html
     assert path.stat().st_size < 1 << 20 and not (tmp_path / "small.html.part").exists()
 

@@ -25,7 +25,7 @@ SIZE = 4 * KIB
 SPAN = 64 * KIB                    # 16 slots of SIZE: 40 ops wrap around it
 MEM_BUFFER = 64 * KIB              # small, so that each run starts fast
 FACT_KEYS = {"ops", "bytes", "short_ops", "elapsed_s", "fsync_s", "op", "size", "mem_layout", "mem_buffer",
-             "file_layout", "file_span", "stride", "offset_base", "repeats", "budget", "seed", "create",
+             "mem_offset", "file_layout", "file_span", "stride", "offset_base", "repeats", "budget", "seed", "create",
              "fsync_end", "buffer_address", "file"}
 
 
@@ -190,6 +190,14 @@ def test_buffer_is_page_aligned_and_sized_as_asked(tmp_path, data_file):
     assert int(facts["buffer_address"], 16) % 4096 == 0 and facts["mem_buffer"] == str(3 * MIB)
     facts, _, _ = workload(tmp_path, "--file", data_file, "--repeats", 1, "--size", MIB, "--mem-buffer", MIB)
     assert facts["mem_buffer"] == str(MIB)
+
+
+def test_mem_offset_moves_every_op_off_the_cache_line(tmp_path, data_file):
+    facts, ops, _ = workload(tmp_path, "--file", data_file, "--mem-layout", "rnd", "--mem-offset", 16,
+                             "--repeats", 40)
+    assert int(facts["buffer_address"], 16) % 4096 == 16 and facts["mem_offset"] == "16"
+    assert np.all(ops["buffer"] % 64 == 16)
+    workload(tmp_path, "--file", data_file, "--mem-offset", 4096, expect_status=2)
 
 
 # ---------------------------------------------------------------------------------------------

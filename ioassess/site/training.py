@@ -36,8 +36,9 @@ from ..files import file_system_facts, work_dir_problem
 from ..jsonfile import Invalid, parse_json
 from ..inputs.trace import read_trace_dir
 from ..inputs.traceformat import Op
-from ..models.causes import (APPENDED, FLUSHED, JOINT_BYTES, CauseModel, ModelLine, fit_segmented_line,
-                             fit_separating_line, fit_straight_line, fit_upper_envelope, joined_line, line_errors)
+from ..models.causes import (ALIGNMENT_BYTES, APPENDED, FLUSHED, JOINT_BYTES, LAYOUTS, CauseModel, ModelLine,
+                             fit_segmented_line, fit_separating_line, fit_straight_line, fit_upper_envelope,
+                             joined_line, line_errors)
 from ..models.density import density_log10, find_clusters
 from ..models.modelfile import save_model
 from ..progress import Progress
@@ -87,8 +88,17 @@ APPENDED_RUN_BYTES = 32 << 20
 APPENDED_MIN_OPS = 8
 APPENDED_MAX_SIZE = 4 << 20
 # Memory layouts the generator knows; all but off0 reuse no buffer address, so the classifier
-# sees them as "rnd" and they are pooled into the rnd lines.
+# sees them as "rnd" and they are pooled into the rnd lines. A layout with UNALIGNED_SUFFIX
+# runs with its buffer MEM_OFFSET bytes off the cache line (a malloc'ed buffer's place); each
+# op's model layout is then that of its address, as a job's (models.causes.memory_layout_codes).
 MODEL_LAYOUT = {"off0": "off0", "seq": "rnd", "rnd": "rnd", "stride": "rnd", "reverse": "rnd"}
+UNALIGNED_SUFFIX = "-unaligned"
+MEM_OFFSET = 16
+# States whose time is the copy into or out of the buffer, where its alignment shows; uncached
+# ops take the aligned lines (the device's time dwarfs it). Below UNALIGNED_MIN_BYTES a copy is
+# a few cache lines: no unaligned runs there (their lines extrapolate).
+UNALIGNED_STATES = ("discard", "cached", "rewritten", "appended")
+UNALIGNED_MIN_BYTES = 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,13 +127,14 @@ def _powers(first, last, factor):
 # read-ahead, i.e. they are cached by behaviour (DESIGN.md, facts measured here).
 PROFILES = {
     "quick": Profile(
-        name="quick", sizes=_powers(1, 16 << 20, 4), mem_layouts=("off0", "rnd"),
+        name="quick", sizes=_powers(1, 16 << 20, 4), mem_layouts=("off0", "rnd", "rnd-unaligned"),
         file_layouts={"discard": ("off0",), "cached": ("rnd",), "rewritten": ("rnd",), "uncached": ("rnd",),
                       "appended": ("seq",)},
         repeats=3, min_ops=32, max_ops=2000, budget_bytes=64 << 20, file_bytes=1 << 30,
         mem_buffer_bytes=64 << 20),
     "full": Profile(
-        name="full", sizes=_powers(1, 16 << 20, 2), mem_layouts=("off0", "seq", "rnd"),
+        name="full", sizes=_powers(1, 16 << 20, 2),
+        mem_layouts=("off0", "seq", "rnd", "off0-unaligned", "rnd-unaligned"),
         file_layouts={"discard": ("off0",), "cached": ("seq", "rnd"), "rewritten": ("seq", "rnd"),
                       "uncached": ("rnd",), "appended": ("seq",)},
         repeats=3, min_ops=64, max_ops=5000, budget_bytes=256 << 20, file_bytes=2 << 30,
@@ -134,7 +145,7 @@ PROFILES = {
     # the memcpy bound), one repeat, a file just large enough that no run reads a slot twice
     # (16 slots of 16 MiB).
     "calibrate": Profile(
-        name="calibrate", sizes=_powers(1, 16 << 20, 4), mem_layouts=("off0", "rnd"),
+        name="calibrate", sizes=_powers(1, 16 << 20, 4), mem_layouts=("off0", "rnd", "rnd-unaligned"),
         file_layouts={"discard": ("off0",), "cached": ("rnd",), "rewritten": ("rnd",), "uncached": ("rnd",),
                       "appended": ("seq",)},
         repeats=1, min_ops=16, max_ops=2000, budget_bytes=32 << 20, file_bytes=256 << 20,
@@ -195,6 +206,7 @@ def training_grid(profile):
             for op in STATE_OPS[state]
             for size in profile.sizes if state != "appended" or size <= APPENDED_MAX_SIZE
             for mem in profile.mem_layouts
+            if not mem.endswith(UNALIGNED_SUFFIX) or (state in UNALIGNED_STATES and size >= UNALIGNED_MIN_BYTES)
             for file_layout in profile.file_layouts[state]]
 
 
@@ -302,7 +314,7 @@ def order_bounds(lines):
     the two intercepts and of the two slopes (so it lies on or above both lines at every size,
     and changes only the part that crossed), and its note says so."""
     ordered = dict(lines)
-    for op, layout in itertools.product(("read", "write"), ("off0", "rnd")):
+    for op, layout in itertools.product(("read", "write"), LAYOUTS):
         floor = None
         for cls in ("memcpy", "cached", "uncached"):
             line = ordered.get((op, cls, layout))
@@ -509,8 +521,11 @@ class Trainer:
         target = self.target(config)
         trace_dir = os.path.join(self.work_dir, f"trace-{self.runs}")
         self.runs += 1
+        mem_layout = config.mem_layout.removesuffix(UNALIGNED_SUFFIX)
+        mem_offset = MEM_OFFSET if mem_layout != config.mem_layout else 0
         command = [self.workload, "--file", target, "--op", config.op, "--size", str(config.size),
-                   "--mem-layout", config.mem_layout, "--mem-buffer", str(self.profile.mem_buffer_bytes),
+                   "--mem-layout", mem_layout, "--mem-offset", str(mem_offset),
+                   "--mem-buffer", str(self.profile.mem_buffer_bytes),
                    "--file-layout", config.file_layout, "--repeats", str(ops),
                    "--budget", str(ops * config.size), "--seed", str(config.seed),
                    "--offset-base", str(offset_base(config))]
@@ -579,13 +594,17 @@ def measure_all(trainer, profile, progress):
         resident = trainer.prepare(config)
         ops = trainer.measure(config)
         is_flush = ops["op"] == Op.FSYNC
-        durations = ops["duration_s"][~is_flush]
-        if not len(durations):
+        if not np.count_nonzero(~is_flush):
             raise TrainingError(f"{trainer.workload}: the run {config.state} {config.op} {config.mem_layout} "
                                 f"{config.size} B recorded no {config.op} of {trainer.target(config)}")
-        layout = MODEL_LAYOUT[config.mem_layout]
+        layout = MODEL_LAYOUT[config.mem_layout.removesuffix(UNALIGNED_SUFFIX)]
         cell = REWRITTEN_CELL if config.state == "rewritten" else STATE_CLASS[config.state]
-        _add(measurements, (config.op, cell, layout), config.size, durations)
+        unaligned = (ops["buffer"] % ALIGNMENT_BYTES != 0) & (config.state in UNALIGNED_STATES)
+        for off_line, suffix in ((False, ""), (True, UNALIGNED_SUFFIX)):
+            chosen = ~is_flush & (unaligned == off_line)
+            if chosen.any():
+                _add(measurements, (config.op, cell, layout + suffix), config.size, ops["duration_s"][chosen])
+        durations = ops["duration_s"][~is_flush]
         if is_flush.any():
             _add(measurements, (FLUSH_OP, FLUSHED, layout), int(ops["requested"][~is_flush].sum()),
                  ops["duration_s"][is_flush])

@@ -12,7 +12,7 @@ from ..models.causes import FLUSHED, JOINT_BYTES, LINE_OPS
 from ..report import svg
 
 MAX_POINTS_PER_SIZE = 400      # plotted observations per size; the rest are summarised by the lines
-LAYOUT_COLOURS = {"off0": "#1f77b4", "rnd": "#d62728"}
+LAYOUT_COLOURS = {"off0": "#1f77b4", "rnd": "#d62728", "off0-unaligned": "#2ca02c", "rnd-unaligned": "#ff7f0e"}
 JOINT_COLOUR = "#999999"
 ERROR_COLUMNS = ("abs_err_s", "rel_err_pct", "outlier_pct_experiment", "outlier_pct_model")
 
@@ -51,7 +51,7 @@ def table_rows(model):
     for cls in LINE_OPS:
         for op in LINE_OPS[cls]:
             for segment, label in (("small", "≤ 4K"), ("large", "> 4K")):
-                for layout in ("off0", "rnd"):
+                for layout in LAYOUT_COLOURS:
                     line = model.lines.get((op, cls, layout))
                     if line is None:
                         continue

@@ -49,6 +49,7 @@ struct options {
     uint64_t size;
     enum layout mem_layout;
     uint64_t mem_buffer;          /* 0 when not given: max(DEFAULT_MEM_BUFFER, size) */
+    uint64_t mem_offset;          /* bytes from the page-aligned mapping to the buffer */
     enum layout file_layout;
     uint64_t file_span;           /* resolved from the file when not given */
     int file_span_given;
@@ -112,13 +113,14 @@ static void die_errno(const char *format, ...)
 
 static const char usage_text[] =
     "usage: " PROGRAM " --file PATH [--op read|write] [--size BYTES]\n"
-    "         [--mem-layout L] [--mem-buffer BYTES] [--file-layout L] [--file-span BYTES]\n"
-    "         [--stride BYTES] [--offset-base BYTES] [--repeats N] [--budget BYTES]\n"
+    "         [--mem-layout L] [--mem-buffer BYTES] [--mem-offset BYTES] [--file-layout L]\n"
+    "         [--file-span BYTES] [--stride BYTES] [--offset-base BYTES] [--repeats N] [--budget BYTES]\n"
     "         [--seed N] [--create] [--fsync-end]\n"
     "       " PROGRAM " --resident PATH\n"
     "       " PROGRAM " --evict PATH\n"
     "layouts L: off0 seq rnd stride reverse; numbers take a k, m, g or t suffix (powers of 1024)\n"
-    "defaults: --op read --size 4k --mem-layout off0 --mem-buffer 256m --file-layout seq\n"
+    "defaults: --op read --size 4k --mem-layout off0 --mem-buffer 256m --mem-offset 0\n"
+    "          --file-layout seq\n"
     "          --file-span: the file's size after --offset-base (regular files), else 0\n"
     "          --stride 8m --offset-base 0 --repeats 10000 --budget 1g --seed 1\n"
     "ops = min(repeats, max(1, budget / size)); see docs/workload.md\n";
@@ -164,7 +166,7 @@ static int parse_op(const char *text)
 }
 
 enum option_id {
-    OPT_FILE = 256, OPT_OP, OPT_SIZE, OPT_MEM_LAYOUT, OPT_MEM_BUFFER, OPT_FILE_LAYOUT,
+    OPT_FILE = 256, OPT_OP, OPT_SIZE, OPT_MEM_LAYOUT, OPT_MEM_BUFFER, OPT_MEM_OFFSET, OPT_FILE_LAYOUT,
     OPT_FILE_SPAN, OPT_STRIDE, OPT_OFFSET_BASE, OPT_REPEATS, OPT_BUDGET, OPT_SEED, OPT_CREATE,
     OPT_FSYNC_END, OPT_RESIDENT, OPT_EVICT, OPT_HELP,
 };
@@ -175,6 +177,7 @@ static const struct option option_table[] = {
     {"size", required_argument, NULL, OPT_SIZE},
     {"mem-layout", required_argument, NULL, OPT_MEM_LAYOUT},
     {"mem-buffer", required_argument, NULL, OPT_MEM_BUFFER},
+    {"mem-offset", required_argument, NULL, OPT_MEM_OFFSET},
     {"file-layout", required_argument, NULL, OPT_FILE_LAYOUT},
     {"file-span", required_argument, NULL, OPT_FILE_SPAN},
     {"stride", required_argument, NULL, OPT_STRIDE},
@@ -210,6 +213,11 @@ static void apply_option(struct options *opt, int id, const char *value)
         opt->mem_buffer = parse_number(value, "--mem-buffer");
         if (opt->mem_buffer == 0)
             die_usage("--mem-buffer must hold at least one access");
+        break;
+    case OPT_MEM_OFFSET:
+        opt->mem_offset = parse_number(value, "--mem-offset");
+        if (opt->mem_offset >= 4096)
+            die_usage("--mem-offset must be below 4096 (a page)");
         break;
     case OPT_FILE_LAYOUT: opt->file_layout = parse_layout(value, "--file-layout"); break;
     case OPT_FILE_SPAN:
@@ -370,11 +378,13 @@ static void resolve_file_span(int fd, struct options *opt)
 /* Allocated and written in full before the timed ops, so that no page fault of the buffer
  * falls into an op; the content is pseudo-random so that writes are not all zeros and not
  * compressible. */
-static char *prepared_buffer(uint64_t bytes)
+static char *prepared_buffer(uint64_t bytes, uint64_t offset)
 {
-    void *buffer = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (buffer == MAP_FAILED)
+    void *mapping = mmap(NULL, bytes + offset, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                         -1, 0);
+    if (mapping == MAP_FAILED)
         die_errno("cannot allocate a memory buffer of %" PRIu64 " bytes", bytes);
+    char *buffer = (char *)mapping + offset;
     uint64_t state = 0;
     uint64_t word;
     for (uint64_t at = 0; at < bytes; at += sizeof word) {
@@ -418,13 +428,14 @@ static uint64_t op_count(const struct options *opt)
 static void print_facts(const struct options *opt, const struct outcome *out, const char *buffer)
 {
     printf("ops=%" PRIu64 " bytes=%" PRIu64 " short_ops=%" PRIu64 " elapsed_s=%.9f fsync_s=%.9f"
-           " op=%s size=%" PRIu64 " mem_layout=%s mem_buffer=%" PRIu64 " file_layout=%s"
+           " op=%s size=%" PRIu64 " mem_layout=%s mem_buffer=%" PRIu64 " mem_offset=%" PRIu64
+           " file_layout=%s"
            " file_span=%" PRIu64 " stride=%" PRIu64 " offset_base=%" PRIu64 " repeats=%" PRIu64
            " budget=%" PRIu64 " seed=%" PRIu64 " create=%d fsync_end=%d buffer_address=%#" PRIxPTR
            " file=%s\n",
            out->ops, out->bytes, out->short_ops, out->elapsed_s, out->fsync_s,
            opt->is_write ? "write" : "read", opt->size, layout_names[opt->mem_layout],
-           opt->mem_buffer, layout_names[opt->file_layout], opt->file_span, opt->stride,
+           opt->mem_buffer, opt->mem_offset, layout_names[opt->file_layout], opt->file_span, opt->stride,
            opt->offset_base, opt->repeats, opt->budget, opt->seed, opt->create, opt->fsync_end,
            (uintptr_t)buffer, opt->path);
 }
@@ -433,7 +444,7 @@ static void run_workload(struct options *opt)
 {
     int fd = open_target(opt);
     resolve_file_span(fd, opt);
-    char *buffer = prepared_buffer(opt->mem_buffer);
+    char *buffer = prepared_buffer(opt->mem_buffer, opt->mem_offset);
     struct walk memory = make_walk(opt->mem_layout, opt->mem_buffer, opt,
                                    opt->seed ^ MEMORY_STREAM_KEY);
     struct walk file = make_walk(opt->file_layout, opt->file_span, opt, opt->seed);
