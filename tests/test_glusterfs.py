@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import glusterfs
@@ -87,6 +88,22 @@ def test_files_on_the_mount_are_of_type_fuse_glusterfs_at_its_mount_point(gluste
         assert (str(glusterfs_volume.mount), "fuse.glusterfs") in job.mounts
         moved = job.ops["result"][(job.ops["file"] == index) & (job.ops["direction"] == direction)].sum()
         assert moved == 8 << 20
+
+
+def test_traces_written_on_the_mount_are_read_whole(glusterfs_volume, tmp_path):
+    """Trace files on the mount (st_blksize 128 KiB: the reader's buffer is larger than a page)
+    read as the same trace written on a local file system."""
+    data = tmp_path / "data"
+    data.write_bytes(b"x" * PAGE)
+    command = (prog("pagecache"), "read", data, 1, 3000, 0)
+    on_mount, local = glusterfs_volume.mount / "traces", tmp_path / "traces"
+    run_recorded_cli(on_mount, *command)
+    run_recorded_cli(local, *command)
+    assert os.stat(next(on_mount.glob("*.iot"))).st_blksize > PAGE
+    remote, here = load(on_mount), load(local)
+    assert len(remote.ops["op"]) == len(here.ops["op"]) >= 3000
+    for column in ("op", "requested", "offset", "result"):
+        assert np.array_equal(remote.ops[column], here.ops[column]), column
 
 
 def resident_pages(path, evict=False):
