@@ -5,15 +5,22 @@ The teardown tests come first and make volumes of their own: one volume is up at
 machine (glusterd's port), and the module's glusterfs_volume is made at its first test that
 uses it, after them."""
 import os
+import pathlib
+import platform
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import pytest
 
 import glusterfs
+from conftest import RUN_TIMEOUT_S, _installed_cli, reachable_installation
 from ioassess.inputs.job import READ, WRITE
 from ioassess.inputs.load import load_job
+from ioassess.models.modelfile import load_model
+from ioassess.report.model_choice import host_class
 from ioassess.site.training import workload_program_path
 from recorder_helpers import OP_CODES, describe, load, prog, select
 
@@ -153,3 +160,41 @@ def test_a_remount_keeps_the_volume_and_its_files(glusterfs_volume):
     # a new FUSE client, its caches empty
     assert not any(glusterfs.running(pid) for pid in client)
     assert any(cmdline.endswith(str(vol.mount)) for cmdline in vol.pids().values())
+
+
+@pytest.mark.slow
+def test_an_unprivileged_user_calibrates_a_model_of_the_glusterfs_mount(glusterfs_volume, job_user):
+    vol = glusterfs_volume
+    base = pathlib.Path(tempfile.mkdtemp(prefix="ioassess-calibrate-gluster-", dir="/tmp"))
+    os.chmod(base, 0o755)
+    work_dir, data_home = vol.mount / "calibrate", base / "data"
+    for directory in (work_dir, data_home):
+        directory.mkdir()
+        os.chown(directory, job_user.pw_uid, job_user.pw_gid)
+    argv, env = _installed_cli(["calibrate", "--dir", work_dir], {"HOME": str(base), "XDG_DATA_HOME": str(data_home)})
+    try:
+        with reachable_installation():
+            result = subprocess.run(argv, cwd="/", env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+                                    user=job_user.pw_uid, group=job_user.pw_gid, extra_groups=[])
+        assert result.returncode == 0, describe(result)
+        (path,) = (data_home / "ioassess" / "models").iterdir()
+        provenance = load_model(str(path)).provenance
+        host = platform.node()
+        assert provenance["file_system"]["type"] == "fuse.glusterfs"
+        assert provenance["file_system"]["mount"] == str(vol.mount)
+        assert provenance["file_system"]["source"] == f"{vol.host}:/{vol.name}"
+        assert provenance["host"] == host and provenance["host_class"] == host_class(host)
+        # the uncached state is the server's memory over FUSE: the eviction says what it left
+        assert provenance["generator"]["eviction"] == "posix_fadvise DONTNEED"
+        server_memory = "the GlusterFS servers' memory (the bricks' page cache): not evictable by this user"
+        assert server_memory in provenance["generator"]["not_evicted"]
+        assert server_memory in load_model(str(path)).description
+        assert path.name == f"{host}-fuse.glusterfs-{str(vol.mount).strip('/').replace('/', '-')}.json"
+        assert os.stat(path).st_uid == job_user.pw_uid
+        assert os.listdir(work_dir) == []
+        last = result.stderr.splitlines()[-1]
+        assert last.startswith(f"ioassess: wrote {path}: fuse.glusterfs at {vol.mount} on {host}, measured in ")
+        assert last.endswith(server_memory)
+    finally:
+        shutil.rmtree(base)
+        shutil.rmtree(work_dir, ignore_errors=True)
