@@ -5,11 +5,13 @@ PIP = $(PYTHON) -m pip --disable-pip-version-check
 # Debian packages the tests, the demo and the bench use (command or file:package); chromium opens
 # the HTML report; autoconf, automake, libtool and zlib build Darshan's runtime
 # (tests/darshan_runtime.py); fio runs bench/fio_uncached.py and make validate's workloads;
-# btrfs-progs makes the copy-on-write file system of tests/test_recorder_storage.py.
+# btrfs-progs makes the copy-on-write file system of tests/test_recorder_storage.py;
+# glusterfs-server (glusterd, gluster) and glusterfs-client (the FUSE client) serve and mount the
+# GlusterFS volume of tests/glusterfs.py.
 DEBIAN_TOOLS = sqlite3:sqlite3 git:git gzip:gzip tar:tar sha256sum:coreutils dd:coreutils chromium:chromium \
 	mpicc:libmpich-dev mpiexec:mpich useradd:passwd /usr/share/lmod/lmod/libexec/lmod:lmod \
 	autoconf:autoconf automake:automake libtoolize:libtool /usr/include/zlib.h:zlib1g-dev \
-	fio:fio mkfs.btrfs:btrfs-progs
+	fio:fio mkfs.btrfs:btrfs-progs glusterd:glusterfs-server mount.glusterfs:glusterfs-client
 
 .PHONY: all build install deps pydeps demo check test bench validate clean
 
@@ -54,7 +56,7 @@ demo: deps install
 
 # The everyday loop, under 2 minutes, with no root, network, MPI or browser: the linter, the C code
 # with warnings as errors, and the tests that need none of those (markers in pyproject.toml).
-CHECK_TESTS = not (root or mpi or browser or darshan_runtime or slow)
+CHECK_TESTS = not (root or mpi or browser or darshan_runtime or slow or glusterfs)
 check: pydeps build
 	$(PYTHON) -m ruff check .
 	$(MAKE) -C tests/progs

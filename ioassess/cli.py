@@ -389,8 +389,10 @@ def _calibrate(args):
         return status
     model, output = result
     file_system = model.provenance["file_system"]
+    left = model.provenance["generator"].get("not_evicted") or []
     _print_error(f"wrote {output}: {file_system['type']} at {file_system['mount']} on {model.provenance['host']}, "
-                 f"measured in {time.monotonic() - started:.0f} s")
+                 f"measured in {time.monotonic() - started:.0f} s" +
+                 (f"; not evicted for its uncached state: {'; '.join(left)}" if left else ""))
     return 0
 
 

@@ -28,6 +28,17 @@ For tests that need a second, unprivileged user (they run as root):
     searchable_tmp a fresh directory under /tmp that every user can search (pytest's tmp_path is
                    under root's private one), removed after the test.
 
+A GlusterFS volume (tests/glusterfs.py; its tests are marked `glusterfs` and `root` by themselves):
+
+    glusterfs_volume
+                   a one-brick volume served by a glusterd of its own and mounted with the FUSE
+                   client, made once per module and torn down after it (no mount, no GlusterFS
+                   process left): .mount the mount point (fuse.glusterfs, every user may make
+                   files there), .name the volume, .brick the brick's directory (the server's
+                   copy of the files), .gluster(*args) the CLI against its glusterd. Fails (never
+                   skips) when GlusterFS cannot be set up: not root, no packages and no apt-get,
+                   port 24007 taken by another glusterd.
+
 A cause model of the machine the tests run on (tests that compare durations with a model use
 it, never a shipped model trained elsewhere):
 
@@ -79,13 +90,18 @@ for signum, handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIG
 
 # Fixtures that act as or for TEST_USER, or mount file systems: their tests run as root (marker
 # `root`).
-ROOT_FIXTURES = {"job_user", "installation_reachable", "searchable_tmp", "calibrated_model", "users", "mounts"}
+ROOT_FIXTURES = {"job_user", "installation_reachable", "searchable_tmp", "calibrated_model", "users", "mounts",
+                 "glusterfs_volume"}
+# Fixtures of a GlusterFS volume: their tests are marked `glusterfs` too.
+GLUSTERFS_FIXTURES = {"glusterfs_volume"}
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
         if ROOT_FIXTURES & set(item.fixturenames):
             item.add_marker(pytest.mark.root)
+        if GLUSTERFS_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.glusterfs)
 
 
 @pytest.fixture(scope="session")
@@ -205,3 +221,14 @@ def searchable_tmp():
     os.chmod(path, 0o755)
     yield pathlib.Path(path)
     shutil.rmtree(path)
+
+
+@pytest.fixture(scope="module")
+def glusterfs_volume():
+    """A mounted one-brick GlusterFS volume for the module's tests (see the module doc)."""
+    import glusterfs
+    try:
+        with glusterfs.volume() as vol:
+            yield vol
+    except glusterfs.Unavailable as error:
+        pytest.fail(f"GlusterFS cannot be set up: {error}")

@@ -213,11 +213,19 @@ for _op, _name in tf.META_KIND_NAMES.items():
 
 def _trace_file(info, mounts):
     """The JobFile of a trace's FileInfo: its mount point from the traces' MOUNT slots (mounts: their
-    mount_index), its type
-    from its FILE slot's statfs magic, else as the mount table names it."""
+    mount_index), its type from its FILE slot's statfs magic, else as the mount table names it.
+    Every FUSE file system has FUSE's magic: the mount table's type of a FUSE mount names which one
+    it is (fuse.glusterfs, fuse.sshfs, fuseblk), and is kept."""
     mount_point, mount_type = mount_of(info.name, mounts)
-    return JobFile(name=info.name, mount_point=mount_point, fs_type=FS_TYPES.get(info.fs_magic, "") or mount_type,
-                   device=info.device)
+    fs_type = FS_TYPES.get(info.fs_magic, "") or mount_type
+    if fs_type == "fuse" and _is_fuse_type(mount_type):
+        fs_type = mount_type
+    return JobFile(name=info.name, mount_point=mount_point, fs_type=fs_type, device=info.device)
+
+
+def _is_fuse_type(mount_type):
+    """Whether a mount table's type is one of a FUSE file system (fuse, fuse.NAME, fuseblk)."""
+    return mount_type in ("fuse", "fuseblk") or mount_type.startswith("fuse.")
 
 
 def _trace_op_columns(ops, file_ids, start_ns):

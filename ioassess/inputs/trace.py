@@ -393,13 +393,16 @@ def _read_slots(path, f, size, summary_slots, record_cap):
 
 def _stored_slot_chunks(f, size):
     """(first slot, count) of the slots the file stores, in order and at most READ_CHUNK_SLOTS
-    at a time. Holes (SEEK_HOLE) are left out: they read as zeros, i.e. as EMPTY slots."""
-    fd, n_slots = f.fileno(), (size - tf.HEADER_BYTES) // tf.SLOT_BYTES
+    at a time. Holes (SEEK_HOLE) are left out: they read as zeros, i.e. as EMPTY slots. The
+    seeks go through f, never os.lseek on its descriptor: f's buffer (st_blksize: 128 KiB on
+    FUSE, MiBs on Lustre or GPFS) would otherwise serve a later f.seek from data of the
+    position it believes in, while the descriptor is elsewhere."""
+    n_slots = (size - tf.HEADER_BYTES) // tf.SLOT_BYTES
     position = tf.HEADER_BYTES
     while position < size:
         try:
-            data = os.lseek(fd, position, os.SEEK_DATA)
-            hole = os.lseek(fd, data, os.SEEK_HOLE)
+            data = f.seek(position, os.SEEK_DATA)
+            hole = f.seek(data, os.SEEK_HOLE)
         except OSError as error:
             if error.errno == errno.ENXIO:   # a hole up to the end
                 return

@@ -42,6 +42,7 @@ from ..models.causes import (ALIGNMENT_BYTES, APPENDED, FLUSHED, JOINT_BYTES, LA
 from ..models.density import density_log10, find_clusters
 from ..models.modelfile import save_model
 from ..progress import Progress
+from ..report.model_choice import host_class
 from .training_report import write_training_report
 
 # States of the page cache the generator runs in, and the class each one's ops are. cached:
@@ -559,12 +560,45 @@ def timed_ops(traceset, target, op):
     return columns
 
 
+# What eviction from a client cannot reach on a networked file system, by the mount table's type:
+# the caches that can still serve a read the client's page cache no longer holds, so that the
+# uncached state measured there is reads from them, not from storage (docs/cause-models.md,
+# "GlusterFS over FUSE"). Neither POSIX_FADV_DONTNEED nor drop_caches on the client reaches the
+# servers' memory; FUSE passes no fadvise on to its daemon.
+SERVER_MEMORY = {
+    "fuse.glusterfs": "the GlusterFS servers' memory (the bricks' page cache)",
+    "nfs": "the NFS server's memory", "nfs4": "the NFS server's memory",
+    "lustre": "the OSS read cache", "ceph": "the Ceph OSDs' memory", "beegfs": "the BeeGFS storage servers' memory",
+}
+CLIENT_CACHES = {
+    "fuse.glusterfs": "the GlusterFS client's io-cache, if the volume has it on (off by default)",
+    "gpfs": "the GPFS pagepool (outside the page cache: mincore cannot see it)",
+}
+
+
+def not_evicted(fs_type, by_drop_caches):
+    """What the eviction (POSIX_FADV_DONTNEED on the training file, or drop_caches) leaves that
+    can serve the file's reads, for a file system of the mount table's type; [] for local ones."""
+    left = []
+    if fs_type in CLIENT_CACHES:
+        left.append(CLIENT_CACHES[fs_type])
+    if fs_type in SERVER_MEMORY:
+        who = "from this client" if by_drop_caches else "by this user"
+        left.append(f"{SERVER_MEMORY[fs_type]}: not evictable {who}")
+    elif fs_type.startswith("fuse.") or fs_type == "fuse":
+        left.append("the FUSE file system daemon's own caches and whatever serves it: not evictable from here")
+    return left
+
+
 def provenance(directory, profile, trainer, source):
+    host = platform.node()
+    file_system = file_system_facts(directory)
     return {
         "source": source,
-        "host": platform.node(),
+        "host": host,
+        "host_class": host_class(host),
         "kernel": platform.release(),
-        "file_system": file_system_facts(directory),
+        "file_system": file_system,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "profile": profile.name,
         "generator": {
@@ -579,6 +613,7 @@ def provenance(directory, profile, trainer, source):
             "mem_buffer_bytes": profile.mem_buffer_bytes,
             "uncached_write_offset_base": PARTIAL_PAGE_OFFSET,
             "eviction": "drop_caches" if trainer.evict_by_drop_caches else "posix_fadvise DONTNEED",
+            "not_evicted": not_evicted(file_system["type"], trainer.evict_by_drop_caches),
         },
     }
 
@@ -696,6 +731,9 @@ def measure_file_system(directory, profile, stream, command):
     file_system = facts["file_system"]
     description = (f"Cause models of {file_system['type']} at {file_system['mount']} on {facts['host']}, "
                    f"{source} ({profile.name} profile).")
+    if facts["generator"]["not_evicted"]:
+        description += (f" Its uncached state is what {facts['generator']['eviction']} evicted; not evicted: "
+                        f"{'; '.join(facts['generator']['not_evicted'])}.")
     return measurements, description, facts
 
 
