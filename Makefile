@@ -81,10 +81,12 @@ bench: deps install
 	$(PYTHON) bench/fdswap.py
 
 # Trains the quick profile and checks it on held-out workloads (minutes; docs/cause-models.md),
-# and the wall-clock seconds at stake against what fixed MPI jobs save (docs/assessment.md).
+# fio's workloads on ext4 and on a GlusterFS volume, and the wall-clock seconds at stake against
+# what fixed MPI jobs save (docs/assessment.md).
 validate: deps install
 	$(PYTHON) bench/validate_models.py
 	$(PYTHON) bench/validate_fio.py
+	$(PYTHON) bench/validate_fio.py --glusterfs
 	$(MAKE) -C tests/progs
 	$(PYTHON) bench/validate_stakes.py
 

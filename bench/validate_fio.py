@@ -16,10 +16,11 @@ report/ground_truth.py); a fully cached run of random 1 MiB reads at unaligned o
 most 5 % of its I/O time; a file read twice (cat, uncached first) losing at most 5 % of the second
 pass's I/O time. Medians of the repeats, with their spread.
 
-usage: python3 bench/validate_fio.py [--dir DIR] [--repeats N] [--model MODEL.json]
+usage: python3 bench/validate_fio.py [--dir DIR | --glusterfs] [--repeats N] [--model MODEL.json]
        (DIR: a directory of the file system to judge, not under an excluded prefix such as /var;
        default /tmp; a GlusterFS mount too: drop_caches evicts the FUSE client's pages and, on
-       this host, the brick's; run as root, for drop_caches)
+       this host, the brick's; --glusterfs: on a one-brick GlusterFS volume made for the run
+       over loopback (tests/glusterfs.py) and removed after; run as root, for drop_caches)
 """
 import argparse
 import json
@@ -175,12 +176,28 @@ def validate_cached_only(name, command, data, model, work, repeats, evict_first=
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dir", default="/tmp")
+    parser.add_argument("--glusterfs", action="store_true", help="on a GlusterFS volume made for the run")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--model", help="judge with this model instead of one calibrated here first")
     parser.add_argument("--json", default=os.path.join(HERE, "out", "validate_fio.json"))
     args = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("validate: run as root (the uncached runs need /proc/sys/vm/drop_caches)")
+    if not args.glusterfs:
+        validate(args)
+        return
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+    import glusterfs
+    with glusterfs.volume() as vol:
+        args.dir = str(vol.mount)
+        if args.json == parser.get_default("json"):
+            args.json = os.path.join(HERE, "out", "validate_fio_glusterfs.json")
+        validate(args)
+
+
+def validate(args):
+    """Every workload in a work directory under args.dir, judged by a model calibrated there
+    first (or args.model)."""
     work = tempfile.mkdtemp(prefix="ioassess-validate-", dir=args.dir)
     try:
         calibration_s = None

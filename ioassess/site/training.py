@@ -114,6 +114,9 @@ class Profile:
     budget_bytes: int       # bytes per run, between those two limits
     file_bytes: int         # size of the training file
     mem_buffer_bytes: int   # the generator's buffer
+    # Seconds a run may take at most (min_ops at least), by the time per op of the state and op's
+    # previous run: on a networked file system every small write is a round trip to the server.
+    run_seconds: "float | None" = None
 
 
 def _powers(first, last, factor):
@@ -150,7 +153,7 @@ PROFILES = {
         file_layouts={"discard": ("off0",), "cached": ("rnd",), "rewritten": ("rnd",), "uncached": ("rnd",),
                       "appended": ("seq",)},
         repeats=1, min_ops=16, max_ops=2000, budget_bytes=32 << 20, file_bytes=256 << 20,
-        mem_buffer_bytes=64 << 20),
+        mem_buffer_bytes=64 << 20, run_seconds=0.1),
 }
 
 
@@ -421,6 +424,8 @@ class Trainer:
         # The appended state's file, made empty by each of its runs.
         self.appended_file = os.path.join(self.work_dir, "appended.dat")
         self.runs = 0
+        # (state, op) -> mean seconds per op of its latest run (Profile.run_seconds)
+        self.seconds_per_op = {}
         self.evict_by_drop_caches = may_drop_caches and os.geteuid() == 0
         # How the file's cached pages were made: "read", ("write", unit, span) or None (unknown,
         # or evicted).
@@ -519,6 +524,9 @@ class Trainer:
     def measure(self, config):
         """The run's timed ops as the recorder saw them (see timed_ops)."""
         ops = ops_per_run(self.profile, config.size, config.state)
+        per_op_s = self.seconds_per_op.get((config.state, config.op))
+        if self.profile.run_seconds and per_op_s:
+            ops = max(self.profile.min_ops, min(ops, int(self.profile.run_seconds / per_op_s)))
         target = self.target(config)
         trace_dir = os.path.join(self.work_dir, f"trace-{self.runs}")
         self.runs += 1
@@ -543,7 +551,11 @@ class Trainer:
             if result.returncode != 0:
                 raise TrainingError(f"{self.workload} failed ({result.returncode}): "
                                     f"{(result.stderr.strip().splitlines() or ['no message'])[-1]}")
-            return timed_ops(read_trace_dir(trace_dir), target, config.op)
+            timed = timed_ops(read_trace_dir(trace_dir), target, config.op)
+            data_ops = timed["op"] != Op.FSYNC
+            if data_ops.any():
+                self.seconds_per_op[(config.state, config.op)] = float(timed["duration_s"][data_ops].mean())
+            return timed
         finally:
             shutil.rmtree(trace_dir, ignore_errors=True)
 
