@@ -4,6 +4,7 @@ one-brick volume, and the volume's teardown.
 The teardown tests come first and make volumes of their own: one volume is up at a time on a
 machine (glusterd's port), and the module's glusterfs_volume is made at its first test that
 uses it, after them."""
+import json
 import os
 import pathlib
 import platform
@@ -198,3 +199,74 @@ def test_an_unprivileged_user_calibrates_a_model_of_the_glusterfs_mount(glusterf
     finally:
         shutil.rmtree(base)
         shutil.rmtree(work_dir, ignore_errors=True)
+
+
+TWO_FILE_SYSTEMS_JOB = """
+import os, sys
+for path in sys.argv[1:]:
+    with open(path, "wb") as f:
+        f.write(os.urandom(16 << 20))
+    buffer = bytearray(64 << 10)
+    for _ in range(8):              # each open's first reads are sampled: the file's own cached line
+        fd = os.open(path, os.O_RDONLY)
+        for offset in range(0, 16 << 20, 64 << 10):
+            os.preadv(fd, [buffer], offset)
+        os.close(fd)
+"""
+
+
+def test_a_job_on_ext4_and_glusterfs_is_judged_per_file_system(ioassess, glusterfs_volume, tmp_path,
+                                                                calibrated_model):
+    """Files on the local file system and on the GlusterFS mount in one job, with a model
+    calibrated here for the first only: each file system is judged by its own choice, said with
+    its reason; the mount, which has no model of its type, takes its time if cached from the
+    job's own kernel-confirmed cached reads there (labelled, and the banner says so), never
+    another type's model in silence."""
+    from test_calibrate import model_dirs_env
+    env, _ = model_dirs_env(tmp_path, [calibrated_model.path])
+    local, remote = tmp_path / "local.dat", glusterfs_volume.mount / "remote.dat"
+    trace_dir = tmp_path / "t"
+    result = ioassess("run", "--trace-dir", trace_dir, "--", sys.executable, "-c", TWO_FILE_SYSTEMS_JOB, local, remote,
+                      env=env)
+    assert result.returncode == 0, result.stderr
+    assessment = json.loads((trace_dir / "assessment.json").read_text())
+    choice = assessment["model"]["choice"]
+    by_type = {facts["type"]: facts for facts in [choice["file_system"], *choice["other_file_systems"]]}
+    local_type = mount_type_of(tmp_path)
+    assert set(by_type) == {local_type, "fuse.glusterfs"}
+    assert by_type[local_type]["model"] == calibrated_model.path.stem
+    assert by_type[local_type]["match"] == "host and file system"
+    assert by_type["fuse.glusterfs"]["match"] == "none" and by_type["fuse.glusterfs"]["mount"] == str(
+        glusterfs_volume.mount)
+    assert "fuse.glusterfs" in choice["banner"] and "the job's own cached lines" in choice["banner"]
+    default = by_type["fuse.glusterfs"]["model"]
+    own = [line for line in assessment["kernel"]["own_cached_lines"] if line["model"] == default]
+    assert any(line["direction"] == "read" and line["size_low"] == 64 << 10 and line["ops"] >= 8 * 256 * 0.5
+               for line in own), assessment["kernel"]["own_cached_lines"]
+    html = (trace_dir / "report.html").read_text()
+    assert 'id="model-banner"' in html and 'id="own-cached-lines"' in html
+    # the mount's reads the kernel found cached lose nothing; its time if cached is its own
+    from ioassess.report.classify import classify_ops
+    from ioassess.report.model_choice import choose_model, file_models
+    job = load_job([str(trace_dir)])
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in env.items():
+            patch.setenv(name, value)
+        model, path, chosen = choose_model(job)
+    per_op = classify_ops(job, model, file_models(job, model, path, chosen))
+    names = np.array([f.name for f in job.files])
+    on_remote = (names[job.ops["file"]] == str(remote)) & (job.ops["direction"] == READ)
+    cached = on_remote & (per_op["judged"] == 0)
+    assert np.count_nonzero(cached) >= 0.5 * np.count_nonzero(on_remote)
+    assert not per_op["lost_s"][cached].any() and per_op["own_line"][cached].mean() >= 0.9
+
+
+def mount_type_of(path):
+    """The mount table's type of the file system holding path."""
+    best, fs_type = "", None
+    with open("/proc/mounts") as f:
+        for line in f:
+            point, kind = line.split()[1:3]
+            if str(path).startswith(point.rstrip("/") + "/") and len(point) > len(best):
+                best, fs_type = point, kind
+    return fs_type
