@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from ioassess.models.causes import (CLASSES, JOINT_BYTES, LAYOUT_UNKNOWN, UNCLASSIFIED, CauseModel, ModelLine,
-                                    SegmentedLine, bound_order_violations, cached_typical_seconds, classify,
+from ioassess.models.causes import (CLASSES, JOINT_BYTES, LAYOUT_UNKNOWN, UNALIGNED, UNCLASSIFIED, CauseModel,
+                                    ModelLine, SegmentedLine, bound_order_violations, cached_typical_seconds, classify,
                                     fit_segmented_line, fit_separating_line, fit_upper_envelope, line_errors,
                                     memory_layout_codes,
                                     time_lost_seconds)
@@ -314,7 +314,7 @@ def test_memory_layout_compares_with_the_previous_op_of_the_same_thread():
     # Sorted by (process, start), as TraceSet.ops; threads interleave.
     process = np.array([0, 0, 0, 0, 0, 0, 1, 1, 1], np.int32)
     tid = np.array([11, 12, 11, 11, 11, 12, 11, 11, 11], np.uint32)
-    buffer = np.array([0xA0, 0xA0, 0xA0, 0, 0xA0, 0xB0, 0xA0, 0xA0, 0xC0], np.uint64)
+    buffer = np.array([0xA00, 0xA00, 0xA00, 0, 0xA00, 0xB00, 0xA00, 0xA00, 0xC00], np.uint64)
     expected = [RND,  # first op of thread 11
                 RND,  # first op of thread 12, although thread 11 used the address just before
                 OFF0,  # thread 11 again, same address
@@ -325,6 +325,10 @@ def test_memory_layout_compares_with_the_previous_op_of_the_same_thread():
                 OFF0,
                 RND]
     assert memory_layout_codes(buffer, tid, process).tolist() == expected
+    # the same addresses 16 bytes off the cache line: the -unaligned twin of each layout
+    unaligned = np.where(buffer != 0, buffer + 16, 0).astype(np.uint64)
+    assert memory_layout_codes(unaligned, tid, process).tolist() == \
+        [code + UNALIGNED if code != LAYOUT_UNKNOWN else code for code in expected]
 
 
 def test_memory_layout_without_addresses_is_unknown():
