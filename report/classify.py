@@ -76,8 +76,8 @@ def classify_ops_of(job, model, mine=None):
     ops of the size and shape are slower than the model's line: own_line, report/own_cached.py),
     time lost compared with cached I/O (lost_s: the time beyond the cached typical of ops that
     waited for storage or wrote whole pages of an uncached file, what caching would save) and
-    slowness_s (the same of the other ops:
-    stalls, allocation, memory; caching would not save it), whether it counts as I/O time (a
+    slowness_s (the same of the other ops: stalls, allocation, memory; caching would not save
+    it), whether it counts as I/O time (a
     POSIX/STDIO read, write or sync: metadata calls are report/metadata.py's), and the indices
     of the ops the model covers. mine: the ops of the files this model judges (a mask; None:
     all), whose kernel-confirmed cached ops make the job's own lines."""
@@ -97,25 +97,11 @@ def classify_ops_of(job, model, mine=None):
     del modelled
     codes = classify(model, directions, ops["size"], ops["duration_s"], layouts).astype(np.int8)
     cached = cached_typical_seconds(model, directions, ops["size"], layouts)
-    own = own_cached_lines(directions, ops["size"], ops["duration_s"], layouts,
-                           (verdict == CACHED) & (directions < 2) & (True if mine is None else mine))
-    own_typical, own_bound = own_line_seconds(own, directions, ops["size"], layouts)
-    own_line = (own_typical > np.nan_to_num(cached, nan=-1.0)) | (model.own_first & ~np.isnan(own_typical))
-    # Cached ops as slow as the model's storage ops say no more of cached I/O than a stall does:
-    # the kernel counts pages that read-ahead is still reading as cached, and a sequential
-    # read that waits for them waits for storage.
-    uncached_typical = cached_typical_seconds(model, directions, ops["size"], layouts, cls="uncached")
-    own_line &= ~(own_typical >= uncached_typical)
-    own_bound = np.fmin(own_bound, uncached_typical)   # as slow as storage: a stall, or a wait
+    confirmed = (verdict == CACHED) & (directions < 2) & (True if mine is None else mine)
+    own = own_cached_lines(directions, ops["size"], ops["duration_s"], layouts, confirmed)
+    own_line = with_own_lines(own, model, codes, cached, directions, ops["size"], ops["duration_s"], layouts)
     if mine is not None:
         own_line &= mine
-    cached[own_line] = own_typical[own_line]
-    within_own = ops["duration_s"] <= own_bound
-    beyond_model = np.isin(codes, [CLASS_CODES["uncached"], CLASS_CODES["slow"], UNCLASSIFIED])
-    codes[own_line & beyond_model & within_own] = CLASS_CODES["cached"]
-    # beyond the job's own cached ops where no line of its file system's own type says more
-    beyond_own = own_line & ~within_own & ((codes == UNCLASSIFIED) | model.own_first)
-    codes[beyond_own & (codes < CLASS_CODES["uncached"])] = CLASS_CODES["uncached"]
     not_modelled = (codes < 0) | np.isnan(cached)
     codes[not_modelled] = CLASS_CODES[NOT_MODELLED]
     covered = np.flatnonzero(is_io & ~not_modelled & (cached > 0))
@@ -155,6 +141,30 @@ def classify_ops_of(job, model, mine=None):
             "lost_s": np.where(saved, beyond, 0.0), "slowness_s": np.where(saved, 0.0, beyond), "is_io": is_io,
             "modelled": covered, "appended": appended, "own_line": own_line, "own_lines": own,
             "call_s": call_s}
+
+
+def with_own_lines(own, model, codes, cached, directions, size_bytes, duration_s, layouts):
+    """The job's own cached lines applied (report/own_cached.py), in place: where one is above
+    the model's cached typical time (or the model judges a file system of another type:
+    own_first) and below its uncached typical time, its typical is the op's time if cached
+    (`cached`), an op the model calls storage within its bound is cached, and, without a model
+    line of the file system's own type, one beyond it is storage (`codes`). Returns the mask of
+    those ops."""
+    own_typical, own_bound = own_line_seconds(own, directions, size_bytes, layouts)
+    own_line = (own_typical > np.nan_to_num(cached, nan=-1.0)) | (model.own_first & ~np.isnan(own_typical))
+    # Cached ops as slow as the model's storage ops say no more of cached I/O than a stall does:
+    # the kernel counts pages that read-ahead is still reading as cached, and a sequential
+    # read that waits for them waits for storage.
+    uncached_typical = cached_typical_seconds(model, directions, size_bytes, layouts, cls="uncached")
+    own_line &= ~(own_typical >= uncached_typical)
+    own_bound = np.fmin(own_bound, uncached_typical)   # as slow as storage: a stall, or a wait
+    cached[own_line] = own_typical[own_line]
+    within_own = duration_s <= own_bound
+    beyond_model = np.isin(codes, [CLASS_CODES["uncached"], CLASS_CODES["slow"], UNCLASSIFIED])
+    codes[own_line & beyond_model & within_own] = CLASS_CODES["cached"]
+    beyond_own = own_line & ~within_own & ((codes == UNCLASSIFIED) | model.own_first)
+    codes[beyond_own & (codes < CLASS_CODES["uncached"])] = CLASS_CODES["uncached"]
+    return own_line
 
 
 def own_line_facts(lines, model, used, directions, size_bytes, duration_s, layouts):
