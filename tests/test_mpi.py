@@ -251,7 +251,7 @@ def test_the_rank_that_does_most_io_is_the_slowest_and_the_spread_is_the_traces(
     assert "I/O time per rank" in text
     # the ranks append and re-read what they wrote, cached: time lost only where an op's
     # duration said storage
-    assert ("The ranks that lost most: rank " in text) == bool(named) == bool(lost.any())
+    assert ("that lost most: rank " in text) == bool(named) == bool(lost.any())
     # mpiexec and its proxies are launchers: apart from the job's ranks, in the count and the table
     launchers = [p.pid for p in read_trace_dir([tmp_path / "t"]).processes if p.rank < 0]
     assert launchers and (assessment["job"]["nprocs"], assessment["job"]["launchers"]) == (RANKS, len(launchers))
