@@ -172,7 +172,11 @@ def test_every_chart_draws_a_visible_mark_or_says_why_not(page, job):
     assert chart_problems(page) == []
     shown = chart_slots(page)
     assert set(shown) == set(template_chart_slots())
-    assert {name for name, what in shown.items() if "chart" in what} == DRAWN[job.name]
+    # the order statistics need a fitted tail of the slowdowns (over the time if cached, which the
+    # job's own cached reads may give): without one, the page said why (chart_problems)
+    fitted = any(tail.get("order_statistics") for tail in job.assessment["tails"].values())
+    expected = DRAWN[job.name] - (set() if fitted else {"order_statistics"})
+    assert {name for name, what in shown.items() if "chart" in what} == expected
 
 
 # --- what each job is ---------------------------------------------------------------------------
