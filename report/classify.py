@@ -150,6 +150,8 @@ def with_own_lines(own, model, codes, cached, directions, size_bytes, duration_s
     (`cached`), an op the model calls storage within its bound is cached, and, without a model
     line of the file system's own type, one beyond it is storage (`codes`). Returns the mask of
     those ops."""
+    if not len(own["key"]):     # no kernel samples (Darshan logs, sampling off), or too few
+        return np.zeros(len(directions), bool)
     own_typical, own_bound = own_line_seconds(own, directions, size_bytes, layouts)
     own_line = (own_typical > np.nan_to_num(cached, nan=-1.0)) | (model.own_first & ~np.isnan(own_typical))
     # Cached ops as slow as the model's storage ops say no more of cached I/O than a stall does:
