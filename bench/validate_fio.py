@@ -92,22 +92,33 @@ def recorded(command, model, trace_dir):
     return job, classify_ops(job, model), np.array([f.name for f in job.files])
 
 
-def judged_run(command, data, model, trace_dir):
+def judged_run(command, data, model, trace_dir, samples):
     """The run's I/O time on the data file, its time lost and the part of it blamed on storage
-    under the model, and the sampled reads' agreement counts."""
+    under the model; its sampled reads and writes of the data file the model covers are added
+    to `samples` (for the agreement, over every run at once)."""
     job, per_op, names = recorded(command, model, trace_dir)
     on_file = (names[job.ops["file"]] == data) & (job.ops["direction"] < 2)
     lost = per_op["lost_s"] * on_file
-    agreeing = agreement(per_op["model_class"], np.where(on_file, per_op["kernel"], -1), job.ops["direction"],
-                         per_op["modelled"], CLASS_CODES, job.ops["size"], job.ops["duration_s"])
-    outside = agreeing["decided_reads"] - agreeing["reads_in_band"]
+    sampled = np.intersect1d(per_op["modelled"], np.flatnonzero(on_file & (per_op["kernel"] >= 0)))
+    samples.append({"model_class": per_op["model_class"][sampled], "kernel": per_op["kernel"][sampled],
+                    "direction": job.ops["direction"][sampled], "size": job.ops["size"][sampled],
+                    "duration_s": job.ops["duration_s"][sampled],
+                    "fresh_buffer": per_op["fresh_buffer"][sampled]})
     return {"io_s": float(job.ops["duration_s"][on_file].sum()), "lost_s": float(lost.sum()),
-            "storage_s": float(lost[np.isin(per_op["class"], STORAGE)].sum()),
-            "decided_reads": agreeing["decided_reads"], "reads_in_band": agreeing["reads_in_band"],
-            "agreeing_reads": round((agreeing["read_agreement_outside_band"] or 0) * outside)}
+            "storage_s": float(lost[np.isin(per_op["class"], STORAGE)].sum())}
 
 
-def validate_workload(name, data, model, work, repeats):
+def pooled_agreement(samples):
+    """report/ground_truth.agreement over the sampled ops of every run: the band where cached
+    and uncached durations overlap comes from the cached re-runs' and uncached runs' reads
+    together (one run alone has only one of the two)."""
+    pooled = {name: np.concatenate([run[name] for run in samples]) for name in samples[0]}
+    return agreement(pooled["model_class"], pooled["kernel"], pooled["direction"],
+                     np.arange(len(pooled["kernel"])), CLASS_CODES, pooled["size"], pooled["duration_s"],
+                     pooled["fresh_buffer"])
+
+
+def validate_workload(name, data, model, work, repeats, samples):
     """Uncached run and cached re-run, `repeats` times; an append runs into a new file each time,
     both runs after drop_caches (nothing to evict: both append; reading the data file in would
     leave the second run less free memory)."""
@@ -124,7 +135,7 @@ def validate_workload(name, data, model, work, repeats):
                 os.unlink(target)
             set_state(data, state == "cached" and not appending)
             trace_dir = os.path.join(work, f"{name.replace(' ', '-')}-{repeat}-{state}")
-            pair[state] = judged_run(command, target, model, trace_dir)
+            pair[state] = judged_run(command, target, model, trace_dir, samples)
             shutil.rmtree(trace_dir)
         measured = pair["uncached"]["io_s"] - pair["cached"]["io_s"]
         base = measured if relative_to == "measured loss" else pair["uncached"]["io_s"]
@@ -141,13 +152,7 @@ def validate_workload(name, data, model, work, repeats):
             "median_error": median_error, "error_spread": [min(errors), max(errors)] if errors else None,
             "median_cached_storage_share": float(np.median(shares)),
             "error_ok": median_error is not None and abs(median_error) <= tolerance,
-            "cached_ok": float(np.median(shares)) <= CACHED_STORAGE_SHARE,
-            **agreement_counts(runs)}
-
-
-def agreement_counts(runs):
-    return {key: sum(r[f"{s}_{key}"] for r in runs for s in ("uncached", "cached"))
-            for key in ("decided_reads", "reads_in_band", "agreeing_reads")}
+            "cached_ok": float(np.median(shares)) <= CACHED_STORAGE_SHARE}
 
 
 def validate_cached_only(name, command, data, model, work, repeats, evict_first=False, last_process=False):
@@ -214,9 +219,9 @@ def validate(args):
         data = os.path.join(work, "data")
         subprocess.run(fio_command(data, "write", "1m", FILE_BYTES, FILE_BYTES, "--overwrite=1"), check=True,
                        capture_output=True)
-        results = []
+        results, samples = [], []
         for name in WORKLOADS:
-            row = validate_workload(name, data, model, work, args.repeats)
+            row = validate_workload(name, data, model, work, args.repeats, samples)
             results.append(row)
             spread = row["error_spread"]
             print(f"{name:>14}: estimated loss {row['median_error']:+.1%} of the {row['relative_to']} "
@@ -234,18 +239,21 @@ def validate(args):
             print(f"{row['workload']:>14}: lost {row['median_lost_share']:.1%} of its I/O time (spread "
                   f"{row['spread'][0]:.1%} .. {row['spread'][1]:.1%}; target <= {CACHED_LOST_SHARE:.0%}) "
                   f"{'ok' if row['ok'] else 'MISSED'}")
-        decided = sum(r["decided_reads"] for r in results)
-        in_band = sum(r["reads_in_band"] for r in results)
-        agreeing = sum(r["agreeing_reads"] for r in results)
-        share = agreeing / (decided - in_band) if decided > in_band else 0.0
+        agreed = pooled_agreement(samples)
+        decided, in_band, fresh = agreed["decided_reads"], agreed["reads_in_band"], agreed["reads_fresh_buffer"]
+        share = agreed["read_agreement_outside_band"] or 0.0
+        bands = ", ".join(f"{b['size_low'] >> 10} KiB: {b['low_s'] * 1e6:.0f}-{b['high_s'] * 1e6:.0f} us"
+                          for b in agreed["bands"])
         print(f"sampled reads: {decided} decided, {in_band} ({in_band / max(decided, 1):.1%}) in the band where "
-              f"durations cannot tell; outside it the classes agree with the kernel on {share:.1%} "
-              f"(target >= {READ_AGREEMENT:.0%}) {'ok' if share >= READ_AGREEMENT else 'MISSED'}")
+              f"durations cannot tell ({bands or 'none'}), {fresh} into a fresh buffer; outside "
+              f"those the classes agree with the kernel on {share:.1%} (target >= {READ_AGREEMENT:.0%}) "
+              f"{'ok' if share >= READ_AGREEMENT else 'MISSED'}")
         os.makedirs(os.path.dirname(args.json), exist_ok=True)
         with open(args.json, "w") as f:
             json.dump({"dir": args.dir, "model": model_file if args.model else "calibrated here",
                        "calibration_s": calibration_s, "workloads": results, "cached_only": cached_only,
-                       "read_agreement_outside_band": share, "decided_reads": decided, "reads_in_band": in_band},
+                       "read_agreement_outside_band": share, "decided_reads": decided, "reads_in_band": in_band,
+                       "reads_fresh_buffer": fresh, "bands": agreed["bands"], "tables": agreed["tables"]},
                       f, indent=1)
         print(f"details: {args.json}")
     finally:

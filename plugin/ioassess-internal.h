@@ -245,7 +245,7 @@ void ioassess_sigbus_after_failed_exec(void);
 void ioassess_pagecache_configure(int turned_off);
 uint32_t ioassess_pagecache_header_flags(void);
 int ioassess_pagecache_pick(struct ioassess_ofd *o, struct ioassess_thread *t);
-int ioassess_pagecache_take(int fd, int64_t offset, uint64_t bytes, int is_write,
+int ioassess_pagecache_take(int fd, int64_t offset, uint64_t bytes, int is_write, const void *buffer,
                             struct ioassess_pagecache_record *sample);
 void ioassess_pagecache_record(struct ioassess_pagecache_record *sample, uint64_t op_start_ticks);
 

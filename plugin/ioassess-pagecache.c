@@ -1,7 +1,8 @@
 /*
  * Page-cache samples: for some POSIX reads and writes of regular files, the state of the op's
  * byte range in the page cache just before the call, asked with cachestat(2) (Linux 6.5; no
- * privilege needed), written into the trace right after the op's record. Which ops, and why
+ * privilege needed), written into the trace right after the op's record, with whether the
+ * op's user buffer was in memory (mincore(2) of its first and last page). Which ops, and why
  * so few: docs/architecture.md, "Page-cache samples". A kernel that refuses the call turns
  * sampling off for the process at its first refusal, and the header says so.
  */
@@ -105,10 +106,39 @@ static int ask(int fd, uint64_t first_page, uint64_t pages, struct cachestat *an
     return 0;
 }
 
+/* Whether every page of [buffer, buffer + bytes) was in memory (of a longer buffer its first
+ * BUFFER_PAGES pages and its last one): a call into a buffer that was not faults it in. The
+ * system call itself, like cachestat's. */
+#define BUFFER_PAGES 256
+
+static uint16_t buffer_state(const void *buffer, uint64_t bytes)
+{
+    if (!buffer)
+        return IOASSESS_BUFFER_UNKNOWN;
+    uintptr_t page_bytes = (uintptr_t)1 << page_shift;
+    uintptr_t first = (uintptr_t)buffer & ~(page_bytes - 1);
+    uintptr_t last = ((uintptr_t)buffer + (bytes < MAX_RW_BYTES ? bytes : MAX_RW_BYTES) - 1) & ~(page_bytes - 1);
+    uintptr_t pages = (last - first) / page_bytes + 1;
+    unsigned char resident[BUFFER_PAGES + 1];
+    uintptr_t asked = pages < BUFFER_PAGES ? pages : BUFFER_PAGES;
+    if (syscall(SYS_mincore, (void *)first, asked * page_bytes, resident) != 0)
+        return IOASSESS_BUFFER_UNKNOWN;   /* not mapped: the call is the kernel's to refuse */
+    if (pages > BUFFER_PAGES) {
+        if (syscall(SYS_mincore, (void *)last, page_bytes, &resident[asked]) != 0)
+            return IOASSESS_BUFFER_UNKNOWN;
+        asked++;
+    }
+    for (uintptr_t i = 0; i < asked; i++)
+        if (!(resident[i] & 1))
+            return IOASSESS_BUFFER_FAULTED;
+    return IOASSESS_BUFFER_RESIDENT;
+}
+
 /* The page-cache state of [offset, offset + bytes) of fd into *sample (all but its type and
  * key); 1 if the kernel answered. Writes also get the file's size, which tells pages past
- * the end of the file (new pages) from existing ones that are not cached. errno is kept. */
-int ioassess_pagecache_take(int fd, int64_t offset, uint64_t bytes, int is_write,
+ * the end of the file (new pages) from existing ones that are not cached; every op the state
+ * of its buffer (NULL: not known before the call). errno is kept. */
+int ioassess_pagecache_take(int fd, int64_t offset, uint64_t bytes, int is_write, const void *buffer,
                             struct ioassess_pagecache_record *sample)
 {
     int saved_errno = errno;
@@ -129,6 +159,7 @@ int ioassess_pagecache_take(int fd, int64_t offset, uint64_t bytes, int is_write
     }
     struct stat st;
     sample->file_size = is_write && answered && syscall(SYS_fstat, fd, &st) == 0 ? st.st_size : -1;
+    sample->buffer = answered ? buffer_state(buffer, bytes) : IOASSESS_BUFFER_UNKNOWN;
     errno = saved_errno;
     sample->cached = (uint32_t)(head.nr_cache + tail.nr_cache);
     sample->dirty = (uint32_t)(head.nr_dirty + tail.nr_dirty);

@@ -371,10 +371,10 @@ static inline const void *iov_base(const struct iovec *iov, int count, ssize_t r
 /* The page-cache state of the op's range, when the op is sampled (ioassess-pagecache.c):
  * taken before the call, written after its op record. The common path asks only whether the
  * op is due; an op at an unknown offset lets its turn pass. */
-#define SAMPLED(fd, o, offset, bytes, is_write)                                \
+#define SAMPLED(fd, o, offset, bytes, is_write, buffer)                        \
     struct ioassess_pagecache_record sample_;                                  \
     int sampled_ = ioassess_pagecache_due(o) && (offset) >= 0 && (bytes) > 0 && \
-                   ioassess_pagecache_take(fd, offset, bytes, is_write, &sample_)
+                   ioassess_pagecache_take(fd, offset, bytes, is_write, buffer, &sample_)
 
 #define RECORD_SAMPLE()                                                        \
     do {                                                                       \
@@ -400,7 +400,7 @@ static inline const void *iov_base(const struct iovec *iov, int count, ssize_t r
         uint32_t flags_ = ofd_flags(o_);                                       \
         struct at_position at_ = position_begin(o_, flags_);                   \
         SAMPLED(fd, o_, appends(flags_, is_write) ? -1 : at_.before, (uint64_t)(count), \
-                is_write);                                                     \
+                is_write, buf);                                                \
         TIMED(call);                                                           \
         int64_t offset_ = position_end(fd, o_, at_, result_, appends(flags_, is_write)); \
         ioassess_record(op, op_flags(flags_, is_write), ofd_file(o_), offset_, \
@@ -415,7 +415,7 @@ static inline const void *iov_base(const struct iovec *iov, int count, ssize_t r
         if (!o_)                                                               \
             return (call);                                                     \
         SAMPLED(fd, o_, positional(ofd_flags(o_), offset, is_write), (uint64_t)(count), \
-                is_write);                                                     \
+                is_write, buf);                                                \
         TIMED(call);                                                           \
         uint32_t flags_ = ofd_flags(o_);                                       \
         ioassess_record(op, op_flags(flags_, is_write), ofd_file(o_),          \
@@ -440,7 +440,7 @@ static inline const void *iov_base(const struct iovec *iov, int count, ssize_t r
         if ((offset) < 0)                                                      \
             at_ = position_begin(o_, flags_);                                  \
         SAMPLED(fd, o_, (offset) >= 0 ? positional(flags_, offset, is_write)   \
-                        : appends(flags_, is_write) ? -1 : at_.before, 1, is_write); \
+                        : appends(flags_, is_write) ? -1 : at_.before, 1, is_write, NULL); \
         TIMED(call);                                                           \
         int64_t offset_ = (offset) >= 0 ? positional(flags_, offset, is_write) \
                           : position_end(fd, o_, at_, result_, appends(flags_, is_write)); \

@@ -323,7 +323,8 @@ struct ioassess_pagecache_record {
     uint64_t head_page;            /* first page asked: the op's offset >> page_shift */
     uint64_t tail_page;            /* first page of the tail range, 0 if none */
     uint16_t tail_pages;           /* pages asked from tail_page on, 0: no tail range */
-    uint16_t pad;                  /* zero */
+    uint16_t buffer;               /* the op's user buffer before the call (mincore(2) of its
+                                      first and last page): IOASSESS_BUFFER_* */
     uint32_t cached;               /* nr_cache: pages asked that were in the page cache */
     uint32_t dirty;                /* nr_dirty: pages asked that were cached and dirty */
     uint32_t writeback;            /* nr_writeback: pages asked under writeback */
@@ -331,6 +332,15 @@ struct ioassess_pagecache_record {
     uint32_t recently_evicted;     /* nr_recently_evicted: of those, evicted recently (more
                                       memory would have kept them) */
     int64_t file_size;             /* writes: st_size just before the call; reads: -1 */
+};
+
+/* ioassess_pagecache_record.buffer: whether the op's user buffer was in memory before the call.
+ * A buffer not yet touched (fresh memory) is faulted in page by page during the copy, which can
+ * take longer than the copy itself; its op's duration says little of the page cache. */
+enum ioassess_buffer_state {
+    IOASSESS_BUFFER_UNKNOWN = 0,    /* not asked (vector calls) or not answered */
+    IOASSESS_BUFFER_RESIDENT = 1,   /* its first and last page were in memory */
+    IOASSESS_BUFFER_FAULTED = 2,    /* one of them was not: the call faulted it in */
 };
 
 /* Past the record cap, ops are added here instead: exact per (file, op, size bucket).

@@ -20,8 +20,8 @@ from ioassess.inputs.job import LAYERS, META, WRITE, Flag, op_column
 from ioassess.models.causes import (APPENDED, CLASSES, LAYOUT_UNKNOWN, LAYOUTS, UNCLASSIFIED, bound_seconds,
                                     cached_typical_seconds, classify, memory_layout_codes)
 
-from .ground_truth import (CACHED, NEW_PAGES, NOT_SAMPLED, PAST_END, inferred_verdicts, kernel_verdicts,
-                           overridden_classes)
+from .ground_truth import (CACHED, NEW_PAGES, NOT_SAMPLED, PAST_END, fresh_buffers, inferred_verdicts,
+                           kernel_verdicts, overridden_classes)
 from .own_cached import line_of_op, own_cached_lines, own_line_seconds
 
 # Class names in the tables: the model's classes, the causes only the kernel's samples tell,
@@ -97,7 +97,9 @@ def classify_ops_of(job, model, mine=None):
     del modelled
     codes = classify(model, directions, ops["size"], ops["duration_s"], layouts).astype(np.int8)
     cached = cached_typical_seconds(model, directions, ops["size"], layouts)
-    confirmed = (verdict == CACHED) & (directions < 2) & (True if mine is None else mine)
+    # Ops into a fresh buffer took its page faults' time too: not the cached time.
+    fresh = fresh_buffers(ops, verdict >= 0)
+    confirmed = (verdict == CACHED) & (directions < 2) & (True if mine is None else mine) & ~fresh
     own = own_cached_lines(directions, ops["size"], ops["duration_s"], layouts, confirmed)
     own_line = with_own_lines(own, model, codes, cached, directions, ops["size"], ops["duration_s"], layouts)
     if mine is not None:
@@ -139,7 +141,7 @@ def classify_ops_of(job, model, mine=None):
     del layouts, directions
     return {"class": classes, "model_class": codes, "kernel": verdict, "judged": judged, "cached_typical_s": cached,
             "lost_s": np.where(saved, beyond, 0.0), "slowness_s": np.where(saved, 0.0, beyond), "is_io": is_io,
-            "modelled": covered, "appended": appended, "own_line": own_line, "own_lines": own,
+            "modelled": covered, "appended": appended, "own_line": own_line, "own_lines": own, "fresh_buffer": fresh,
             "call_s": call_s}
 
 

@@ -8,6 +8,8 @@ cause it overrides the model (docs/assessment.md, "The kernel's word"):
   says so, and a stall (CPU, preemption, page faults: not storage) when it took as long as
   storage I/O;
 - a read of pages none of which were cached needed the storage: classed uncached;
+- a read of pages the read-ahead of a cold sequential run put there (cachestat counts pages
+  still being read in as cached) settles nothing: the model's class;
 - a write into pages that were all cached is a stall when it took as long as storage I/O;
 - a write into new pages only (past the end of the file, or whole pages of an uncached file:
   nothing to read first) that took as long as storage I/O waited for memory, not the device;
@@ -31,8 +33,12 @@ from .own_cached import per_size, size_bins
 NOT_SAMPLED = -1
 # "new pages": whole pages of which none was cached (a write reads nothing first); "past the end":
 # a write only at or past the end of the file (an append). Both go into new page-cache memory.
-KERNEL_STATES = ("cached", "partly cached", "not cached", "new pages", "past the end")
-CACHED, PARTLY, NOT_CACHED, NEW_PAGES, PAST_END = range(len(KERNEL_STATES))
+# "read ahead": a read's pages were all in the page cache, but it continues a sequential run of
+# reads of its process and file in which an earlier sample found pages not cached: read-ahead
+# put them there and may still be reading them (cachestat counts pages being read in as cached),
+# so the read may have waited for storage: not settled.
+KERNEL_STATES = ("cached", "partly cached", "not cached", "new pages", "past the end", "read ahead")
+CACHED, PARTLY, NOT_CACHED, NEW_PAGES, PAST_END, READ_AHEAD = range(len(KERNEL_STATES))
 PAGE_BYTES = 4096
 # Sampled ops of one process, file and direction that must all agree before unsampled ones
 # there are judged by them.
@@ -59,7 +65,30 @@ def kernel_verdicts(ops):
         [NOT_SAMPLED, PAST_END, CACHED, NOT_CACHED], PARTLY).astype(np.int8)
     # A write of whole pages none of which are cached reads nothing first: like new pages.
     verdict[(ops["direction"] == WRITE) & (verdict == NOT_CACHED) & whole_pages] = NEW_PAGES
+    verdict[read_ahead(ops, verdict)] = READ_AHEAD
     return verdict
+
+
+def read_ahead(ops, verdict):
+    """The reads found cached that continue (at the offset where the previous read of their
+    process and file ended) a sequential run of reads in which an earlier sample found pages not
+    cached or partly cached: the kernel's read-ahead of that run put their pages there."""
+    reads = np.flatnonzero((ops["direction"] == READ) & (ops["offset"] >= 0))
+    marked = np.zeros(len(verdict), bool)
+    if not len(reads):
+        return marked
+    reads = reads[np.lexsort((ops["start_s"][reads], ops["file"][reads], ops["process"][reads]))]
+    process, file, offset = ops["process"][reads], ops["file"][reads], ops["offset"][reads]
+    continues = np.zeros(len(reads), bool)
+    continues[1:] = (process[1:] == process[:-1]) & (file[1:] == file[:-1]) & \
+        (offset[1:] == offset[:-1] + ops["size"][reads][:-1])
+    run_start = np.flatnonzero(~continues)
+    run = np.cumsum(~continues) - 1
+    cold = np.isin(verdict[reads], [NOT_CACHED, PARTLY]).astype(np.int64)
+    cold_so_far = np.cumsum(cold)
+    cold_before = cold_so_far - cold - (cold_so_far - cold)[run_start][run]
+    marked[reads[continues & (cold_before > 0) & (verdict[reads] == CACHED)]] = True
+    return marked
 
 
 def inferred_verdicts(ops, verdict):
@@ -91,12 +120,13 @@ def overridden_classes(classes, verdict, direction, codes):
     return out
 
 
-def agreement(classes, verdict, direction, modelled, codes, size_bytes, duration_s):
+def agreement(classes, verdict, direction, modelled, codes, size_bytes, duration_s, fresh_buffer):
     """How the classes (before the kernel's word) and the kernel's verdicts agree on the sampled
     ops the model covers: per direction a confusion table (kernel verdict x class, counts), and
     for the reads the share where both say cached or both say not cached, in all and outside
-    the band of durations that cannot tell (overlap_bands); trusted when the share outside the
-    band is at least TRUSTED_AGREEMENT."""
+    the band of durations that cannot tell (overlap_bands) and of the reads into a fresh buffer
+    (fresh_buffers: their time holds the buffer's page faults); trusted when the share outside
+    those is at least TRUSTED_AGREEMENT."""
     model_classes = ("memcpy", "cached", "uncached", "slow")
     sampled = np.zeros(len(classes), bool)
     sampled[modelled] = True
@@ -112,15 +142,41 @@ def agreement(classes, verdict, direction, modelled, codes, size_bytes, duration
     model_cached = np.isin(classes, [codes["memcpy"], codes["cached"]])
     decided = reads & np.isin(verdict, [CACHED, NOT_CACHED])
     agreeing = decided & (model_cached == (verdict == CACHED))
-    bands, in_band = overlap_bands(size_bytes, duration_s, verdict, decided)
-    outside = decided & ~in_band
+    fresh = decided & fresh_buffer
+    bands, in_band = overlap_bands(size_bytes, duration_s, verdict, decided & ~fresh)
+    outside = decided & ~in_band & ~fresh
     decided_n, outside_n = int(np.count_nonzero(decided)), int(np.count_nonzero(outside))
     share = float(np.count_nonzero(agreeing) / decided_n) if decided_n else None
     share_outside = float(np.count_nonzero(agreeing & outside) / outside_n) if outside_n else None
     return {"sampled_ops": int(np.count_nonzero(sampled)), "decided_reads": decided_n,
-            "read_agreement": share, "reads_in_band": decided_n - outside_n,
+            "read_agreement": share, "reads_in_band": int(np.count_nonzero(in_band)),
+            "reads_fresh_buffer": int(np.count_nonzero(fresh)),
             "read_agreement_outside_band": share_outside, "bands": bands,
             "trusted": share_outside is None or share_outside >= TRUSTED_AGREEMENT, "tables": tables}
+
+
+def fresh_buffers(ops, asked):
+    """Of the ops in `asked` (a mask), those whose user buffer the call may have faulted in, so
+    that their duration holds page faults as well as the copy: the recorder found the buffer
+    not all in memory (pc_buffer_faulted), or the op is the first of its thread into that
+    address (memory only allocated, or read but never written, is faulted in by the first call
+    that writes into it: the zero page's copy-on-write, which mincore counts as in memory)."""
+    fresh = asked & (op_column(ops, "pc_buffer_faulted") == 1)
+    buffer = ops["buffer"]
+    candidates = np.flatnonzero(asked & (buffer != 0) & ~fresh)
+    if not len(candidates):
+        return fresh
+    near = np.flatnonzero(np.isin(buffer, np.unique(buffer[candidates])))
+    # Ops are in process and start order: within (process, tid, address) the lowest index is
+    # the first use.
+    near = near[np.lexsort((near, buffer[near], ops["tid"][near], ops["process"][near]))]
+    first = np.ones(len(near), bool)
+    first[1:] = (ops["process"][near][1:] != ops["process"][near][:-1]) | \
+        (ops["tid"][near][1:] != ops["tid"][near][:-1]) | (buffer[near][1:] != buffer[near][:-1])
+    first_use = np.zeros(len(buffer), bool)
+    first_use[near[first]] = True
+    fresh[candidates] |= first_use[candidates]
+    return fresh
 
 
 def overlap_bands(size_bytes, duration_s, verdict, decided):

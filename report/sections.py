@@ -42,7 +42,7 @@ def kernel_word(job, per_op):
     changed = per_op["class"] != per_op["model_class"]
     ops = job.ops
     return {**agreement(per_op["model_class"], per_op["kernel"], ops["direction"], per_op["modelled"], CLASS_CODES,
-                        ops["size"], ops["duration_s"]),
+                        ops["size"], ops["duration_s"], per_op["fresh_buffer"]),
             "inferred_ops": int(np.count_nonzero(judged_only)),
             "appended_ops": int(np.count_nonzero(per_op["appended"] & per_op["is_io"])),
             "reclassified_ops": int(np.count_nonzero(changed & per_op["is_io"])),

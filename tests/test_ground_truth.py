@@ -17,8 +17,8 @@ from ioassess.models.causes import LAYOUTS, memory_layout_codes
 from ioassess.models.modelfile import load_model, model_path
 from ioassess.site.training import workload_program_path
 from ioassess.report.classify import CLASS_CODES, classify_ops
-from ioassess.report.ground_truth import CACHED, NEW_PAGES, NOT_CACHED, PAST_END
-from recorder_helpers import evict, random_data_file, tool
+from ioassess.report.ground_truth import CACHED, NEW_PAGES, NOT_CACHED, PAST_END, READ_AHEAD
+from recorder_helpers import evict, prog, random_data_file, tool
 
 FILE_BYTES = 256 << 20
 READ_BYTES = 64 << 10
@@ -85,6 +85,47 @@ def test_reads_of_pages_the_kernel_found_uncached_are_storage(ioassess, data_fil
     assert np.isin(per_op["class"][uncached], STORAGE).all()
     assert assessment["headline"]["lost_by_cause"]["storage"] > 0
     assert assessment["kernel"]["decided_reads"] >= np.count_nonzero(uncached)
+
+
+def test_pages_read_ahead_of_a_cold_sequential_run_do_not_settle_the_cause(ioassess, data_file, tmp_path):
+    """Sequential 4 KiB reads of an evicted file: the first finds nothing cached, the next ones
+    pages the kernel's read-ahead put there (and may still be reading): cachestat calls them
+    cached, but the read may wait for storage, so they are "read ahead" and keep the model's class."""
+    evict(data_file)
+    trace_dir = tmp_path / "t"
+    result = ioassess("run", "--trace-dir", trace_dir, "--", prog("pagecache"), "read", data_file, 4096, 64, 4096)
+    assert result.returncode == 0, result.stderr
+    job, per_op, on_file = ops_of(trace_dir, data_file)
+    sampled = np.flatnonzero(on_file & (job.ops["direction"] == 0) & (per_op["kernel"] >= 0))
+    verdicts = per_op["kernel"][sampled]
+    assert len(sampled) >= 4 and verdicts[0] == NOT_CACHED, verdicts
+    assert READ_AHEAD in verdicts and CACHED not in verdicts, verdicts
+    ahead = sampled[verdicts == READ_AHEAD]
+    assert np.array_equal(per_op["class"][ahead], per_op["model_class"][ahead])
+    assessment = json.loads((trace_dir / "assessment.json").read_text())
+    assert sum(assessment["kernel"]["tables"]["read"]["read ahead"].values()) >= len(ahead)
+
+
+def test_reads_into_fresh_buffers_tell_nothing_of_the_page_cache(ioassess, tmp_path):
+    """1 MiB reads of a cached file, every other one into new memory that was read but never
+    written (its pages map the zero page, which mincore counts as in memory; the call still
+    faults each page in): those reads are the first into their buffer, so their duration holds
+    the faults. They are left out of the agreement and of the job's own cached lines."""
+    data = random_data_file(tmp_path / "data.bin", 16 << 20)
+    read_whole(data)
+    trace_dir = tmp_path / "t"
+    result = ioassess("run", "--trace-dir", trace_dir, "--", prog("pagecache"), "read-zero", data, 1 << 20, 16,
+                      1 << 20)
+    assert result.returncode == 0, result.stderr
+    job, per_op, on_file = ops_of(trace_dir, data)
+    sampled = on_file & (job.ops["direction"] == 0) & (per_op["kernel"] == CACHED)
+    into_new_memory = (job.ops["offset"] // (1 << 20)) % 2 == 0
+    assert np.count_nonzero(sampled) >= 4
+    assert np.array_equal(per_op["fresh_buffer"][sampled], into_new_memory[sampled])
+    assessment = json.loads((trace_dir / "assessment.json").read_text())
+    kernel = assessment["kernel"]
+    assert kernel["reads_fresh_buffer"] >= np.count_nonzero(sampled & into_new_memory)
+    assert kernel["decided_reads"] >= kernel["reads_in_band"] + kernel["reads_fresh_buffer"]
 
 
 def test_appends_slower_than_the_page_cache_are_allocation_not_storage(ioassess, tmp_path):

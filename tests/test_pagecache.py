@@ -81,6 +81,23 @@ def test_reads_after_dontneed_find_nothing_cached(tmp_path, recorder_lib):
     assert set(ops["pc_cached"].tolist()) == {0}
 
 
+def test_a_buffer_not_yet_in_memory_is_told_from_one_that_is(tmp_path, recorder_lib):
+    """Reads into fresh anonymous memory (the call faults it in, page by page) and into the same
+    memory again: the samples say which buffer was in memory before the call."""
+    data = tmp_path / "data"
+    make_file(data, 1 << 20)
+    cache_fully(data)
+    ts = recorded_ops(tmp_path, recorder_lib, "read-fresh", data, 64 << 10, 8, 64 << 10)
+    ops = sampled(ts, data, "pread")
+    assert len(ops["op"]) >= FIRST_OPS_SAMPLED
+    first = ops["offset"] // (64 << 10)
+    assert np.array_equal(ops["pc_buffer_faulted"], np.where(first % 2 == 0, 1, 0)), ops["pc_buffer_faulted"]
+    # pages that map the zero page (read, never written) are in memory to mincore
+    (tmp_path / "traces").rename(tmp_path / "fresh-traces")
+    ts = recorded_ops(tmp_path, recorder_lib, "read-zero", data, 64 << 10, 8, 64 << 10)
+    assert set(sampled(ts, data, "pread")["pc_buffer_faulted"].tolist()) == {0}
+
+
 def test_vector_reads_ask_their_first_page(tmp_path, recorder_lib):
     data = tmp_path / "data"
     make_file(data, 1 << 20)
@@ -90,6 +107,8 @@ def test_vector_reads_ask_their_first_page(tmp_path, recorder_lib):
     assert len(ops["op"]) >= FIRST_OPS_SAMPLED
     assert set(ops["pc_pages"].tolist()) == {1} and set(ops["pc_whole"].tolist()) == {0}
     assert set(ops["pc_cached"].tolist()) == {1}
+    # a vector's buffers cannot be read before the call: not asked
+    assert set(ops["pc_buffer_faulted"].tolist()) == {-1}
 
 
 def test_appends_find_no_pages_and_overwrites_of_dirty_pages_find_them_dirty(tmp_path, recorder_lib):

@@ -21,6 +21,7 @@ ENUM_PREFIXES = {
     tf.HeaderFlag: "IOASSESS_HEADER_",
     tf.OpFlag: "IOASSESS_OP_",
     tf.SummaryState: "IOASSESS_SUMMARY_",
+    tf.BufferState: "IOASSESS_BUFFER_",
     tf.Layer: "IOASSESS_LAYER_",
 }
 SCALAR_CONSTANTS = {

@@ -75,6 +75,8 @@ PAGECACHE_COLUMNS = {
     "pc_recently_evicted": np.int8,  # of those, evicted recently
     "pc_new_pages": np.int8,  # writes: pages asked at or past the end of the file (no data there
                               # yet); -1 for reads and when the size was not known
+    "pc_buffer_faulted": np.int8,  # 1: the op's user buffer was not all in memory before the call
+                                   # (the call faulted it in: fresh memory), 0: it was; -1 not known
 }
 
 # Per-op columns only some inputs have: Job.ops lacks them when its input has none (read them

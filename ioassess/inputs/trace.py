@@ -803,6 +803,8 @@ def pagecache_columns(ops, samples):
     columns["pc_whole"][op_index] = pages == span
     for field in ("cached", "dirty", "writeback", "evicted", "recently_evicted"):
         columns[f"pc_{field}"][op_index] = samples[field]
+    columns["pc_buffer_faulted"][op_index] = np.select(
+        [samples["buffer"] == tf.BufferState.FAULTED, samples["buffer"] == tf.BufferState.RESIDENT], [1, 0], -1)
     size = samples["file_size"]
     sized = _WRITE_KIND[ops["op"][op_index]] & (size >= 0)
     first_new = (size[sized].view(np.uint64) + (np.uint64(1) << shift[sized]) - np.uint64(1)) >> shift[sized]
@@ -847,7 +849,8 @@ def _plausible(samples, ops):
             & (samples["cached"] <= pages) & (samples["dirty"] <= samples["cached"])
             & (samples["writeback"] <= samples["cached"])
             & (samples["evicted"].astype(np.int64) + samples["cached"] <= pages)
-            & (samples["recently_evicted"] <= samples["evicted"]) & (samples["file_size"] >= -1))
+            & (samples["recently_evicted"] <= samples["evicted"]) & (samples["file_size"] >= -1)
+            & (samples["buffer"] <= max(tf.BufferState)))
 
 
 def _pages_from(first_page, pages, first_new_page):

@@ -21,6 +21,14 @@ OP_LAYER_SHIFT = 6
 PAGE_BYTES = 4096
 
 
+class BufferState(enum.IntEnum):
+    """ioassess_pagecache_record.buffer: whether the op's user buffer was in memory before the
+    call (a buffer that was not is faulted in during it)."""
+    UNKNOWN = 0
+    RESIDENT = 1
+    FAULTED = 2
+
+
 class SummaryState(enum.IntEnum):
     """ioassess_summary_entry.state: only IN_USE entries hold counts."""
     FREE = 0
@@ -271,7 +279,7 @@ PAGECACHE_RECORD_DTYPE = np.dtype([
     ("head_page", "<u8"),
     ("tail_page", "<u8"),
     ("tail_pages", "<u2"),
-    ("pad", "<u2"),
+    ("buffer", "<u2"),
     ("cached", "<u4"),
     ("dirty", "<u4"),
     ("writeback", "<u4"),

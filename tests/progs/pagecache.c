@@ -2,6 +2,10 @@
  * I/O whose page-cache state the test sets up and checks (tests/test_pagecache.py):
  *   read       COUNT preads of SIZE bytes of FILE at offsets 0, STRIDE, 2 x STRIDE, ...
  *   readv      the same with preadv (one iovec)
+ *   read-fresh the preads of read, each even one into a new anonymous mapping no one has
+ *              touched (fresh memory: the call faults it in), each odd one into the previous one's
+ *   read-zero  the same, each new mapping read (never written) first: its pages map the zero
+ *              page, in memory to mincore, and the call still faults them (copy-on-write)
  *   append     creates FILE (truncated) and writes COUNT x SIZE bytes with write()
  *   overwrite  COUNT pwrites of SIZE bytes into FILE at offsets 0, STRIDE, ...
  *   errno      (SIZE, COUNT, STRIDE ignored) a read of FILE opened write-only, which fails
@@ -15,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -39,7 +44,7 @@ static void errno_calls(const char *path)
 int main(int argc, char **argv)
 {
     if (argc != 6) {
-        fprintf(stderr, "usage: pagecache read|readv|append|overwrite|errno FILE SIZE COUNT STRIDE\n");
+        fprintf(stderr, "usage: pagecache read|readv|read-fresh|read-zero|append|overwrite|errno FILE SIZE COUNT STRIDE\n");
         return 2;
     }
     const char *mode = argv[1], *path = argv[2];
@@ -53,6 +58,8 @@ int main(int argc, char **argv)
     char *buf = calloc(1, size ? size : 1);
     int appending = strcmp(mode, "append") == 0;
     int writing = appending || strcmp(mode, "overwrite") == 0;
+    int zero = strcmp(mode, "read-zero") == 0;
+    int fresh = zero || strcmp(mode, "read-fresh") == 0;
     int fd = open(path, appending ? O_WRONLY | O_CREAT | O_TRUNC : writing ? O_WRONLY : O_RDONLY, 0644);
     if (!buf || fd < 0) {
         perror(path);
@@ -60,6 +67,16 @@ int main(int argc, char **argv)
     }
     long long moved = 0;
     for (long i = 0; i < count; i++) {
+        if (fresh && i % 2 == 0) {
+            buf = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (buf == MAP_FAILED) {
+                perror("mmap");
+                return 1;
+            }
+            volatile char sum = 0;
+            for (size_t at = 0; zero && at < size; at += 4096)
+                sum += buf[at];
+        }
         struct iovec iov = {buf, size};
         ssize_t n = appending ? write(fd, buf, size)
                     : writing ? pwrite(fd, buf, size, i * stride)
