@@ -216,6 +216,8 @@ def validate(args):
                 raise SystemExit(f"validate: ioassess calibrate failed: {result.stderr.strip()}")
             print(f"ioassess calibrate: {calibration_s:.1f} s (target <= 60 s)")
         model = load_model(model_file)
+        if not args.model:     # kept beside the details, to look into a run afterwards
+            shutil.copyfile(model_file, args.json.removesuffix(".json") + "_model.json")
         data = os.path.join(work, "data")
         subprocess.run(fio_command(data, "write", "1m", FILE_BYTES, FILE_BYTES, "--overwrite=1"), check=True,
                        capture_output=True)

@@ -65,9 +65,29 @@ class SegmentedLine:
 
 
 @dataclasses.dataclass(frozen=True)
+class MeasuredLine:
+    """A typical line that keeps the sizes it was measured at: between the smallest and the
+    largest of them the power law through the two nearest points (straight in log size and log
+    duration), so that the time at a measured size is its measurement; elsewhere the segmented
+    line fitted to them. One slope above 4 KiB cannot follow a copy's cost per byte as the
+    buffers leave the CPU's caches (1 MiB cached overwrites: the fitted line 7 % above their
+    mean, 4 MiB 11 %, 64 KiB 12 % below: docs/cause-models.md, "The fit")."""
+    fitted: SegmentedLine
+    sizes_bytes: tuple
+    seconds: tuple
+
+    def predict(self, size_bytes):
+        size = np.asarray(size_bytes, dtype=np.float64)
+        known, seconds = np.log(np.asarray(self.sizes_bytes, np.float64)), np.log(np.asarray(self.seconds))
+        inside = (size >= self.sizes_bytes[0]) & (size <= self.sizes_bytes[-1])
+        between = np.exp(np.interp(np.log(np.maximum(size, 1.0)), known, seconds))
+        return np.where(inside, between, self.fitted.predict(size))
+
+
+@dataclasses.dataclass(frozen=True)
 class ModelLine:
     bound: SegmentedLine  # classification: the slowest duration this class explains
-    typical: "SegmentedLine | None"  # time estimates: the usual duration
+    typical: "SegmentedLine | MeasuredLine | None"  # time estimates: the usual duration
     errors: dict  # "small"/"large" -> Table-3 metrics of the bound line, see line_errors()
     note: str
 

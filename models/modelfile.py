@@ -18,7 +18,8 @@ import stat
 from ioassess.jsonfile import (Invalid, JsonFileError, check_format, check_keys, choice, iso_date, json_type, number,
                                read_json_file, typed, write_json_file)
 
-from .causes import (JOINT_BYTES, LAYOUTS, LINE_OPS, OPS, CauseModel, ModelLine, SegmentedLine, bound_order_violations)
+from .causes import (JOINT_BYTES, LAYOUTS, LINE_OPS, OPS, CauseModel, MeasuredLine, ModelLine, SegmentedLine,
+                     bound_order_violations)
 
 MODEL_FORMAT = "ioassess-cause-model"
 MODEL_VERSION = 1
@@ -36,6 +37,8 @@ DEVICE_NUMBER = re.compile(r"[0-9]+:[0-9]+")
 JOINT_TOLERANCE = 0.02
 ERROR_METRICS = ("abs_err_s", "rel_err_pct", "outlier_pct_experiment", "outlier_pct_model")
 SEGMENTS = ("small", "large")
+# Sizes a typical line may keep its measurements at (the full profile measures 25).
+MAX_MEASURED_SIZES = 64
 
 
 class ModelFileError(JsonFileError):
@@ -63,8 +66,15 @@ def model_to_json(model):
 def _line_to_json(key, line):
     op, cls, layout = key
     return {"op": op, "class": cls, "layout": layout, "bound": _segmented_to_json(line.bound),
-            "typical": None if line.typical is None else _segmented_to_json(line.typical),
+            "typical": None if line.typical is None else _typical_to_json(line.typical),
             "errors": copy.deepcopy(line.errors), "note": line.note}
+
+
+def _typical_to_json(line):
+    if not isinstance(line, MeasuredLine):
+        return _segmented_to_json(line)
+    return {**_segmented_to_json(line.fitted),
+            "measured": {"size_bytes": list(line.sizes_bytes), "seconds": list(line.seconds)}}
 
 
 def _segmented_to_json(line):
@@ -230,9 +240,36 @@ def _model_line(line, where):
     check_keys(errors, f"{where}errors.", SEGMENTS)
     return key, ModelLine(
         bound=_segmented_line(line, where, "bound"),
-        typical=None if typical is None else _segmented_line(line, where, "typical"),
+        typical=None if typical is None else _typical_line(line, where),
         errors={segment: _segment_errors(errors, f"{where}errors.", segment) for segment in SEGMENTS},
         note=typed(line, where, "note", str))
+
+
+def _typical_line(line, where):
+    """The typical line: a segmented line, with the sizes it was measured at if it has them
+    (MeasuredLine)."""
+    typical = typed(line, where, "typical", dict)
+    if "measured" not in typical:
+        return _segmented_line(line, where, "typical")
+    fitted = _segmented_line({"typical": {k: v for k, v in typical.items() if k != "measured"}}, where, "typical")
+    where = f"{where}typical.measured."
+    measured = typical["measured"]
+    if not isinstance(measured, dict):
+        raise Invalid(f"{where[:-1]}: must be an object, got a JSON {json_type(measured)}")
+    check_keys(measured, where, ("size_bytes", "seconds"))
+    sizes, seconds = measured["size_bytes"], measured["seconds"]
+    if not isinstance(sizes, list) or not isinstance(seconds, list) or len(sizes) != len(seconds) or \
+            not 2 <= len(sizes) <= MAX_MEASURED_SIZES:
+        raise Invalid(f"{where[:-1]}: size_bytes and seconds must be lists of the same length, 2 to "
+                      f"{MAX_MEASURED_SIZES}")
+    for i, size in enumerate(sizes):
+        if type(size) is not int or size < 1 or (i and size <= sizes[i - 1]):
+            raise Invalid(f"{where}size_bytes[{i}]: must be a whole number >= 1 above the one before, "
+                          f"got {json.dumps(size)}")
+    durations = tuple(number({f"[{i}]": value}, f"{where}seconds", f"[{i}]") for i, value in enumerate(seconds))
+    if min(durations) <= 0:
+        raise Invalid(f"{where}seconds: must be above 0, got {min(durations)}")
+    return MeasuredLine(fitted=fitted, sizes_bytes=tuple(sizes), seconds=durations)
 
 
 def _segmented_line(line, where, field):

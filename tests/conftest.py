@@ -196,12 +196,13 @@ def calibrated_model(recorder_lib):
     user = system_user(TEST_USER)
     base = pathlib.Path(tempfile.mkdtemp(prefix="ioassess-calibrated-", dir="/tmp"))
     os.chmod(base, 0o755)
-    work_dir, data_home = base / "work", base / "data"
-    for directory in (work_dir, data_home):
+    work_dir, data_home, tmp_dir = base / "work", base / "data", base / "tmp"
+    for directory in (work_dir, data_home, tmp_dir):
         directory.mkdir()
         os.chown(directory, user.pw_uid, user.pw_gid)
     # no --dir: the default, the current directory (work_dir), as a user types it
-    argv, env = _installed_cli(["calibrate"], {"HOME": str(base), "XDG_DATA_HOME": str(data_home)})
+    argv, env = _installed_cli(["calibrate"], {"HOME": str(base), "XDG_DATA_HOME": str(data_home),
+                                               "TMPDIR": str(tmp_dir)})
     started = time.time()
     with reachable_installation():
         result = subprocess.run(argv, cwd=work_dir, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
@@ -209,8 +210,8 @@ def calibrated_model(recorder_lib):
     ended = time.time()
     assert result.returncode == 0, result.stderr
     (path,) = (data_home / "ioassess" / "models").iterdir()
-    yield types.SimpleNamespace(path=path, work_dir=work_dir, data_home=data_home, result=result, started=started,
-                                ended=ended, user=user)
+    yield types.SimpleNamespace(path=path, work_dir=work_dir, data_home=data_home, tmp_dir=tmp_dir, result=result,
+                                started=started, ended=ended, user=user)
     shutil.rmtree(base)
 
 

@@ -69,10 +69,10 @@ def test_an_unprivileged_user_calibrates_a_model_of_this_host_and_file_system(ca
     status = calibrated_model.path.stat()
     assert (status.st_uid, stat.S_IMODE(status.st_mode)) == (calibrated_model.user.pw_uid, 0o644)
     # every line of the shipped default, so that it can replace it, and those of buffers off the
-    # cache line; nothing left in --dir
+    # cache line; nothing left in --dir, nor of the runs' traces in the temporary directory
     assert model.lines.keys() >= load_model(DEFAULT_MODEL).lines.keys()
-    assert {layout for _, _, layout in model.lines} == {"off0", "rnd", "rnd-unaligned"}
-    assert os.listdir(calibrated_model.work_dir) == []
+    assert {layout for _, _, layout in model.lines} == {"off0", "rnd", "off0-unaligned", "rnd-unaligned"}
+    assert os.listdir(calibrated_model.work_dir) == [] and os.listdir(calibrated_model.tmp_dir) == []
     last = run.stderr.splitlines()[-1]
     assert last.startswith(f"ioassess: wrote {calibrated_model.path}: {fs_type} at {mount} on {host}, measured in ")
 
@@ -99,12 +99,14 @@ def wait_for(condition, what):
 @pytest.mark.parametrize("signum, stage", [(signal.SIGINT, "its work directory is made"),
                                            (signal.SIGTERM, "it measures")])
 def test_a_signal_leaves_no_model_and_no_calibration_files(start_ioassess, tmp_path, signum, stage):
-    work, models = tmp_path / "work", tmp_path / "models"
+    work, models, traces = tmp_path / "work", tmp_path / "models", tmp_path / "tmp"
     work.mkdir()
-    process = start_ioassess("calibrate", "--dir", work, "--out", models / "m.json")
+    traces.mkdir()
+    process = start_ioassess("calibrate", "--dir", work, "--out", models / "m.json", env={"TMPDIR": str(traces)})
     if stage == "it measures":
-        # in the calibration's work directory (beside it may stand a file checking that DIR is writable)
-        wait_for(lambda: any(work.glob("ioassess-calibrate-*/trace-*")), "run of the workload")
+        # a run's trace, in the temporary directory (the data file is in DIR, beside which may
+        # stand a file checking that DIR is writable)
+        wait_for(lambda: any(traces.glob("ioassess-calibrate-traces-*/trace-*")), "run of the workload")
     else:
         wait_for(lambda: any(path.name.startswith("ioassess-calibrate-") for path in work.iterdir()), "work directory")
     process.send_signal(signum)
@@ -112,7 +114,7 @@ def test_a_signal_leaves_no_model_and_no_calibration_files(start_ioassess, tmp_p
     assert process.returncode == 130
     assert stderr.splitlines()[-1] == \
         "ioassess: calibration interrupted; its files were removed and no model was written"
-    assert os.listdir(work) == [] and os.listdir(models) == []
+    assert os.listdir(work) == [] and os.listdir(models) == [] and os.listdir(traces) == []
 
 
 @pytest.mark.parametrize("kind", ["missing", "a file", "not writable"])

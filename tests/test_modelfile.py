@@ -169,6 +169,16 @@ REJECTIONS = [
      "lines[0].bound.large.slope_s_per_byte: must be a number, got a JSON boolean"),
     (set_in(["lines", 2, "typical", "small", "intercept_s"], -2e-5),
      "lines[2].typical.small.intercept_s: must not be negative, got -2e-05"),
+    (set_in(["lines", 2, "typical", "measured"], {"size_bytes": [4096, 4096], "seconds": [1e-6, 2e-6]}),
+     "lines[2].typical.measured.size_bytes[1]: must be a whole number >= 1 above the one before, got 4096"),
+    (set_in(["lines", 2, "typical", "measured"], {"size_bytes": [4096], "seconds": [1e-6]}),
+     "lines[2].typical.measured: size_bytes and seconds must be lists of the same length, 2 to 64"),
+    (set_in(["lines", 2, "typical", "measured"], {"size_bytes": [1, 2], "seconds": [1e-6, "2"]}),
+     'lines[2].typical.measured.seconds[1]: must be a number, got a JSON string'),
+    (set_in(["lines", 2, "typical", "measured"], {"size_bytes": [1, 2], "seconds": [1e-6, 0]}),
+     "lines[2].typical.measured.seconds: must be above 0, got 0.0"),
+    (set_in(["lines", 2, "typical", "measured"], {"sizes": [1, 2], "seconds": [1e-6, 2e-6]}),
+     "lines[2].typical.measured.size_bytes: missing"),
     (set_in(["lines", 0, "bound", "small", "intercept_s"], float("inf")),
      "invalid JSON: Infinity is not a JSON number"),
     (set_in(["provenance", "generator", "repeats"], float("nan")), "invalid JSON: NaN is not a JSON number"),
@@ -204,6 +214,22 @@ def test_a_second_line_for_the_same_key_is_rejected(tmp_path):
     path = write_json(tmp_path / "bad.json", data)
     with pytest.raises(ModelFileError, match=r"bad.json: lines\[3\]: a second line for write uncached rnd$"):
         load_model(path)
+
+
+def test_a_typical_line_keeps_its_measured_sizes(tmp_path):
+    """Between the sizes it was measured at, a typical line gives the measurements and the power
+    law between neighbours; beyond them, its fitted segments."""
+    data = model_to_json(small_model())
+    fitted = data["lines"][2]["typical"]
+    data["lines"][2]["typical"] = {**fitted, "measured": {"size_bytes": [4096, 65536, 1 << 20],
+                                                          "seconds": [2e-6, 8e-6, 100e-6]}}
+    path = write_json(tmp_path / "m.json", data)
+    line = load_model(path).lines[("write", "uncached", "rnd")].typical
+    predicted = line.predict(np.array([4096, 65536, 1 << 20, 16384, 1 << 24]))
+    assert predicted[:3] == pytest.approx([2e-6, 8e-6, 100e-6])
+    assert predicted[3] == pytest.approx(4e-6)           # halfway between 4 KiB and 64 KiB in log size
+    assert predicted[4] == pytest.approx(line.fitted.predict(1 << 24))
+    assert model_to_json(load_model(path))["lines"][2]["typical"] == data["lines"][2]["typical"]
 
 
 def test_null_error_metrics_are_accepted(tmp_path):

@@ -5,8 +5,9 @@ training data are measured exactly as job data are. For every state (discard, ca
 rewritten, uncached, appended), op, memory layout and access size it is run `repeats` times (in an outer loop, as
 in the paper, so that a disturbance hits one repeat, not all); the op durations of one
 (state, op, memory layout, size) cell are pooled, their density gives the outlier cut-off and
-the mean within the cut-off, and two segmented lines are fitted over the sizes: the typical line through the means
-(time estimates; least relative squares) and the bound line (classification): the line that
+the mean within the cut-off, and two lines are made over the sizes: the typical line through the
+means (time estimates: the means themselves between the smallest and largest size measured, a
+least relative squares segmented line beyond) and the bound line (classification): the line that
 best separates the class from the next slower one on the measurements, or, for the slowest
 class, the least line over its cut-offs + 10 % (docs/cause-models.md says why).
 
@@ -36,8 +37,8 @@ from ..files import file_system_facts, work_dir_problem
 from ..jsonfile import Invalid, parse_json
 from ..inputs.trace import read_trace_dir
 from ..inputs.traceformat import Op
-from ..models.causes import (ALIGNMENT_BYTES, APPENDED, FLUSHED, JOINT_BYTES, LAYOUTS, CauseModel, ModelLine,
-                             fit_segmented_line, fit_separating_line, fit_straight_line, fit_upper_envelope,
+from ..models.causes import (ALIGNMENT_BYTES, APPENDED, FLUSHED, JOINT_BYTES, LAYOUTS, CauseModel, MeasuredLine,
+                             ModelLine, fit_segmented_line, fit_separating_line, fit_straight_line, fit_upper_envelope,
                              joined_line, line_errors)
 from ..models.density import density_log10, find_clusters
 from ..models.modelfile import save_model
@@ -149,10 +150,10 @@ PROFILES = {
     # the memcpy bound), one repeat, a file just large enough that no run reads a slot twice
     # (16 slots of 16 MiB).
     "calibrate": Profile(
-        name="calibrate", sizes=_powers(1, 16 << 20, 4), mem_layouts=("off0", "rnd", "rnd-unaligned"),
+        name="calibrate", sizes=_powers(1, 16 << 20, 4), mem_layouts=("off0", "rnd", "off0-unaligned", "rnd-unaligned"),
         file_layouts={"discard": ("off0",), "cached": ("rnd",), "rewritten": ("rnd",), "uncached": ("rnd",),
                       "appended": ("seq",)},
-        repeats=1, min_ops=16, max_ops=2000, budget_bytes=32 << 20, file_bytes=256 << 20,
+        repeats=1, min_ops=16, max_ops=2000, budget_bytes=64 << 20, file_bytes=256 << 20,
         mem_buffer_bytes=64 << 20, run_seconds=0.1),
 }
 
@@ -285,9 +286,11 @@ def fit_cell(points, durations_by_size, slower_by_size, typical_points=None, env
         bound = fit_upper_envelope(sizes, bound_points)
     else:
         bound = fit_segmented_line(sizes, bound_points)
-    typical_points = typical_points or points
-    typical = fit_segmented_line(np.array([p.size for p in typical_points], float),
-                                 np.array([p.typical_s for p in typical_points]))
+    typical_points = sorted(typical_points or points, key=lambda p: p.size)
+    typical_sizes = tuple(p.size for p in typical_points)
+    typical_seconds = tuple(p.typical_s for p in typical_points)
+    typical = MeasuredLine(fitted=fit_segmented_line(np.array(typical_sizes, float), np.array(typical_seconds)),
+                           sizes_bytes=typical_sizes, seconds=typical_seconds)
     all_sizes = np.concatenate([np.full(len(d), s, float) for s, d in durations_by_size.items()])
     all_durations = np.concatenate(list(durations_by_size.values()))
     errors = line_errors(bound, all_sizes, all_durations)
@@ -304,9 +307,13 @@ def slower_durations(measurements, op, cls, layout):
     separated from; {} for the slowest. The cached class of writes is both cached states: the
     rewritten state's small writes (into pages that writes made, 0.6-0.9 us here) are far
     faster than those into read-in pages (15-25 us), and a memcpy bound placed anywhere below
-    the second took 18 % of held-out rewritten writes for memcpy."""
+    the second took 18 % of held-out rewritten writes for memcpy. An -unaligned layout without
+    measurements of the slower class (uncached runs are aligned only: the device's time dwarfs
+    a copy's alignment) is separated from its aligned twin's: bounded by its own cut-offs
+    alone, the envelope of one noisy size lifted a cached read bound above uncached reads."""
     slower = SLOWER_CLASS.get(cls)
-    by_size = measurements.get((op, slower, layout), {})
+    by_size = measurements.get((op, slower, layout)) or \
+        measurements.get((op, slower, layout.removesuffix(UNALIGNED_SUFFIX)), {})
     rewritten = measurements.get((op, REWRITTEN_CELL, layout), {}) if slower == "cached" else {}
     return {size: np.concatenate([by_size.get(size, np.empty(0)), rewritten.get(size, np.empty(0))])
             for size in by_size.keys() | rewritten.keys()}
@@ -420,6 +427,13 @@ class Trainer:
                 raise TrainingError(f"{program} is missing: reinstall ioassess (pip install .)")
         # absolute: the recorder names the files it saw by their absolute paths
         self.work_dir = tempfile.mkdtemp(prefix=work_prefix, dir=os.path.abspath(directory))
+        # The runs' traces on local storage (the default temporary directory, private): on a
+        # networked file system every run's trace costs its round trips (80 ms a run on GlusterFS).
+        try:
+            self.trace_base = tempfile.mkdtemp(prefix=work_prefix + "traces-")
+        except OSError:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+            raise
         self.data_file = os.path.join(self.work_dir, "training.dat")
         # The appended state's file, made empty by each of its runs.
         self.appended_file = os.path.join(self.work_dir, "appended.dat")
@@ -435,6 +449,7 @@ class Trainer:
         """Remove the work directory; a second Ctrl-C or SIGTERM waits until it is gone."""
         with interrupts_held():
             shutil.rmtree(self.work_dir, ignore_errors=True)
+            shutil.rmtree(self.trace_base, ignore_errors=True)
 
     def create_data_file(self):
         with open(self.data_file, "wb") as f:
@@ -528,13 +543,16 @@ class Trainer:
         if self.profile.run_seconds and per_op_s:
             ops = max(self.profile.min_ops, min(ops, int(self.profile.run_seconds / per_op_s)))
         target = self.target(config)
-        trace_dir = os.path.join(self.work_dir, f"trace-{self.runs}")
+        trace_dir = os.path.join(self.trace_base, f"trace-{self.runs}")
         self.runs += 1
         mem_layout = config.mem_layout.removesuffix(UNALIGNED_SUFFIX)
         mem_offset = MEM_OFFSET if mem_layout != config.mem_layout else 0
+        # An off0 run reuses one buffer of its size: the generator fills the whole buffer first
+        # (the profile's 64 MiB took 47 ms, most of a short run).
+        mem_buffer = config.size if mem_layout == "off0" else self.profile.mem_buffer_bytes
         command = [self.workload, "--file", target, "--op", config.op, "--size", str(config.size),
                    "--mem-layout", mem_layout, "--mem-offset", str(mem_offset),
-                   "--mem-buffer", str(self.profile.mem_buffer_bytes),
+                   "--mem-buffer", str(mem_buffer),
                    "--file-layout", config.file_layout, "--repeats", str(ops),
                    "--budget", str(ops * config.size), "--seed", str(config.seed),
                    "--offset-base", str(offset_base(config))]
