@@ -55,11 +55,17 @@ def recorded_ops(tmp_path, recorder_lib, *args, env=None):
     return load(tmp_path / "traces")
 
 
-def test_reads_of_cached_pages_are_all_cached_and_large_ones_ask_first_and_last_pages(tmp_path, recorder_lib):
+def reads_of_a_cached_file(tmp_path, recorder_lib, mode, count):
+    """A 1 MiB file read whole into the page cache, then `count` 64 KiB reads of it (pagecache
+    MODE) under the recorder: (the file, the trace set)."""
     data = tmp_path / "data"
     make_file(data, 1 << 20)
     cache_fully(data)
-    ts = recorded_ops(tmp_path, recorder_lib, "read", data, 64 << 10, 16, 64 << 10)
+    return data, recorded_ops(tmp_path, recorder_lib, mode, data, 64 << 10, count, 64 << 10)
+
+
+def test_reads_of_cached_pages_are_all_cached_and_large_ones_ask_first_and_last_pages(tmp_path, recorder_lib):
+    data, ts = reads_of_a_cached_file(tmp_path, recorder_lib, "read", 16)
     ops = sampled(ts, data, "pread")
     assert len(ops["op"]) >= FIRST_OPS_SAMPLED
     # 16 pages per op: the first two and the last two are asked about
@@ -84,10 +90,7 @@ def test_reads_after_dontneed_find_nothing_cached(tmp_path, recorder_lib):
 def test_a_buffer_not_yet_in_memory_is_told_from_one_that_is(tmp_path, recorder_lib):
     """Reads into fresh anonymous memory (the call faults it in, page by page) and into the same
     memory again: the samples say which buffer was in memory before the call."""
-    data = tmp_path / "data"
-    make_file(data, 1 << 20)
-    cache_fully(data)
-    ts = recorded_ops(tmp_path, recorder_lib, "read-fresh", data, 64 << 10, 8, 64 << 10)
+    data, ts = reads_of_a_cached_file(tmp_path, recorder_lib, "read-fresh", 8)
     ops = sampled(ts, data, "pread")
     assert len(ops["op"]) >= FIRST_OPS_SAMPLED
     first = ops["offset"] // (64 << 10)
