@@ -87,6 +87,8 @@ validate: deps install
 	$(PYTHON) bench/validate_models.py
 	$(PYTHON) bench/validate_fio.py
 	$(PYTHON) bench/validate_fio.py --glusterfs
+	$(PYTHON) bench/validate_noise.py
+	$(PYTHON) bench/validate_noise.py --glusterfs
 	$(MAKE) -C tests/progs
 	$(PYTHON) bench/validate_stakes.py
 
