@@ -38,6 +38,7 @@ pydeps:
 	@$(PYTHON) -c 'import prometheus_client' 2>/dev/null || $(PIP) install --quiet prometheus_client
 	@$(PYTHON) -c 'from jsonschema import Draft202012Validator' 2>/dev/null || $(PIP) install --quiet 'jsonschema>=4'
 	@$(PYTHON) -c 'import pyarrow' 2>/dev/null || $(PIP) install --quiet pyarrow
+	@$(PYTHON) -c 'import duckdb' 2>/dev/null || $(PIP) install --quiet duckdb
 	@$(PYTHON) -c 'import drishti' 2>/dev/null || $(PIP) install --quiet 'drishti-io==0.8'
 	@$(PYTHON) -m ruff --version >/dev/null 2>&1 || $(PIP) install --quiet ruff
 

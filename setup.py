@@ -31,7 +31,7 @@ class BinaryDistribution(Distribution):
 
 setup(
     packages=["ioassess", "ioassess.inputs", "ioassess.models", "ioassess.report", "ioassess.site",
-              "ioassess.site.probe"],
+              "ioassess.site.probe", "ioassess.site.fleet"],
     package_data={"ioassess.models": ["pretrained/*.json"], "ioassess.site": ["templates/*.j2"],
                   "ioassess.site.probe": ["templates/*.j2"],
                   "ioassess.report": ["templates/*.j2", "assessment.schema.json"]},

@@ -35,6 +35,7 @@ from .site.iomodels import (DEFAULT_REPEATS, DEFAULT_TOTAL_BYTES, LAYOUTS, SITE_
                             IoModelsError, Sweep, default_grid_path, default_processes, format_grid, load_site_grid,
                             measure_grid, parse_size)
 from .inputs.load import LoadError, input_kind
+from .site.fleet.command import add_commands as add_fleet_commands
 from .site.probe.command import add_commands as add_probe_commands
 from .report import export_job, make_report
 from .report.invariants import violations
@@ -235,6 +236,7 @@ def _build_parser():
     add_epilog_options(epilog)
     epilog.set_defaults(handler=run_epilog)
     add_probe_commands(commands)
+    add_fleet_commands(commands)
     return parser
 
 

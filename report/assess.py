@@ -19,6 +19,7 @@ from ioassess.models.plain import finite_or_none, ratio_or_none
 from .access_patterns import access_patterns
 from .classify import CAUSES, ROW_CLASSES, classify_ops, estimate_totals
 from .findings import recommendations
+from .latency import latency_histograms
 from .io_model import io_model_cell, site_grid_placement, write_throughput
 from .ledger import io_rows, job_ledger, total
 from .metadata import known_only_from_metadata, metadata_section
@@ -79,6 +80,7 @@ def assess(job, model, model_source="", site_grid=None, model_choice=None, probe
         "timeline": timeline(job, per_op),
         "slowdown": slowdown_timeline(job, per_op),
         "tails": tail_statistics(job, per_op),
+        "latency": latency_histograms(job, per_op),
         "processes": processes,
         "per_process": per_process_view(job, per_op, per_process, per_total, shared),
         "io_model": cell,

@@ -907,3 +907,23 @@ def test_the_report_quotes_the_probe_store_the_settings_name(ioassess, site, rec
     section = json.loads(pathlib.Path(site.report(suffix="json")).read_text())["file_system"]
     assert (section["store"], section["problem"]) == (db, None)
     assert [target["target"] for target in section["targets"]] == [os.path.join(site.root, "fs")]
+
+
+def test_the_jobs_record_is_spooled_for_the_site_store_under_slurms_id_and_user(ioassess, site, recorder_lib):
+    store = os.path.join(site.root, "fleet")
+    site.record_job(recorder_lib)
+    result = epilog(ioassess, site.settings(fleet_store=store), site.slurm_environment())
+    assert_one_line(site, result, f"wrote {site.report()} and {site.report(suffix='json')}; fleet record spooled")
+    spooled = os.listdir(os.path.join(store, "spool"))
+    assert len(spooled) == 1 and spooled[0].startswith(f"{JOB}-")
+    status = os.lstat(os.path.join(store, "spool", spooled[0]))
+    assert (status.st_uid, stat.S_IMODE(status.st_mode)) == (0, 0o600)
+    assert ioassess("fleet", "compact", "--store", store).returncode == 0
+    result = ioassess("fleet", "sql", "SELECT job_key, job_id, user, app, report, lost_high_s FROM jobs", "--store",
+                      store, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    [row] = json.loads(result.stdout)
+    assessment = json.loads(pathlib.Path(site.report(suffix="json")).read_text())
+    assert (row["job_key"], row["job_id"], row["user"], row["app"], row["report"]) == (JOB, JOB, USER, "dd",
+                                                                                       site.report())
+    assert row["lost_high_s"] == assessment["headline"]["lost_high_s"]

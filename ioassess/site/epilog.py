@@ -48,7 +48,7 @@ REAP_GRACE_S = 5.0
 EXIT_POLL_S = 0.05
 # What the parent keeps of the worker's result and of its output (stdout and stderr), in bytes;
 # the rest is read and discarded.
-RESULT_LIMIT = 64 * 1024
+RESULT_LIMIT = 256 * 1024
 OUTPUT_TAIL = 4096
 # The longest line the epilog logs, in characters.
 LOG_LINE_LIMIT = 2000
@@ -89,6 +89,7 @@ class Settings:
     log: str = ""
     report_group: str = ""
     probe_db: str = ""
+    fleet_store: str = ""    # "": no record of the job for the site's store (docs/fleet.md)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,6 +122,7 @@ class Work:
     model_dirs: list         # [origin, directory] in search order (modelfile.model_dirs)
     report_group: str
     probe_db: str
+    fleet_record: bool       # send the job's record for the site's store back with the outcome
 
 
 def _days(text):
@@ -187,6 +189,8 @@ def add_options(parser):
     option("--probe-db", metavar="PATH",
            help="the file-system probe's store (ioassess probe run), for the file system's slowdown during the job "
                 "(default: none)")
+    option("--fleet-store", metavar="DIR",
+           help="spool the job's record into this site store (ioassess fleet, docs/fleet.md; default: none)")
 
 
 def run(args):
@@ -200,7 +204,10 @@ def run(args):
             return 0
         job = job_context(os.environ)
         log.prefix = f"job {job.job_id} ({job.user}): "
-        log.line(run_worker(job, work_for(job, settings), settings.time_limit, settings.memory_limit))
+        line, record = run_worker(job, work_for(job, settings), settings.time_limit, settings.memory_limit)
+        if settings.fleet_store and record is not None:
+            line += spool_job_record(settings.fleet_store, record, job)
+        log.line(line)
     except EpilogError as error:
         log.line(str(error))
     except Exception as error:   # a bug must not drain the node: it is one line in the log too
@@ -400,15 +407,16 @@ def work_for(job, settings):
                 darshan_days=settings.darshan_days, output=expand(settings.output, job),
                 json=expand(settings.json, job) if settings.json else "", model=settings.model,
                 model_dirs=model_dirs({}, job.home, settings.site_models or site_model_dir()),
-                report_group=settings.report_group, probe_db=settings.probe_db)
+                report_group=settings.report_group, probe_db=settings.probe_db,
+                fleet_record=bool(settings.fleet_store))
 
 
 def run_worker(job, work, time_limit, memory_limit):
     """Run the worker as the job's user for at most time_limit seconds and, where a memory cgroup
-    can be had (memory_cgroup), memory_limit bytes; the line to log: its outcome (summary_line),
-    or why there is none. Whatever the worker started is ended when it ends or is stopped
-    (end_cgroup, end_descendants), and of its output only the last OUTPUT_TAIL bytes are kept,
-    for the line saying why it failed."""
+    can be had (memory_cgroup), memory_limit bytes; (the line to log: its outcome (summary_line)
+    or why there is none; the job's record for the site's store it sent, or None). Whatever the
+    worker started is ended when it ends or is stopped (end_cgroup, end_descendants), and of its
+    output only the last OUTPUT_TAIL bytes are kept, for the line saying why it failed."""
     options = {}
     if os.geteuid() == 0:
         # subprocess sets the supplementary groups, then the group, then the user (real,
@@ -449,18 +457,20 @@ def run_worker(job, work, time_limit, memory_limit):
         remove_cgroup(cgroup)
         remove_cgroup(memory)
     memory_text = f"the memory limit of {bytes_text(memory_limit)} (memory_limit)"
+    record = None
     if not finished:
         line = f"the report took longer than the time limit of {time_limit:g} s and was stopped: no report written"
     elif out_of_memory and worker.returncode == -signal.SIGKILL:
         line = f"the report needed more memory than {memory_text} and was stopped: no report written"
     else:
         line = worker_outcome(worker.returncode, result.data, output.data)
+        record = sent_record(result.data) if worker.returncode == 0 else None
         if out_of_memory:
             line += f"; a process of the report was stopped at {memory_text}"
     if left:
         line += (f"; processes it started ({', '.join(map(str, left))}) did not end after SIGKILL (stuck in a "
                  "file system?) and were left")
-    return line
+    return line, record
 
 
 def worker_command(result_fd):
@@ -702,6 +712,29 @@ def worker_outcome(returncode, result, output):
     return summary_line(outcome, left_out, first)
 
 
+def sent_record(result):
+    """The job's record the worker sent (a dict, checked when it is spooled), or None."""
+    try:
+        record = parse_json(result.decode("utf-8")).get("record")
+    except (Invalid, UnicodeDecodeError, AttributeError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def spool_job_record(store, record, job):
+    """The worker's record of the job into the site's spool, with the job's id and user as Slurm
+    gives them (whatever the worker, which runs the user's files, said): "; ..." for the line."""
+    from .fleet.record import rekeyed
+    from .fleet.schema import RecordError, check_record
+    from .fleet.spool import spool_record
+    try:
+        check_record(record)
+        spool_record(store, rekeyed(record, job.job_id, job.user))
+    except (RecordError, OSError) as error:
+        return f"; its fleet record was not spooled: {printable(str(error))}"
+    return "; fleet record spooled"
+
+
 def summary_line(outcome, left_out, first):
     """The outcome and, when inputs were left out, how many and the first of them."""
     if not left_out:
@@ -718,15 +751,20 @@ def worker_main(result_fd):
     from ..models.modelfile import ModelFileError
     compile_templates_anew()   # the job's user's cache of compiled templates is theirs to write
     left_out = []
+    record = None
     try:
         work = Work(**parse_json(sys.stdin.read()))
         check_identity(work)
-        outcome = make_job_report(work, left_out)
+        outcome, assessment = make_job_report(work, left_out)
+        if work.fleet_record and assessment is not None:
+            from .fleet.record import job_record
+            record = job_record(assessment, user=work.user, report=work.output, source=work.trace_dir)
     except (EpilogError, LoadError, ModelFileError) as error:
         outcome = str(error)
     except Exception as error:   # the parent logs one line; a traceback would not fit the log
         outcome = f"internal error: {type(error).__name__}: {error}"
-    result = {"outcome": outcome, "left_out": len(left_out), "first_left_out": (left_out or [""])[0]}
+    result = {"outcome": outcome, "left_out": len(left_out), "first_left_out": (left_out or [""])[0],
+              "record": record}
     with open(result_fd, "w", encoding="utf-8") as out:
         json.dump(result, out)
     return 0
@@ -749,8 +787,8 @@ def check_identity(work):
 
 
 def make_job_report(work, left_out):
-    """Find the job's traces and Darshan log and write its report; the outcome to log. The
-    inputs left out (another user's files, a Darshan log of another job, traces that cannot be
+    """Find the job's traces and Darshan log and write its report; (the outcome to log, the
+    assessment or None). The inputs left out (another user's files, a Darshan log of another job, traces that cannot be
     read) are appended to left_out, one `PATH: problem` each."""
     from ..report import make_report
     traces = job_trace_files(work.trace_dir, work.job_id, work.uid, left_out)
@@ -762,7 +800,7 @@ def make_job_report(work, left_out):
         if work.darshan_logpath:
             where += (f" and no Darshan log {work.darshan_logpath}/YEAR/MONTH/DAY/"
                       f"{work.user}_*_id{work.job_id}_*.darshan of the last {work.darshan_days + 1} days")
-        return f"nothing to report: {where}"
+        return f"nothing to report: {where}", None
     destinations = [path for path in (work.output, work.json) if path]
     for path in destinations:
         check_destination(path, work.uid)
@@ -782,7 +820,7 @@ def make_job_report(work, left_out):
     grid = assessment.get("site_grid") or {}
     if grid.get("problem"):
         left_out.append(f"site grid {grid['path']}: {grid['problem']}")
-    return f"wrote {' and '.join(destinations)}{unshared}"
+    return f"wrote {' and '.join(destinations)}{unshared}", assessment
 
 
 def trace_problems(notes, traces):

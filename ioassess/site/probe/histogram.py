@@ -1,28 +1,17 @@
 """Durations on a fixed logarithmic scale, and quantiles of groups of (weighted) values.
 
-A duration falls in bin round(log(seconds / MIN_SECONDS) / log(BIN_RATIO)): bins 1 % wide from
+Durations fall in the bins of SCALE (models/log_scale.py): bins 1 % wide from
 0.1 us to about 40 min, so a quantile read from summed bin counts is within 0.5 % of the
 duration's. The store keeps an hour of one op as its non-empty bins and their counts.
 """
-import math
-
 import numpy as np
 
-MIN_SECONDS = 1e-7
-BIN_RATIO = 1.01
-BINS = 2400
+from ...models.log_scale import LogScale
 
-
-def bins_of(seconds):
-    """The bin of each duration (uint16), durations outside the scale in its first or last bin."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        position = np.round(np.log(np.asarray(seconds, dtype=np.float64) / MIN_SECONDS) / math.log(BIN_RATIO))
-    return np.clip(np.nan_to_num(position, nan=0.0), 0, BINS - 1).astype(np.uint16)
-
-
-def seconds_of(bins):
-    """The duration at the middle (in log) of each bin."""
-    return MIN_SECONDS * BIN_RATIO ** np.asarray(bins, dtype=np.float64)
+SCALE = LogScale(min_s=1e-7, ratio=1.01, bins=2400)
+BINS = SCALE.bins
+bins_of = SCALE.bins_of
+seconds_of = SCALE.seconds_of
 
 
 def encode(seconds):
