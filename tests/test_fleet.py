@@ -64,6 +64,8 @@ def _stored_jobs(store):
 
 
 def test_a_jobs_record_keeps_its_assessments_numbers(recorded_jobs):
+    # runs outside a scheduler: each its own key, however alike (two dd runs may share a second)
+    assert len({record["job"]["job_key"] for record in _records(recorded_jobs)}) == len(JOBS)
     user, trace_dir, assessment = recorded_jobs[0]
     record = job_record(assessment, user=user, source=str(trace_dir))
     job, head = record["job"], assessment["headline"]

@@ -41,18 +41,27 @@ def job_record(assessment, step="", user=None, account="", report="", source="")
               "files": {"position": list(range(len(files))), **_columns(files, (
                   "name", "fs_type", "mount_point", "ops", "bytes", "seconds", "lost_high_s"))},
               "latency": _latency_columns(assessment.get("latency"))}
-    job["record_hash"] = record_hash(record)
-    return record
+    return keyed(record)
 
 
 def rekeyed(record, job_id, user):
     """The record with the job's id and user as the scheduler gives them (replacing what the
     record says) and its key and hash made anew."""
-    job = {**record["job"], "job_id": str(job_id), "user": str(user)}
-    job["job_key"] = job_key(job["job_id"], job["step"], job)
-    rekeyed = {**record, "job": job}
-    job["record_hash"] = record_hash(rekeyed)
-    return rekeyed
+    return keyed({**record, "job": {**record["job"], "job_id": str(job_id), "user": str(user)}})
+
+
+def keyed(record):
+    """The record with its job key and hash: the job id and step ("1234.0", "1234" for the
+    whole job); a job without an id (a run outside a scheduler) is named by a hash of its
+    record, so that two runs are two keys however alike their facts."""
+    job = record["job"]
+    if job["job_id"]:
+        job["job_key"] = f"{job['job_id']}.{job['step']}" if job["step"] else job["job_id"]
+    else:
+        job["job_key"] = ""
+        job["job_key"] = "run-" + record_hash(record)[:16]
+    job["record_hash"] = record_hash(record)
+    return record
 
 
 def _columns(rows, names):
@@ -107,17 +116,7 @@ def _job_row(a, step, user, account, report, source):
                 amounts = entry[layer] or {}
                 row[f"{layer}_{entry['direction']}_bytes"] = amounts.get("bytes") or 0
                 row[f"{layer}_{entry['direction']}_s"] = amounts.get("seconds") or 0.0
-    row["job_key"] = job_key(job["job_id"], step, row)
     return row
-
-
-def job_key(job_id, step, row):
-    """job id and step ("1234.0", "1234" for the whole job); a job without an id (a run
-    outside a scheduler) is named by what it ran, where and when."""
-    if job_id:
-        return f"{job_id}.{step}" if step else str(job_id)
-    facts = json.dumps([row["user"], row["app"], str(row["start"]), str(row["end"]), row["processes"]])
-    return "run-" + hashlib.sha256(facts.encode()).hexdigest()[:16]
 
 
 def _latency_columns(latency):

@@ -155,9 +155,8 @@ def _compact_batch(store, names, present):
     known = _rejected_sources(store)
     add_rejects(store, [{"source": f"{SPOOL}/{name}", "problem": problem} for name, problem in sorted(rejects.items())
                         if f"{SPOOL}/{name}" not in known])
-    batch = uuid.uuid4().hex
     for month, parts in sorted(tables.items()):
-        _commit(store, [(_month_dir(store, table, month), parts[table]) for table in TABLES], batch)
+        commit_parts(store, month, parts)
     for name in [*(name for name, _ in records if name not in refused), *duplicates]:
         os.unlink(os.path.join(spool, name))
         _step("spool record removed")
@@ -244,6 +243,11 @@ def _check_record(record, name):
     check_record(record)
     if not name.endswith(f"-{record['job']['record_hash']}.json"):
         raise RecordError("its name does not end with its record's hash")
+
+
+def commit_parts(store, month, tables):
+    """{table: pa.Table} as one batch's parts of the month."""
+    _commit(store, [(_month_dir(store, table, month), tables[table]) for table in TABLES], uuid.uuid4().hex)
 
 
 def _month_dir(store, table, month):
