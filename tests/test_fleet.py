@@ -1,6 +1,7 @@
 """The site's store (ioassess/site/fleet, docs/fleet.md): records of real recorded jobs spooled,
 compacted into Parquet and questioned; compaction killed or stopped at every step it can die
 at; hostile spool files; back-filling from Darshan logs."""
+import datetime
 import glob
 import json
 import os
@@ -19,8 +20,9 @@ from ioassess.report import make_report
 from ioassess.report.latency import LATENCY_SCALE
 from ioassess.site.fleet.engine import Filters, connect, run_query
 from ioassess.site.fleet.queries import PERCENTILES, QUERIES
-from ioassess.site.fleet.record import job_record
+from ioassess.site.fleet.record import job_record, keyed
 from ioassess.site.fleet.record import record_hash
+from ioassess.site.fleet.schema import STORE_TABLES
 from ioassess.site.fleet.spool import MAX_RECORD_BYTES, SPOOL, spool_record
 from ioassess.site.fleet.store import MERGE_PARTS, SIGNAL_AT_ENV, compact
 
@@ -119,7 +121,11 @@ def test_fleet_percentiles_are_those_of_every_jobs_ops_together(recorded_jobs, t
     histograms summed, not percentiles of percentiles."""
     _spool_all(tmp_path, _records(recorded_jobs))
     compact(str(tmp_path))
-    columns, rows = run_query(connect(str(tmp_path)), "latency")
+    connection = connect(str(tmp_path))
+    columns, rows = run_query(connection, "latency")
+    # from the rollups (no filter) and from every job's rows (a filter all jobs pass): the same
+    since = Filters(since=datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc))
+    assert run_query(connection, "latency", since) == (columns, rows)
     pooled = {}
     io_layers = [LAYERS.index("posix"), LAYERS.index("stdio")]
     for _, trace_dir, _ in recorded_jobs:
@@ -147,7 +153,8 @@ def _compaction(store, env=None):
                           env=clean_env(env), capture_output=True, text=True, timeout=300)
 
 
-STEPS = [("part renamed", n) for n in range(1, 9)] + [("spool record removed", n) for n in (1, 3, 4)]
+STEPS = [("part renamed", n) for n in range(1, 2 * len(STORE_TABLES) + 1)] + \
+    [("spool record removed", n) for n in (1, 3, 4)]
 
 
 @pytest.mark.parametrize("step,count", STEPS, ids=[f"{s.replace(' ', '-')}-{n}" for s, n in STEPS])
@@ -174,8 +181,9 @@ def test_a_compaction_killed_at_any_step_loses_and_duplicates_nothing(recorded_j
         r["job"]["job_key"] for r in records)
 
 
-MERGE_STEPS = [("part renamed", 6), ("part renamed", 8), ("merged part removed", 1), ("merged part removed", 5),
-               ("merged part removed", (MERGE_PARTS + 1) * 4)]
+MERGE_STEPS = [("part renamed", len(STORE_TABLES) + 1), ("part renamed", 2 * len(STORE_TABLES)),
+               ("merged part removed", 1), ("merged part removed", 5),
+               ("merged part removed", (MERGE_PARTS + 1) * len(STORE_TABLES))]
 
 
 @pytest.mark.parametrize("step,count", MERGE_STEPS, ids=[f"{s.replace(' ', '-')}-{n}" for s, n in MERGE_STEPS])
@@ -287,3 +295,25 @@ def test_ingest_takes_darshan_logs_skips_what_it_has_and_rejects_the_damaged(ioa
     again = ioassess("fleet", "ingest", "--store", store, tmp_path / "logs")
     assert again.returncode == 0 and "skipped 5" in again.stderr and "added 0" in again.stderr
     assert len(_stored_jobs(store)) == 4
+
+
+def test_a_run_that_loses_far_more_than_its_applications_history_is_a_regression(recorded_jobs, tmp_path):
+    """Twelve runs of one application (real records with their times and losses set): the
+    eleventh, ten times its history's loss, is a regression and an outlier; the others are not."""
+    base = _records(recorded_jobs)[0]
+    lost = [10.0, 11.0, 9.0, 10.5, 9.5, 10.0, 12.0, 8.0, 10.0, 11.0, 100.0, 10.0]
+    for number, seconds in enumerate(lost):
+        record = json.loads(json.dumps(base))
+        job = record["job"]
+        job.update(job_id=str(5000 + number), lost_high_s=seconds, lost_low_s=seconds, month="2023-11",
+                   end=(1_700_000_000 + 3600 * number) * 10 ** 6)
+        spool_record(str(tmp_path), keyed(record))
+    compact(str(tmp_path))
+    connection = connect(str(tmp_path))
+    columns, rows = run_query(connection, "regressions")
+    assert [row[0] for row in rows] == ["5010"]
+    assert rows[0][columns.index("history_median")] == pytest.approx(10.0)
+    columns, rows = run_query(connection, "outliers")
+    assert [row[0] for row in rows] == ["5010"]
+    columns, rows = run_query(connection, "job", argument="5010")
+    assert rows[0][columns.index("rank_by_lost")] == 1 and rows[0][columns.index("app_runs")] == 12

@@ -8,7 +8,7 @@ import os
 
 from ...report.latency import LATENCY_SCALE
 from .queries import QUERIES
-from .schema import TABLES
+from .schema import STORE_TABLES
 from .store import FILE_SCHEMAS, StoreError
 
 _DUCKDB_TYPES = {"string": "VARCHAR", "int64": "BIGINT", "int16": "SMALLINT", "double": "DOUBLE",
@@ -48,7 +48,7 @@ def connect(store):
     if not os.path.isdir(store):
         raise StoreError(f"{store}: no such store (a directory `ioassess fleet compact` fills)")
     connection = duckdb.connect()
-    for table in TABLES:
+    for table in STORE_TABLES:
         pattern = os.path.join(store, table, "month=*", "part-*.parquet")
         if glob.glob(pattern):
             connection.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet({_literal(pattern)}, "
@@ -68,8 +68,9 @@ def run_query(connection, name, filters=Filters(), argument=None):
     """(column names, rows) of a named question."""
     query = QUERIES[name]
     condition, parameters = filters.condition()
-    sql = query.sql.format(where=condition, min_s=repr(LATENCY_SCALE.min_s), ratio=repr(LATENCY_SCALE.ratio))
-    parameters = parameters * query.sql.count("{where}")
+    template = query.unfiltered_sql if query.unfiltered_sql and not parameters else query.sql
+    sql = template.format(where=condition, min_s=repr(LATENCY_SCALE.min_s), ratio=repr(LATENCY_SCALE.ratio))
+    parameters = parameters * template.count("{where}")
     if query.takes_argument:
         parameters = [argument, *parameters]
     result = connection.execute(sql, parameters)

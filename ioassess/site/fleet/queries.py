@@ -8,9 +8,9 @@ valid condition ("TRUE" without filters); its parameters come with it, in order.
 import dataclasses
 
 # Runs of an application a regression is judged against, and how far above their median (in
-# median absolute deviations, and at least this share) a run must lose to be one.
+# interquartile ranges of those runs, and at least this share of it) a run must lose to be one.
 HISTORY_RUNS = 10
-REGRESSION_MADS = 3.0
+REGRESSION_IQRS = 3.0
 REGRESSION_MIN_RISE = 0.5
 OUTLIER_MADS = 5.0
 PERCENTILES = (0.5, 0.9, 0.99, 0.999)
@@ -23,6 +23,7 @@ class Query:
     help: str
     sql: str
     takes_argument: bool = False
+    unfiltered_sql: str = ""    # the same rows from the rollups, when no filter is given
 
 
 _GROUPED = """
@@ -31,6 +32,20 @@ SELECT {column} AS {name}, count(*) AS jobs, sum(j.io_s) AS io_s, sum(j.lost_hig
        arg_max(j.job_key, j.lost_high_s) AS worst_job, max(j.lost_high_s) AS worst_lost_s
 FROM jobs j WHERE {{where}}
 GROUP BY {column} ORDER BY lost_high_s DESC, {name} LIMIT {limit}
+"""
+
+# Percentiles from summed bin counts: the middle of the bin that holds the op of rank
+# floor(q (n - 1)); {counts} gives (kind, mount_point, fs_type, bin, n).
+_LATENCY = """
+WITH counts AS ({counts}),
+cumulative AS (
+  SELECT *, sum(n) OVER (PARTITION BY kind, mount_point, fs_type ORDER BY bin) AS upto,
+         sum(n) OVER (PARTITION BY kind, mount_point, fs_type) AS total
+  FROM counts)
+SELECT kind, mount_point, fs_type, any_value(total) AS ops,
+""" + ",\n".join(f"       {{{{min_s}}}} * pow({{{{ratio}}}}, min(bin) FILTER (WHERE upto > floor({p} * (total - 1))))"
+                 f" AS p{str(p)[2:].ljust(2, '0')}_s" for p in PERCENTILES) + """
+FROM cumulative GROUP BY kind, mount_point, fs_type ORDER BY kind, mount_point, fs_type
 """
 
 QUERIES = {q.name: q for q in (
@@ -62,20 +77,19 @@ FROM jobs j WHERE {where} AND j."end" IS NOT NULL
 GROUP BY week, j.main_fs ORDER BY week, j.main_fs
 """),
     Query("regressions", f"runs that lost more than their application's last {HISTORY_RUNS} runs' median by "
-                         f"{REGRESSION_MADS:g} median absolute deviations and {REGRESSION_MIN_RISE:.0%}",
+                         f"{REGRESSION_IQRS:g} of their interquartile ranges and by {REGRESSION_MIN_RISE:.0%}",
           f"""
-WITH ordered AS (
-  SELECT j.job_key, j.app, j."end", j.lost_high_s,
-         list(j.lost_high_s) OVER (PARTITION BY j.app ORDER BY j."end", j.job_key
-                                   ROWS BETWEEN {HISTORY_RUNS} PRECEDING AND 1 PRECEDING) AS history
-  FROM jobs j WHERE {{where}} AND j.app <> '' AND j."end" IS NOT NULL),
-judged AS (
-  SELECT *, list_median(history) AS history_median,
-         list_median(list_transform(history, lambda x: abs(x - list_median(history)))) AS history_mad
-  FROM ordered WHERE len(history) = {HISTORY_RUNS})
-SELECT job_key, app, "end", lost_high_s, history_median, history_mad
+WITH judged AS (
+  SELECT j.job_key, j.app, j."end", j.lost_high_s, count(*) OVER history AS runs,
+         quantile_cont(j.lost_high_s, 0.5) OVER history AS history_median,
+         quantile_cont(j.lost_high_s, 0.75) OVER history - quantile_cont(j.lost_high_s, 0.25) OVER history
+           AS history_iqr
+  FROM jobs j WHERE {{where}} AND j.app <> '' AND j."end" IS NOT NULL
+  WINDOW history AS (PARTITION BY j.app ORDER BY j."end", j.job_key
+                     ROWS BETWEEN {HISTORY_RUNS} PRECEDING AND 1 PRECEDING))
+SELECT job_key, app, "end", lost_high_s, history_median, history_iqr
 FROM judged
-WHERE lost_high_s > history_median + {REGRESSION_MADS} * history_mad
+WHERE runs = {HISTORY_RUNS} AND lost_high_s > history_median + {REGRESSION_IQRS} * history_iqr
   AND lost_high_s > (1 + {REGRESSION_MIN_RISE}) * history_median
 ORDER BY lost_high_s - history_median DESC, job_key LIMIT {LIMIT}
 """),
@@ -95,20 +109,13 @@ ORDER BY mads DESC, j.job_key LIMIT {LIMIT}
 """),
     Query("latency", "fleet-wide percentiles of op durations per op kind and file system, from the jobs' "
                      "histograms summed",
-          """
-WITH counts AS (
+          _LATENCY.format(counts="""
   SELECT l.kind, l.mount_point, l.fs_type, l.bin, sum(l.count) AS n
   FROM latency l JOIN jobs j ON j.job_key = l.job_key AND j.month = l.month WHERE {where}
-  GROUP BY l.kind, l.mount_point, l.fs_type, l.bin),
-cumulative AS (
-  SELECT *, sum(n) OVER (PARTITION BY kind, mount_point, fs_type ORDER BY bin) AS upto,
-         sum(n) OVER (PARTITION BY kind, mount_point, fs_type) AS total
-  FROM counts)
-SELECT kind, mount_point, fs_type, any_value(total) AS ops,
-""" + ",\n".join(f"       {{min_s}} * pow({{ratio}}, min(bin) FILTER (WHERE upto > floor({p} * (total - 1))))"
-                 f" AS p{str(p)[2:].ljust(2, '0')}_s" for p in PERCENTILES) + """
-FROM cumulative GROUP BY kind, mount_point, fs_type ORDER BY kind, mount_point, fs_type
-"""),
+  GROUP BY l.kind, l.mount_point, l.fs_type, l.bin"""),
+          unfiltered_sql=_LATENCY.format(counts="""
+  SELECT kind, mount_point, fs_type, bin, sum(count) AS n FROM latency_totals
+  GROUP BY kind, mount_point, fs_type, bin""")),
     Query("job", "one job against its application's history: its time lost, the median of the application's "
                  "runs, its rank among them",
           """

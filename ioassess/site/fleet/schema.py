@@ -32,6 +32,10 @@ COLUMNS = {
     "latency": [("job_key", STRING), ("kind", STRING), ("mount_point", STRING), ("fs_type", STRING), ("bin", BIN),
                 ("count", INTEGER)],
 }
+# Tables the compaction derives from a batch's records: the latency bins summed per month, kind
+# and file system (the latency question without filters reads them, not every job's rows).
+ROLLUPS = {"latency_totals": [(name, kind) for name, kind in COLUMNS["latency"] if name != "job_key"]}
+STORE_TABLES = (*TABLES, *ROLLUPS)
 # A record's job row has the jobs columns and its month; the other tables' columns but job_key.
 JOB_FIELDS = [name for name, _ in COLUMNS["jobs"]] + ["month"]
 RECORD_COLUMNS = {table: [name for name, _ in COLUMNS[table] if name != "job_key"] for table in TABLES[1:]}

@@ -3,7 +3,7 @@ small file each into, and Parquet tables partitioned by month that `ioassess fle
 makes of it.
 
 Layout:  STORE/spool/<job key>-<hash>.json   one record each (record.py), written whole then renamed
-         STORE/<table>/month=YYYY-MM/part-<batch>.parquet   the tables of record.TABLES
+         STORE/<table>/month=YYYY-MM/part-<batch>.parquet   the tables of schema.STORE_TABLES
          STORE/rejects/part-<batch>.parquet  what could not be taken, and why
          STORE/rejected/<name>               the spooled files it was said of, kept for a look
          STORE/.lock                         held by one compaction at a time
@@ -27,7 +27,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ...escape import printable
-from .schema import BIN, COLUMNS, FLOAT, INTEGER, SCHEMA_VERSION, STRING, TABLES, TIMESTAMP, RecordError, check_record
+from .schema import (BIN, COLUMNS, FLOAT, INTEGER, ROLLUPS, SCHEMA_VERSION, STORE_TABLES, STRING, TABLES, TIMESTAMP,
+                     RecordError, check_record)
 from .spool import MAX_RECORD_BYTES, SPOOL, SPOOL_NAME
 
 REJECTS = "rejects"
@@ -42,7 +43,8 @@ SIGNAL_AT_ENV = "IOASSESS_FLEET_SIGNAL_AT"
 
 _ARROW_TYPES = {STRING: pa.string(), INTEGER: pa.int64(), FLOAT: pa.float64(), BIN: pa.int16(),
                 TIMESTAMP: pa.timestamp("us", tz="UTC")}
-FILE_SCHEMAS = {table: pa.schema([(name, _ARROW_TYPES[kind]) for name, kind in COLUMNS[table]]) for table in TABLES}
+FILE_SCHEMAS = {table: pa.schema([(name, _ARROW_TYPES[kind]) for name, kind in columns])
+                for table, columns in {**COLUMNS, **ROLLUPS}.items()}
 REJECT_SCHEMA = pa.schema([("source", pa.string()), ("problem", pa.string()), ("batch", pa.string())])
 
 
@@ -246,8 +248,17 @@ def _check_record(record, name):
 
 
 def commit_parts(store, month, tables):
-    """{table: pa.Table} as one batch's parts of the month."""
-    _commit(store, [(_month_dir(store, table, month), tables[table]) for table in TABLES], uuid.uuid4().hex)
+    """{table: pa.Table} of the records' tables as one batch's parts of the month, with its
+    rollups."""
+    tables = {**tables, "latency_totals": latency_totals(tables["latency"])}
+    _commit(store, [(_month_dir(store, table, month), tables[table]) for table in STORE_TABLES], uuid.uuid4().hex)
+
+
+def latency_totals(latency):
+    """The latency rows' counts summed per kind, file system and bin."""
+    keys = [name for name in FILE_SCHEMAS["latency_totals"].names if name != "count"]
+    summed = latency.group_by(keys).aggregate([("count", "sum")]).rename_columns([*keys, "count"])
+    return summed.select(FILE_SCHEMAS["latency_totals"].names).cast(FILE_SCHEMAS["latency_totals"])
 
 
 def _month_dir(store, table, month):
@@ -301,19 +312,19 @@ def finish_interrupted(store):
     """After a compaction or merge that died half-way: temporary parts removed, parts a
     committed merge replaced removed, parts of batches without a jobs part (never committed)
     removed."""
-    for table in (*TABLES, REJECTS):
+    for table in (*STORE_TABLES, REJECTS):
         for path in glob.glob(os.path.join(store, table, "**", ".part-*.parquet.tmp"), recursive=True):
             os.unlink(path)
     replaced = set()
     for path in _parts(store, "jobs"):
         listed = (pq.read_schema(path).metadata or {}).get(REPLACES_KEY)
         replaced.update(json.loads(listed) if listed else ())
-    for table in TABLES:
+    for table in STORE_TABLES:
         for path in _parts(store, table):
             if _batch_of(path) in replaced:
                 os.unlink(path)
     committed = {(os.path.dirname(path).rsplit("month=", 1)[1], _batch_of(path)) for path in _parts(store, "jobs")}
-    for table in TABLES[1:]:
+    for table in STORE_TABLES[1:]:
         for path in _parts(store, table):
             if (os.path.dirname(path).rsplit("month=", 1)[1], _batch_of(path)) not in committed:
                 os.unlink(path)
@@ -331,13 +342,15 @@ def merge_months(store, merge_parts):
         batches = [_batch_of(path) for path in old]
         batch = uuid.uuid4().hex
         parts = []
-        for table in TABLES:
+        for table in STORE_TABLES:
             paths = [p for p in _parts(store, table, month) if _batch_of(p) in batches]
             data = pa.concat_tables([pq.read_table(p, schema=FILE_SCHEMAS[table]) for p in paths]) if paths else \
                 FILE_SCHEMAS[table].empty_table()
+            if table in ROLLUPS:
+                data = latency_totals(data)
             parts.append((_month_dir(store, table, month), data))
         _commit(store, parts, batch, replaces=batches)
-        for table in TABLES:
+        for table in STORE_TABLES:
             for path in _parts(store, table, month):
                 if _batch_of(path) in batches:
                     os.unlink(path)

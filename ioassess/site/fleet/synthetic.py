@@ -25,6 +25,8 @@ FINDINGS = [("P05", "Small reads", 0.3), ("P06", "Small writes", 0.25), ("P08", 
 # Typical duration (s) of each op kind and the share of jobs with such ops.
 KINDS = [("read", 2e-4, 0.9), ("write", 3e-4, 0.8), ("meta", 2e-5, 0.95), ("sync", 5e-3, 0.2)]
 JOBS_PER_PART = 200_000
+# Share of jobs with time of each cause: storage, new pages, stall, allocation, memory.
+CAUSE_SHARES = (1.0, 0.3, 0.1, 0.1, 0.2)
 
 
 def zipf_choice(generator, count, size, exponent=1.2):
@@ -51,7 +53,10 @@ def jobs_part(generator, first, count, month_start_s, month_seconds, seed):
     io_s = runtime * processes * generator.beta(0.5, 8, count)
     lost_high = io_s * generator.beta(0.7, 2.5, count)
     lost_low = lost_high * generator.uniform(0.8, 1.0, count)
-    causes = generator.dirichlet([4.0, 0.5, 0.3, 0.3, 0.2], count) * lost_high[:, None]
+    # storage in every job; the other causes in a share of them, as in real assessments (mostly 0)
+    present = generator.random((count, len(CAUSE_SHARES))) < np.array(CAUSE_SHARES)
+    causes = generator.dirichlet([4.0, 0.5, 0.3, 0.3, 0.2], count) * present
+    causes = causes / causes.sum(axis=1, keepdims=True) * lost_high[:, None]
     fs = generator.choice(len(FILE_SYSTEMS), size=count, p=[f[2] for f in FILE_SYSTEMS])
     keys = [str(SYNTHETIC_JOB_ID + i) for i in range(first, first + count)]
     fired = generator.random((count, len(FINDINGS))) < np.array([f[2] for f in FINDINGS])
