@@ -107,6 +107,11 @@ def test_the_named_questions_answer_from_the_jobs_records(recorded_jobs, tmp_pat
         for code, title in zip(record["findings"]["code"], record["findings"]["title"]):
             fired[code or title] = fired.get(code or title, 0) + 1
     assert {row[0]: row[columns.index("fired")] for row in rows} == fired
+    # from the rollups (no filter) and from every job's rows (a filter all jobs pass): the same
+    every_job = Filters(since=datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc))
+    filtered_columns, filtered = run_query(connection, "findings", every_job)
+    assert filtered_columns == columns and [row[:4] for row in filtered] == [row[:4] for row in rows]
+    assert [row[4:] for row in filtered] == [pytest.approx(row[4:], rel=1e-12) for row in rows]
 
     columns, rows = run_query(connection, "job", argument=records[1]["job"]["job_key"])
     assert len(rows) == 1 and rows[0][columns.index("app_runs")] == 2   # the two dd runs

@@ -71,8 +71,8 @@ def run_query(connection, name, filters=Filters(), argument=None):
     template = query.unfiltered_sql if query.unfiltered_sql and not parameters else query.sql
     sql = template.format(where=condition, min_s=repr(LATENCY_SCALE.min_s), ratio=repr(LATENCY_SCALE.ratio))
     parameters = parameters * template.count("{where}")
-    if query.takes_argument:
-        parameters = [argument, *parameters]
+    if query.leading:
+        parameters = [argument if query.leading == "argument" else filters.since, *parameters]
     result = connection.execute(sql, parameters)
     return [column[0] for column in result.description], result.fetchall()
 

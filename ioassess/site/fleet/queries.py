@@ -11,6 +11,7 @@ import dataclasses
 # interquartile ranges of those runs, and at least this share of it) a run must lose to be one.
 HISTORY_RUNS = 10
 REGRESSION_IQRS = 3.0
+REGRESSION_DAYS = 7
 REGRESSION_MIN_RISE = 0.5
 OUTLIER_MADS = 5.0
 PERCENTILES = (0.5, 0.9, 0.99, 0.999)
@@ -22,8 +23,12 @@ class Query:
     name: str
     help: str
     sql: str
-    takes_argument: bool = False
     unfiltered_sql: str = ""    # the same rows from the rollups, when no filter is given
+    leading: str = ""           # "argument" (the job key) or "since": the parameter before the filters'
+
+    @property
+    def takes_argument(self):
+        return self.leading == "argument"
 
 
 _GROUPED = """
@@ -64,9 +69,14 @@ ORDER BY j.lost_high_s DESC, j.job_key LIMIT {LIMIT}
           _GROUPED.format(column="j.main_fs", name="main_fs", limit=LIMIT)),
     Query("findings", "how often each finding fires, on how many jobs, and the wall-clock seconds at stake",
           f"""
-SELECT coalesce(f.code, f.title) AS finding, any_value(f.title) AS title, count(*) AS fired,
+SELECT coalesce(f.code, f.title) AS finding, min(f.title) AS title, count(*) AS fired,
        count(DISTINCT f.job_key) AS jobs, sum(f.at_stake_s) AS at_stake_s, max(f.at_stake_s) AS largest_at_stake_s
 FROM findings f JOIN jobs j ON j.job_key = f.job_key AND j.month = f.month WHERE {{where}}
+GROUP BY finding ORDER BY at_stake_s DESC NULLS LAST, fired DESC, finding LIMIT {LIMIT}
+""", unfiltered_sql=f"""
+SELECT finding, min(title) AS title, sum(fired) AS fired, sum(jobs) AS jobs, sum(at_stake_s) AS at_stake_s,
+       max(largest_at_stake_s) AS largest_at_stake_s
+FROM findings_totals
 GROUP BY finding ORDER BY at_stake_s DESC NULLS LAST, fired DESC, finding LIMIT {LIMIT}
 """),
     Query("trend", "per week and file system: jobs, I/O time, time lost and its share",
@@ -76,23 +86,34 @@ SELECT date_trunc('week', j."end") AS week, j.main_fs, count(*) AS jobs, sum(j.i
 FROM jobs j WHERE {where} AND j."end" IS NOT NULL
 GROUP BY week, j.main_fs ORDER BY week, j.main_fs
 """),
-    Query("regressions", f"runs that lost more than their application's last {HISTORY_RUNS} runs' median by "
+    Query("regressions", f"runs in the window (--since, --until; default the last {REGRESSION_DAYS} days of the "
+                         f"store) that lost more than their application's last {HISTORY_RUNS} runs' median by "
                          f"{REGRESSION_IQRS:g} of their interquartile ranges and by {REGRESSION_MIN_RISE:.0%}",
           f"""
-WITH judged AS (
-  SELECT j.job_key, j.app, j."end", j.lost_high_s, count(*) OVER history AS runs,
-         quantile_cont(j.lost_high_s, 0.5) OVER history AS history_median,
-         quantile_cont(j.lost_high_s, 0.75) OVER history - quantile_cont(j.lost_high_s, 0.25) OVER history
+WITH bounds AS (
+  SELECT coalesce(CAST(? AS TIMESTAMPTZ), max("end") - INTERVAL {REGRESSION_DAYS} DAY) AS since FROM jobs),
+candidates AS (
+  SELECT j.job_key, j.app, j."end", j.lost_high_s FROM jobs j, bounds b
+  WHERE {{where}} AND j."end" >= b.since AND j.app <> ''),
+prior AS (
+  SELECT j.app, unnest(max_by({{{{'job_key': j.job_key, 'end': j."end", 'lost_high_s': j.lost_high_s}}}}, j."end",
+                              {HISTORY_RUNS})) AS run
+  FROM jobs j, bounds b WHERE j."end" < b.since AND j.app IN (SELECT app FROM candidates) GROUP BY j.app),
+runs AS (
+  SELECT job_key, app, "end", lost_high_s, true AS candidate FROM candidates
+  UNION ALL SELECT run.job_key, app, run."end", run.lost_high_s, false FROM prior),
+judged AS (
+  SELECT *, count(*) OVER history AS runs, quantile_cont(lost_high_s, 0.5) OVER history AS history_median,
+         quantile_cont(lost_high_s, 0.75) OVER history - quantile_cont(lost_high_s, 0.25) OVER history
            AS history_iqr
-  FROM jobs j WHERE {{where}} AND j.app <> '' AND j."end" IS NOT NULL
-  WINDOW history AS (PARTITION BY j.app ORDER BY j."end", j.job_key
-                     ROWS BETWEEN {HISTORY_RUNS} PRECEDING AND 1 PRECEDING))
+  FROM runs
+  WINDOW history AS (PARTITION BY app ORDER BY "end", job_key ROWS BETWEEN {HISTORY_RUNS} PRECEDING AND 1 PRECEDING))
 SELECT job_key, app, "end", lost_high_s, history_median, history_iqr
 FROM judged
-WHERE runs = {HISTORY_RUNS} AND lost_high_s > history_median + {REGRESSION_IQRS} * history_iqr
+WHERE candidate AND runs = {HISTORY_RUNS} AND lost_high_s > history_median + {REGRESSION_IQRS} * history_iqr
   AND lost_high_s > (1 + {REGRESSION_MIN_RISE}) * history_median
 ORDER BY lost_high_s - history_median DESC, job_key LIMIT {LIMIT}
-"""),
+""", leading="since"),
     Query("outliers", f"jobs whose time lost lies over {OUTLIER_MADS:g} median absolute deviations above their "
                       f"application's median",
           f"""
@@ -127,5 +148,5 @@ SELECT m.job_key, m.user, m.app, m."end", m.runtime_s, m.io_s, m.lost_low_s, m.l
        (SELECT median(lost_high_s) FROM history) AS app_median_lost_s,
        (SELECT count(*) FROM history h WHERE h.lost_high_s > m.lost_high_s) + 1 AS rank_by_lost
 FROM mine m
-""", takes_argument=True),
+""", leading="argument"),
 )}

@@ -32,9 +32,13 @@ COLUMNS = {
     "latency": [("job_key", STRING), ("kind", STRING), ("mount_point", STRING), ("fs_type", STRING), ("bin", BIN),
                 ("count", INTEGER)],
 }
-# Tables the compaction derives from a batch's records: the latency bins summed per month, kind
-# and file system (the latency question without filters reads them, not every job's rows).
-ROLLUPS = {"latency_totals": [(name, kind) for name, kind in COLUMNS["latency"] if name != "job_key"]}
+# Tables the compaction derives from each batch's records, which the questions without filters
+# read instead of every job's rows: the latency bins summed per kind and file system, and per
+# finding (its code, or its title) how often it fired, on how many jobs (a job's rows are in one
+# batch: the counts of the batches add up) and its seconds at stake.
+ROLLUPS = {"latency_totals": [(name, kind) for name, kind in COLUMNS["latency"] if name != "job_key"],
+           "findings_totals": [("finding", STRING), ("title", STRING), ("fired", INTEGER), ("jobs", INTEGER),
+                               ("at_stake_s", FLOAT), ("largest_at_stake_s", FLOAT)]}
 STORE_TABLES = (*TABLES, *ROLLUPS)
 # A record's job row has the jobs columns and its month; the other tables' columns but job_key.
 JOB_FIELDS = [name for name, _ in COLUMNS["jobs"]] + ["month"]

@@ -24,6 +24,7 @@ import stat
 import uuid
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ...escape import printable
@@ -250,15 +251,38 @@ def _check_record(record, name):
 def commit_parts(store, month, tables):
     """{table: pa.Table} of the records' tables as one batch's parts of the month, with its
     rollups."""
-    tables = {**tables, "latency_totals": latency_totals(tables["latency"])}
+    tables = {**tables, "latency_totals": latency_totals(tables["latency"]),
+              "findings_totals": findings_totals(tables["findings"])}
     _commit(store, [(_month_dir(store, table, month), tables[table]) for table in STORE_TABLES], uuid.uuid4().hex)
 
 
 def latency_totals(latency):
-    """The latency rows' counts summed per kind, file system and bin."""
+    """The latency rows' (or rollups') counts summed per kind, file system and bin."""
     keys = [name for name in FILE_SCHEMAS["latency_totals"].names if name != "count"]
     summed = latency.group_by(keys).aggregate([("count", "sum")]).rename_columns([*keys, "count"])
     return summed.select(FILE_SCHEMAS["latency_totals"].names).cast(FILE_SCHEMAS["latency_totals"])
+
+
+def findings_totals(findings):
+    """Per finding (its code, or its title): the times it fired, the jobs it fired on, the sum and
+    the largest of its seconds at stake."""
+    named = findings.append_column("finding", pc.coalesce(findings["code"], findings["title"]))
+    summed = named.group_by("finding").aggregate([("title", "min"), ("job_key", "count"), ("job_key", "count_distinct"),
+                                                  ("at_stake_s", "sum"), ("at_stake_s", "max")])
+    return _totals_table(summed)
+
+
+def _merged_findings_totals(totals):
+    summed = totals.group_by("finding").aggregate([("title", "min"), ("fired", "sum"), ("jobs", "sum"),
+                                                   ("at_stake_s", "sum"), ("largest_at_stake_s", "max")])
+    return _totals_table(summed)
+
+
+def _totals_table(summed):
+    """The findings_totals columns of a group_by's result: the key, then the aggregates in order."""
+    schema = FILE_SCHEMAS["findings_totals"]
+    aggregates = [name for name in summed.column_names if name != "finding"]
+    return pa.Table.from_arrays([summed["finding"], *(summed[name] for name in aggregates)], schema=schema)
 
 
 def _month_dir(store, table, month):
@@ -346,8 +370,10 @@ def merge_months(store, merge_parts):
             paths = [p for p in _parts(store, table, month) if _batch_of(p) in batches]
             data = pa.concat_tables([pq.read_table(p, schema=FILE_SCHEMAS[table]) for p in paths]) if paths else \
                 FILE_SCHEMAS[table].empty_table()
-            if table in ROLLUPS:
+            if table == "latency_totals":
                 data = latency_totals(data)
+            elif table == "findings_totals":
+                data = _merged_findings_totals(data)
             parts.append((_month_dir(store, table, month), data))
         _commit(store, parts, batch, replaces=batches)
         for table in STORE_TABLES:
