@@ -78,6 +78,7 @@ bench: deps install
 	$(PYTHON) bench/report.py
 	$(PYTHON) bench/tails.py
 	$(PYTHON) bench/probe.py
+	$(PYTHON) bench/fleet.py
 	$(MAKE) -C tests/progs
 	$(PYTHON) bench/fdswap.py
 
