@@ -7,11 +7,12 @@ PIP = $(PYTHON) -m pip --disable-pip-version-check
 # (tests/darshan_runtime.py); fio runs bench/fio_uncached.py and make validate's workloads;
 # btrfs-progs makes the copy-on-write file system of tests/test_recorder_storage.py;
 # glusterfs-server (glusterd, gluster) and glusterfs-client (the FUSE client) serve and mount the
-# GlusterFS volume of tests/glusterfs.py.
+# GlusterFS volume of tests/glusterfs.py; java runs PySpark for `ioassess fleet query --engine spark`.
 DEBIAN_TOOLS = sqlite3:sqlite3 git:git gzip:gzip tar:tar sha256sum:coreutils dd:coreutils chromium:chromium \
 	mpicc:libmpich-dev mpiexec:mpich useradd:passwd /usr/share/lmod/lmod/libexec/lmod:lmod \
 	autoconf:autoconf automake:automake libtoolize:libtool /usr/include/zlib.h:zlib1g-dev \
-	fio:fio mkfs.btrfs:btrfs-progs glusterd:glusterfs-server mount.glusterfs:glusterfs-client
+	fio:fio mkfs.btrfs:btrfs-progs glusterd:glusterfs-server mount.glusterfs:glusterfs-client \
+	java:openjdk-17-jre-headless
 
 .PHONY: all build install deps pydeps demo check test bench validate clean
 
@@ -39,6 +40,7 @@ pydeps:
 	@$(PYTHON) -c 'from jsonschema import Draft202012Validator' 2>/dev/null || $(PIP) install --quiet 'jsonschema>=4'
 	@$(PYTHON) -c 'import pyarrow' 2>/dev/null || $(PIP) install --quiet pyarrow
 	@$(PYTHON) -c 'import duckdb' 2>/dev/null || $(PIP) install --quiet duckdb
+	@$(PYTHON) -c 'import pyspark' 2>/dev/null || $(PIP) install --quiet 'pyspark>=3.5'
 	@$(PYTHON) -c 'import drishti' 2>/dev/null || $(PIP) install --quiet 'drishti-io==0.8'
 	@$(PYTHON) -m ruff --version >/dev/null 2>&1 || $(PIP) install --quiet ruff
 
@@ -57,7 +59,7 @@ demo: deps install
 
 # The everyday loop, under 2 minutes, with no root, network, MPI or browser: the linter, the C code
 # with warnings as errors, and the tests that need none of those (markers in pyproject.toml).
-CHECK_TESTS = not (root or mpi or browser or darshan_runtime or slow or glusterfs)
+CHECK_TESTS = not (root or mpi or browser or darshan_runtime or slow or glusterfs or spark)
 check: pydeps build
 	$(PYTHON) -m ruff check .
 	$(MAKE) -C tests/progs

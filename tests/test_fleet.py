@@ -179,8 +179,8 @@ def test_a_compaction_killed_at_any_step_loses_and_duplicates_nothing(recorded_j
     assert _stored_jobs(tmp_path) == sorted(r["job"]["job_key"] for r in records)
     assert os.listdir(tmp_path / SPOOL) == []
     connection = connect(str(tmp_path))
-    latency_rows = connection.execute("SELECT count(*) FROM latency").fetchone()[0]
-    finding_rows = connection.execute("SELECT count(*) FROM findings").fetchone()[0]
+    latency_rows = connection.run("SELECT count(*) FROM latency")[1][0][0]
+    finding_rows = connection.run("SELECT count(*) FROM findings")[1][0][0]
     assert latency_rows == sum(len(r["latency"]["bin"]) for r in records)
     assert finding_rows == sum(len(r["findings"]["title"]) for r in records)
     # spooled again (a job end retried): nothing added twice
@@ -210,7 +210,7 @@ def test_a_merge_killed_half_way_leaves_each_row_once(recorded_jobs, tmp_path, s
     assert _stored_jobs(tmp_path) == sorted(str(1000 + n) for n in range(MERGE_PARTS + 1))
     assert len(glob.glob(f"{tmp_path}/jobs/month=*/part-*.parquet")) == 1
     connection = connect(str(tmp_path))
-    assert connection.execute("SELECT count(*) FROM latency").fetchone()[0] == sum(
+    assert connection.run("SELECT count(*) FROM latency")[1][0][0] == sum(
         len(records[n % 4]["latency"]["bin"]) for n in range(MERGE_PARTS + 1))
 
 
@@ -296,7 +296,7 @@ def test_ingest_takes_darshan_logs_skips_what_it_has_and_rejects_the_damaged(ioa
     rejects = pq.read_table(glob.glob(f"{store}/rejects/part-*.parquet")[0]).to_pylist()
     assert [r["source"] for r in rejects] == [str(damaged)] and rejects[0]["problem"]
     connection = connect(str(store))
-    stored = dict(connection.execute("SELECT source, lost_high_s FROM jobs").fetchall())
+    stored = dict(connection.run("SELECT source, lost_high_s FROM jobs")[1])
     for path in chosen:
         source = str(logs / os.path.basename(path))
         assert stored[source] == make_report([source])["headline"]["lost_high_s"]
@@ -325,3 +325,25 @@ def test_a_run_that_loses_far_more_than_its_applications_history_is_a_regression
     assert [row[0] for row in rows] == ["5010"]
     columns, rows = run_query(connection, "job", argument="5010")
     assert rows[0][columns.index("rank_by_lost")] == 1 and rows[0][columns.index("app_runs")] == 12
+
+
+@pytest.mark.spark
+def test_every_named_question_gets_the_same_rows_from_duckdb_and_spark(recorded_jobs, tmp_path):
+    """A store of real recorded jobs and a made-up fleet of 2,000 jobs over two months; every
+    question without filters, with filters, and `job`, on both engines."""
+    from ioassess.site.fleet.synthetic import SYNTHETIC_JOB_ID, add_synthetic_fleet
+    _spool_all(tmp_path, _records(recorded_jobs))
+    compact(str(tmp_path))
+    add_synthetic_fleet(str(tmp_path), 2000, seed=3, first_month=(2025, 11), months=2)
+    duckdb, spark = connect(str(tmp_path)), connect(str(tmp_path), "spark", "local[2]")
+    window = datetime.datetime(2025, 12, 1, tzinfo=datetime.timezone.utc)
+    cases = [Filters(), Filters(since=window), Filters(user="user0001"), Filters(app="app000"), Filters(fs="/home"),
+             Filters(until=window, fs="/scratch")]
+    for name, query in QUERIES.items():
+        for filters in cases:
+            argument = str(SYNTHETIC_JOB_ID + 17) if query.takes_argument else None
+            expected_columns, expected = run_query(duckdb, name, filters, argument)
+            columns, rows = run_query(spark, name, filters, argument)
+            assert columns == expected_columns, name
+            assert rows == [tuple(_close(value) for value in row) for row in expected], (name, filters)
+            assert rows or name in ("regressions", "outliers"), (name, filters)   # the store answers

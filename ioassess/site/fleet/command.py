@@ -7,6 +7,7 @@ import os
 import sys
 
 from ...escape import printable
+from .engine import ENGINES
 from .queries import QUERIES
 
 USAGE_ERROR = 2
@@ -46,6 +47,10 @@ def add_commands(commands):
     query.add_argument("--app", help="only this application's (executable name) jobs")
     query.add_argument("--fs", metavar="MOUNT", help="only jobs with I/O on this mount point")
     query.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    query.add_argument("--engine", choices=ENGINES, default="duckdb",
+                       help="DuckDB on this node (default), or Spark (pyspark; Java 17)")
+    query.add_argument("--master", metavar="URL",
+                       help="Spark's master (default: local mode on this node's cores), e.g. spark://host:7077")
     query.set_defaults(handler=_query)
     sql = action("sql", "any SQL on the views jobs, findings, files, latency", "Run one SQL statement (DuckDB) on "
                  "the store's views and print its rows.")
@@ -128,19 +133,21 @@ def _query(args):
     if QUERIES[args.name].takes_argument != (args.argument is not None):
         raise _UsageError(f"fleet query {args.name}: " + ("give the job key" if QUERIES[args.name].takes_argument
                                                            else "takes no argument"))
+    if args.engine == "spark":
+        _needs("pyspark")
     filters = Filters(since=args.since, until=args.until, user=args.user, app=args.app, fs=args.fs)
-    columns, rows = run_query(connect(_store(args)), args.name, filters, args.argument)
+    columns, rows = run_query(connect(_store(args), args.engine, args.master), args.name, filters, args.argument)
     write_rows(columns, rows, args.format, sys.stdout)
     return 0
 
 
 @_run
 def _sql(args):
-    import duckdb
-    from .engine import connect, run_sql
+    from .engine import connect
+    engine = connect(_store(args))
     try:
-        columns, rows = run_sql(connect(_store(args)), args.statement)
-    except duckdb.Error as error:
+        columns, rows = engine.run(args.statement)
+    except engine.error as error:
         raise _UsageError(f"fleet sql: {str(error).splitlines()[0]}") from None
     write_rows(columns, rows, args.format, sys.stdout)
     return 0
