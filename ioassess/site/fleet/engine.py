@@ -9,9 +9,9 @@ import glob
 import os
 
 from ...report.latency import LATENCY_SCALE
-from .queries import QUERIES, filled
+from .queries import DIALECTS, QUERIES, filled
 from .schema import STORE_TABLES
-from .store import FILE_SCHEMAS, StoreError
+from .store import FILE_SCHEMAS, StoreError, part_pattern
 
 ENGINES = ("duckdb", "spark")
 _DUCKDB_TYPES = {"string": "VARCHAR", "int64": "BIGINT", "int16": "SMALLINT", "double": "DOUBLE",
@@ -28,7 +28,8 @@ class Filters:
 
     def condition(self, dialect):
         """(SQL condition on jobs j, its parameters)."""
-        end, user = ('j."end"', "j.user") if dialect == "duckdb" else ("j.`end`", "j.`user`")
+        words = DIALECTS[dialect]
+        end, user = f"j.{words['end']}", f"j.{words['user']}"
         parts, parameters = [], []
         if self.since:
             parts.append(f"{end} >= ?")
@@ -41,15 +42,9 @@ class Filters:
                 parts.append(f"{column} = ?")
                 parameters.append(value)
         if self.fs is not None:
-            listed = "list_contains(string_split(j.file_systems, ','), ?)" if dialect == "duckdb" else \
-                "array_contains(split(j.file_systems, ','), ?)"
-            parts.append(f"(j.main_fs = ? OR {listed})")
+            parts.append(f"(j.main_fs = ? OR {words['listed'].format('j.file_systems')})")
             parameters += [self.fs, self.fs]
         return " AND ".join(parts) or "TRUE", parameters
-
-
-def _parts(store, table):
-    return os.path.join(store, table, "month=*", "part-*.parquet")
 
 
 def _check(store):
@@ -67,7 +62,7 @@ class DuckDB:
         self.error = duckdb.Error
         self.connection = duckdb.connect()
         for table in STORE_TABLES:
-            pattern = _parts(store, table)
+            pattern = part_pattern(store, table)
             if glob.glob(pattern):
                 self.connection.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet({_literal(pattern)}, "
                                         f"hive_partitioning = true, hive_types = {{'month': VARCHAR}})")
@@ -100,7 +95,7 @@ class Spark:
         self.session.sparkContext.setLogLevel("ERROR")
         for table in STORE_TABLES:
             root = os.path.join(store, table)
-            if glob.glob(_parts(store, table)):
+            if glob.glob(part_pattern(store, table)):
                 frame = self.session.read.option("basePath", root).parquet(os.path.join(root, "month=*"))
             else:
                 frame = self.session.createDataFrame([], self._schema(table))

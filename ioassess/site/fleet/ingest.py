@@ -4,18 +4,15 @@ such as DARSHAN_LOGPATH/<year>/<month>/<day>/ trees) are assessed in parallel pr
 and compacted a chunk at a time; an input that cannot be assessed is one row of the rejects table.
 Inputs already in the store (jobs.source) or among its rejects are skipped, so a run stopped at
 any point is taken up again by running it again."""
-import glob
 import json
 import multiprocessing
 import os
-
-import pyarrow.parquet as pq
 
 from ...escape import printable
 from .record import job_record
 from .schema import RecordError
 from .spool import spool_record
-from .store import REJECTS, add_rejects, compact
+from .store import REJECTS, add_rejects, column_values, compact
 
 # Inputs assessed between two compactions: the spool holds at most this many records.
 CHUNK = 2000
@@ -61,12 +58,7 @@ def assess_input(path):
 
 def done_sources(store):
     """The inputs the store already has a job or a reject of."""
-    done = set()
-    for path in glob.glob(os.path.join(store, "jobs", "month=*", "part-*.parquet")):
-        done.update(pq.read_table(path, columns=["source"]).column("source").to_pylist())
-    for path in glob.glob(os.path.join(store, REJECTS, "part-*.parquet")):
-        done.update(pq.read_table(path, columns=["source"]).column("source").to_pylist())
-    return done
+    return set(column_values(store, "jobs", "source")) | set(column_values(store, REJECTS, "source"))
 
 
 def ingest(store, paths, processes=None, progress=None):

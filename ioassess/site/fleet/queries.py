@@ -40,10 +40,11 @@ _PRIOR_SPARK = """
   WHERE back <= {history_runs}"""
 DIALECTS = {
     "duckdb": {"end": '"end"', "user": "user", "timestamp": "TIMESTAMPTZ", "days": "DAY", "prior": _PRIOR_DUCKDB,
-               "median": "median({})", "quantile": "quantile_cont({}, {})", "worst": "arg_max({}, row({}, {}))"},
+               "median": "median({})", "quantile": "quantile_cont({}, {})", "worst": "arg_max({}, row({}, {}))",
+               "listed": "list_contains(string_split({}, ','), ?)"},
     "spark": {"end": "`end`", "user": "`user`", "timestamp": "TIMESTAMP", "days": "DAYS", "prior": _PRIOR_SPARK,
               "median": "percentile({}, 0.5)", "quantile": "percentile({}, {})",
-              "worst": "max_by({}, struct({}, {}))"},
+              "worst": "max_by({}, struct({}, {}))", "listed": "array_contains(split({}, ','), ?)"},
 }
 
 

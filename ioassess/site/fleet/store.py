@@ -85,11 +85,8 @@ class StoredHashes:
 
     def of(self, month):
         if month not in self.months:
-            hashes = set()
-            for path in _parts(self.store, "jobs", month):
-                column = pq.read_table(path, columns=["record_hash"]).column("record_hash").to_pylist()
-                hashes.update(bytes.fromhex(h)[:16] for h in column)
-            self.months[month] = hashes
+            self.months[month] = {bytes.fromhex(digest)[:16]
+                                  for digest in column_values(self.store, "jobs", "record_hash", month)}
         return self.months[month]
 
 
@@ -155,7 +152,7 @@ def _compact_batch(store, names, present):
         records.append((name, record))
     tables, refused = _tables(records)
     rejects.update(refused)
-    known = _rejected_sources(store)
+    known = set(column_values(store, REJECTS, "source"))
     add_rejects(store, [{"source": f"{SPOOL}/{name}", "problem": problem} for name, problem in sorted(rejects.items())
                         if f"{SPOOL}/{name}" not in known])
     for month, parts in sorted(tables.items()):
@@ -211,11 +208,6 @@ def _month_tables(records):
                 month[table][name] += values
     return {month: {table: pa.Table.from_pydict(tables[table], FILE_SCHEMAS[table]) for table in TABLES}
             for month, tables in columns.items()}
-
-
-def _rejected_sources(store):
-    paths = glob.glob(os.path.join(store, REJECTS, "part-*.parquet"))
-    return {source for path in paths for source in pq.read_table(path, columns=["source"]).column("source").to_pylist()}
 
 
 def _read_spooled(path, name):
@@ -324,8 +316,21 @@ def _write_whole(path, data):
     os.replace(temporary, path)
 
 
+def part_pattern(store, table, month="*"):
+    """The glob of a table's parts (the rejects' are in no month)."""
+    if table == REJECTS:
+        return os.path.join(store, REJECTS, "part-*.parquet")
+    return os.path.join(store, table, f"month={month}", "part-*.parquet")
+
+
 def _parts(store, table, month="*"):
-    return sorted(glob.glob(os.path.join(store, table, f"month={month}", "part-*.parquet")))
+    return sorted(glob.glob(part_pattern(store, table, month)))
+
+
+def column_values(store, table, column, month="*"):
+    """Every value of one column of a table's parts."""
+    return [value for path in _parts(store, table, month)
+            for value in pq.read_table(path, columns=[column]).column(column).to_pylist()]
 
 
 def _batch_of(path):
