@@ -279,6 +279,15 @@ def test_the_command_line_says_what_is_wrong_in_one_line(ioassess, tmp_path, rec
     assert {row["user"]: row["jobs"] for row in json.loads(result.stdout)} == {"alice": 2, "bob": 2}
     result = ioassess("fleet", "query", "top-lost", "--store", tmp_path, "--format", "csv", "--app", "dd")
     assert result.returncode == 0 and len(result.stdout.splitlines()) == 3
+    # a user's names with control characters reach no terminal as they are
+    hostile = _records(recorded_jobs)[0]
+    hostile["job"].update(app="app\x1b]0;title\x07", user="eve\x1b[2J\nx")
+    spool_record(str(tmp_path), keyed(hostile))
+    assert ioassess("fleet", "compact", "--store", tmp_path).returncode == 0
+    for form in ("table", "csv"):
+        result = ioassess("fleet", "query", "top-lost", "--store", tmp_path, "--format", form, "--user",
+                          "eve\x1b[2J\nx")
+        assert result.returncode == 0 and "\\x1b]0;title\\x07" in result.stdout and "\x1b" not in result.stdout
 
 
 def test_ingest_takes_darshan_logs_skips_what_it_has_and_rejects_the_damaged(ioassess, tmp_path):

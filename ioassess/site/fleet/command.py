@@ -154,18 +154,25 @@ def _sql(args):
 
 
 def write_rows(columns, rows, form, stream):
+    """The rows as JSON (control characters escaped by JSON), CSV or an aligned table; the
+    strings of CSV and table with their control characters escaped (a job's names are its
+    user's and may reach a terminal)."""
     if form == "json":
         json.dump([dict(zip(columns, map(_plain, row))) for row in rows], stream, indent=1)
         stream.write("\n")
     elif form == "csv":
         writer = csv.writer(stream)
         writer.writerow(columns)
-        writer.writerows([_plain(value) for value in row] for row in rows)
+        writer.writerows([_escaped(_plain(value)) for value in row] for row in rows)
     else:
-        cells = [columns] + [[_cell(value) for value in row] for row in rows]
+        cells = [columns] + [[printable(_cell(value)) for value in row] for row in rows]
         widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
         for line in cells:
-            stream.write("  ".join(printable(text).ljust(width) for text, width in zip(line, widths)).rstrip() + "\n")
+            stream.write("  ".join(text.ljust(width) for text, width in zip(line, widths)).rstrip() + "\n")
+
+
+def _escaped(value):
+    return printable(value) if isinstance(value, str) else value
 
 
 def _plain(value):
