@@ -594,7 +594,15 @@ def threads_of(pid):
 
 
 def sockets_of(pid):
-    return sum(os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:") for fd in os.listdir(f"/proc/{pid}/fd"))
+    """The sockets among pid's open descriptors; a descriptor closed while they are read (the probe
+    opens and closes its store every round) is not one."""
+    targets = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            targets.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except FileNotFoundError:
+            pass
+    return sum(target.startswith("socket:") for target in targets)
 
 
 def children_of(pid):
