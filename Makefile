@@ -7,12 +7,14 @@ PIP = $(PYTHON) -m pip --disable-pip-version-check
 # (tests/darshan_runtime.py); fio runs bench/fio_uncached.py and make validate's workloads;
 # btrfs-progs makes the copy-on-write file system of tests/test_recorder_storage.py;
 # glusterfs-server (glusterd, gluster) and glusterfs-client (the FUSE client) serve and mount the
-# GlusterFS volume of tests/glusterfs.py; java runs PySpark for `ioassess fleet query --engine spark`.
+# GlusterFS volume of tests/glusterfs.py; java runs PySpark for `ioassess fleet query --engine spark`;
+# munge, slurmctld, slurmd and slurm-client (sbatch) run the one-node Slurm of tests/slurm.py, whose
+# jobs load the Lmod module.
 DEBIAN_TOOLS = sqlite3:sqlite3 git:git gzip:gzip tar:tar sha256sum:coreutils dd:coreutils chromium:chromium \
 	mpicc:libmpich-dev mpiexec:mpich useradd:passwd /usr/share/lmod/lmod/libexec/lmod:lmod \
 	autoconf:autoconf automake:automake libtoolize:libtool /usr/include/zlib.h:zlib1g-dev \
 	fio:fio mkfs.btrfs:btrfs-progs glusterd:glusterfs-server mount.glusterfs:glusterfs-client \
-	java:openjdk-17-jre-headless
+	java:openjdk-17-jre-headless munged:munge slurmctld:slurmctld slurmd:slurmd sbatch:slurm-client
 
 .PHONY: all build install deps pydeps demo check test bench validate clean
 

@@ -25,7 +25,7 @@ QUIET_FOR_S = 1.0
 
 
 def make_report(inputs, model_name_or_path=None, html_path=None, json_path=None, stream=None, site_grid=None,
-                owner_uid=None, mode=0o600, group=-1, model_dirs=None, probe_db=None):
+                owner_uid=None, mode=0o600, group=-1, model_dirs=None, probe_db=None, history=None):
     """Load the inputs, assess them under the model, write the HTML report and/or the JSON;
     returns the assessment. Raises LoadError, ModelFileError or GridFileError (one line each)
     before anything is written. model_name_or_path: the model to use; None: the one whose
@@ -34,12 +34,13 @@ def make_report(inputs, model_name_or_path=None, html_path=None, json_path=None,
     on; without it, the site's (find_site_grid). owner_uid: whose traces are taken (load_job;
     default: the effective uid's). probe_db: the file-system probe's store; without it, the one
     find_probe_db finds, if any. Both files get exactly mode and, when given, the group gid
-    `group`: 0600 by default, as the job's traces, since they name its files and command line."""
+    `group`: 0600 by default, as the job's traces, since they name its files and command line.
+    history: as assess() takes it (the epilog's question to the site's store), or None."""
     grid = find_site_grid(site_grid, stream)
     progress = Progress(1.0, stream, quiet_for_s=QUIET_FOR_S) if stream is not None and stream.isatty() else None
     job, model, path, choice = load_and_choose(inputs, model_name_or_path, owner_uid, model_dirs)
     _advance(progress, LOAD_SHARE, "loaded")
-    assessment = json_safe(assess(job, model, path, grid, choice, find_probe_db(probe_db)))
+    assessment = json_safe(assess(job, model, path, grid, choice, find_probe_db(probe_db), history))
     _advance(progress, ASSESS_SHARE, "assessed")
     if json_path:
         replace_atomically(json_path, json.dumps(assessment, indent=1, allow_nan=False) + "\n", mode, group)

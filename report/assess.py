@@ -37,13 +37,15 @@ FORMAT = "ioassess-assessment"
 FORMAT_VERSION = 1
 
 
-def assess(job, model, model_source="", site_grid=None, model_choice=None, probe_db=None):
+def assess(job, model, model_source="", site_grid=None, model_choice=None, probe_db=None, history=None):
     """The assessment (a dict) of a Job under a CauseModel. site_grid: None, or the site's
     I/O-model grid to place the job on, {"path", "grid"} (a grid of ioassess.site.iomodels.load_grid),
     or {"path", "problem"} for one that could not be used. model_choice: how the model was
     chosen and why (report.model_choice), or None; where it gives a file system a model of its
     own, that model judges the ops of its files (model_choice.file_models). probe_db: the file-system probe's store, or
-    None. With IOASSESS_CHECK_SCHEMA=1 (the tests) it raises report.schema.SchemaMismatch when
+    None. history: history(assessment) -> how this run compares with its application's last
+    runs at the site (the epilog asks the site's store, ioassess.site.fleet.history), or None.
+    With IOASSESS_CHECK_SCHEMA=1 (the tests) it raises report.schema.SchemaMismatch when
     the assessment breaks its JSON Schema (report/assessment.schema.json)."""
     models = file_models(job, model, model_source, model_choice)
     per_op = classify_ops(job, model, models)
@@ -92,6 +94,7 @@ def assess(job, model, model_source="", site_grid=None, model_choice=None, probe
         "access_patterns": access_patterns(job, per_op, per_total, clock),
         "storage_targets": storage_targets(job, per_file),
     }
+    assessment["history"] = history(assessment) if history else None
     assessment["recommendations"] = recommendations(assessment, JobSeconds(job, per_op, per_total, per_file, clock))
     check_if_asked(assessment)
     return assessment

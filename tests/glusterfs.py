@@ -43,6 +43,8 @@ import sys
 import tempfile
 import time
 
+from recorder_helpers import missing_debian_packages
+
 BASE_PREFIX = "ioassess-glusterfs-"
 BASE_PARENT = "/tmp"
 OWNER = "owner.pid"             # in the base: the pid of the process that made the volume
@@ -108,19 +110,9 @@ class Volume:
 
 def ensure_installed():
     """Installs the Debian packages of the missing commands (root, apt-get); Unavailable if it cannot."""
-    missing = sorted({package for command, package in PACKAGES.items() if shutil.which(command) is None})
-    if not missing:
-        return
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        raise Unavailable(f"GlusterFS is not installed ({', '.join(missing)}) and apt-get cannot install it here")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *missing]):
-        result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900)
-        if result.returncode != 0:
-            raise Unavailable(f"`{' '.join(argv)}` failed: {(result.stdout + result.stderr).strip()[-2000:]}")
-    still = [command for command in PACKAGES if shutil.which(command) is None]
-    if still:
-        raise Unavailable(f"installed {', '.join(missing)}, still no {', '.join(still)}")
+    problem = missing_debian_packages(PACKAGES, "GlusterFS")
+    if problem:
+        raise Unavailable(problem)
 
 
 def wait_until(condition, what, timeout_s=WAIT_S):

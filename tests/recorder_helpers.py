@@ -285,6 +285,23 @@ with open(sys.argv[1], "w") as f:
 """
 
 
+def missing_debian_packages(packages, what):
+    """Installs with apt-get (root) the Debian packages of the commands (or files) of packages,
+    {command: package}, that are missing; the problem in one line when it cannot, else None."""
+    missing = sorted({package for command, package in packages.items() if shutil.which(command) is None})
+    if not missing:
+        return None
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        return f"{what} is not installed ({', '.join(missing)}) and apt-get cannot install it here"
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *missing]):
+        result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900)
+        if result.returncode != 0:
+            return f"`{' '.join(argv)}` failed: {(result.stdout + result.stderr).strip()[-2000:]}"
+    still = [command for command in packages if shutil.which(command) is None]
+    return f"installed {', '.join(missing)}, still no {', '.join(still)}" if still else None
+
+
 def run_measured(cmd, env=None, cwd="/", timeout=RUN_TIMEOUT_S):
     """(the CompletedProcess of the argument list cmd, with text output; its peak resident size
     in KiB, the largest of it and the children it waited for)."""

@@ -21,12 +21,16 @@ import tempfile
 import time
 
 import jinja2
+import numpy as np
 import pytest
 from darshan.log_utils import get_log_path
 
 import ioassess
-from ioassess.report import render
+from ioassess.report import make_report, render
 from ioassess.site.epilog import LOG_LINE_LIMIT, first_host
+from ioassess.site.fleet.record import job_record, keyed
+from ioassess.site.fleet.spool import spool_record
+from ioassess.units import seconds_text
 from recorder_helpers import (ATTACKER_USER, REPO, TEST_USER as USER, clean_env, describe, run_measured, system_user,
                               tool)
 from test_darshan_log import darshan_util, inflating_log  # noqa: F401 (darshan_util: a fixture)
@@ -72,6 +76,43 @@ def unprotected():
     yield
     for name, value in saved.items():
         pathlib.Path("/proc/sys/fs", name).write_text(value)
+
+
+def test_the_report_at_job_end_says_how_the_run_compares_with_its_applications_history(ioassess, site,
+                                                                                      recorder_lib):
+    """Ten earlier runs of dd in the site's store (the job's own record, as `ioassess report`
+    makes it, at earlier ends and with other losses): the epilog's worker asks the parent (root,
+    which alone reads the store) for dd's history, and the report has it: the runs, their median,
+    the job's rank and the regression rule's verdict, in the JSON and on the page."""
+    store = os.path.join(site.root, "fleet")
+    traces = site.record_job(recorder_lib)
+    own = make_report(traces, owner_uid=site.user.pw_uid)
+    lost = own["headline"]["lost_high_s"]
+    prior = [lost * factor for factor in (0.2, 3.0, 0.5, 0.4, 2.0, 0.3, 0.6, 0.1, 5.0, 0.5)]
+    end = datetime.datetime.fromisoformat(own["job"]["end"])
+    for number, seconds in enumerate(prior):
+        record = job_record(own)
+        record["job"].update(job_id=str(7000 + number), lost_high_s=seconds,
+                             end=round((end - datetime.timedelta(hours=number + 1)).timestamp() * 1e6))
+        spool_record(store, keyed(record))
+    assert ioassess("fleet", "compact", "--store", store).returncode == 0
+    result = epilog(ioassess, site.settings(fleet_store=store), site.slurm_environment())
+    assert_one_line(site, result, f"wrote {site.report()} and {site.report(suffix='json')}; fleet record spooled")
+    history = json.loads(pathlib.Path(site.report(suffix="json")).read_text())["history"]
+    median, iqr = np.percentile(prior, 50), np.percentile(prior, 75) - np.percentile(prior, 25)
+    assert (history["app"], history["runs"], history["rank"]) == ("dd", 10, 1 + sum(p > lost for p in prior))
+    assert (history["median_lost_s"], history["iqr_lost_s"]) == (pytest.approx(median), pytest.approx(iqr))
+    assert history["regression"] == (lost > median + 3 * iqr and lost > 1.5 * median)
+    page = pathlib.Path(site.report()).read_text()
+    assert f"its last 10 runs before this one lost a median of {seconds_text(median)}" in page
+
+
+def test_without_a_readable_store_the_report_has_no_history_and_is_still_written(ioassess, site, recorder_lib):
+    site.record_job(recorder_lib)
+    store = os.path.join(site.root, "no-store-yet")
+    result = epilog(ioassess, site.settings(fleet_store=store), site.slurm_environment())
+    assert_one_line(site, result, f"wrote {site.report()} and {site.report(suffix='json')}; fleet record spooled")
+    assert json.loads(pathlib.Path(site.report(suffix="json")).read_text())["history"] is None
 
 
 class Site:
@@ -664,8 +705,8 @@ NOT_ISOLATED = """
 import sys
 import ioassess.cli, ioassess.site.epilog as epilog
 home = sys.argv.pop(1)
-epilog.worker_command = lambda fd: ["/usr/bin/env", "HOME=" + home, sys.executable, "-c", epilog.WORKER_BOOTSTRAP,
-                                    epilog.PACKAGE_PARENT, str(fd)]
+epilog.worker_command = lambda *fds: ["/usr/bin/env", "HOME=" + home, sys.executable, "-c",
+                                      epilog.WORKER_BOOTSTRAP, epilog.PACKAGE_PARENT, *map(str, fds)]
 status = ioassess.cli.main(sys.argv[1:])
 with open("/proc/self/status") as f:
     print(next(line.split()[1] for line in f if line.startswith("VmHWM:")))

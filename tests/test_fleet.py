@@ -14,15 +14,18 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from ioassess.inputs.darshan_log import read_darshan_log
+from ioassess.inputs.darshan_util import DarshanLogError
 from ioassess.inputs.job import DIRECTIONS, LAYERS
 from ioassess.inputs.load import load_job
 from ioassess.report import make_report
 from ioassess.report.latency import LATENCY_SCALE
 from ioassess.site.fleet.engine import Filters, connect, run_query
-from ioassess.site.fleet.queries import PERCENTILES, QUERIES
+from ioassess.site.fleet.history import app_history
+from ioassess.site.fleet.queries import HISTORY_RUNS, PERCENTILES, QUERIES
 from ioassess.site.fleet.record import job_record, keyed
 from ioassess.site.fleet.record import record_hash
-from ioassess.site.fleet.schema import STORE_TABLES
+from ioassess.site.fleet.schema import COLUMNS, FLOAT, INTEGER, STORE_TABLES
 from ioassess.site.fleet.spool import MAX_RECORD_BYTES, SPOOL, spool_record
 from ioassess.site.fleet.store import MERGE_PARTS, SIGNAL_AT_ENV, compact
 
@@ -290,28 +293,94 @@ def test_the_command_line_says_what_is_wrong_in_one_line(ioassess, tmp_path, rec
         assert result.returncode == 0 and "\\x1b]0;title\\x07" in result.stdout and "\x1b" not in result.stdout
 
 
-def test_ingest_takes_darshan_logs_skips_what_it_has_and_rejects_the_damaged(ioassess, tmp_path):
-    logs = tmp_path / "logs" / "2020" / "4" / "21"
+def _logs_to_ingest(base):
+    """A DARSHAN_LOGPATH-like tree of four shipped logs, a truncated one and one darshan-util
+    aborts on (test_darshan_log.py): (root, good logs, damaged logs)."""
+    logs = base / "logs" / "2020" / "4" / "21"
     logs.mkdir(parents=True)
-    chosen = shipped_darshan_logs()[:4]
-    for path in chosen:
-        shutil.copy(path, logs)
-    damaged = logs / "damaged.darshan"
-    damaged.write_bytes(open(chosen[0], "rb").read()[:300])
+    good = [logs / os.path.basename(path) for path in shipped_darshan_logs()[:4]]
+    for path, copy in zip(shipped_darshan_logs(), good):
+        shutil.copy(path, copy)
+    truncated, aborting = logs / "damaged.darshan", logs / "names-damaged.darshan"
+    truncated.write_bytes(good[0].read_bytes()[:300])
+    data = bytearray(open(next(p for p in shipped_darshan_logs() if p.endswith("/noposix.darshan")), "rb").read())
+    data[9634] = 0x55
+    aborting.write_bytes(bytes(data))
+    return base / "logs", good, [truncated, aborting]
+
+
+def _ingest(store, root, env=None):
+    """`ioassess fleet ingest` in a process of its own; its workers end with it (the output's
+    pipes close only when every process holding them has ended)."""
+    return subprocess.run([sys.executable, "-m", "ioassess", "fleet", "ingest", "--store", str(store), str(root)],
+                          cwd="/", env=clean_env(env), capture_output=True, text=True, timeout=600)
+
+
+def _stored_rejects(store):
+    return sorted((row["source"], row["problem"]) for path in glob.glob(f"{store}/rejects/part-*.parquet")
+                  for row in pq.read_table(path).to_pylist())
+
+
+def test_ingest_takes_darshan_logs_skips_what_it_has_and_rejects_the_damaged(tmp_path):
+    """Each log's row has the numbers of its `ioassess report`; a damaged log is one reject in
+    report's words, also the one darshan-util aborts the worker reading it on."""
+    root, good, damaged = _logs_to_ingest(tmp_path)
     store = tmp_path / "store"
-    result = ioassess("fleet", "ingest", "--store", store, tmp_path / "logs")
+    result = _ingest(store, root)
     assert result.returncode == 0, result.stderr
-    assert "inputs 5: skipped 0" in result.stderr and "added 4" in result.stderr and "rejected 1" in result.stderr
-    rejects = pq.read_table(glob.glob(f"{store}/rejects/part-*.parquet")[0]).to_pylist()
-    assert [r["source"] for r in rejects] == [str(damaged)] and rejects[0]["problem"]
+    assert "inputs 6: skipped 0" in result.stderr and "added 4" in result.stderr and "rejected 2" in result.stderr
+    problems = []
+    for path in damaged:
+        with pytest.raises(DarshanLogError) as error:
+            read_darshan_log(str(path))
+        problems.append((str(path), str(error.value)))
+    assert _stored_rejects(store) == sorted(problems)
+    assert "SIGABRT" in dict(problems)[str(damaged[1])]
     connection = connect(str(store))
-    stored = dict(connection.run("SELECT source, lost_high_s FROM jobs")[1])
-    for path in chosen:
-        source = str(logs / os.path.basename(path))
-        assert stored[source] == make_report([source])["headline"]["lost_high_s"]
-    again = ioassess("fleet", "ingest", "--store", store, tmp_path / "logs")
-    assert again.returncode == 0 and "skipped 5" in again.stderr and "added 0" in again.stderr
+    columns, rows = connection.run("SELECT * FROM jobs")
+    stored = {row["source"]: row for row in (dict(zip(columns, values)) for values in rows)}
+    numbers = [name for name, kind in COLUMNS["jobs"] if kind in (INTEGER, FLOAT)]
+    for path in good:
+        expected = job_record(make_report([str(path)]),
+                              source=str(path))["job"]
+        assert {name: stored[str(path)][name] for name in numbers} == {name: expected[name] for name in numbers}
+    again = _ingest(store, root)
+    assert again.returncode == 0 and "skipped 6" in again.stderr and "added 0" in again.stderr
     assert len(_stored_jobs(store)) == 4
+
+
+INGEST_STOPS = [("record spooled", 2, "SIGKILL"), ("rejects added", 1, "SIGKILL"), ("input taken", 2, "SIGKILL"),
+                ("input taken", 3, "SIGSEGV")]
+
+
+@pytest.mark.parametrize("step,count,signal_name", INGEST_STOPS,
+                         ids=[f"{s.replace(' ', '-')}-{n}-{name}" for s, n, name in INGEST_STOPS])
+def test_an_ingest_killed_at_any_point_loses_and_duplicates_nothing(tmp_path, step, count, signal_name):
+    """Ingest itself killed after spooling a record or adding the rejects, then run again; or
+    every worker killed at its Nth input (each is replaced, and the input taken up again):
+    every log once in the store, a job or a reject, as an ingest that was never stopped."""
+    root, good, damaged = _logs_to_ingest(tmp_path)
+    store = tmp_path / "store"
+    stopped = _ingest(store, root, {SIGNAL_AT_ENV: f"{step}:{count}:{signal_name}"})
+    if step == "input taken":
+        assert stopped.returncode == 0, stopped.stderr
+    else:
+        assert stopped.returncode == -signal.SIGKILL, stopped.stderr
+        assert _ingest(store, root).returncode == 0
+    connection = connect(str(store))
+    assert sorted(connection.run("SELECT source FROM jobs")[1]) == sorted((str(path),) for path in good)
+    assert [source for source, _ in _stored_rejects(store)] == sorted(map(str, damaged))
+
+
+def test_an_input_whose_worker_dies_twice_is_a_reject_saying_so(tmp_path):
+    """Every worker killed at its first input (as the kernel's OOM killer would): each input is
+    taken up once more by a fresh worker, which dies too, and is then a reject saying how."""
+    root, good, damaged = _logs_to_ingest(tmp_path)
+    store = tmp_path / "store"
+    result = _ingest(store, root, {SIGNAL_AT_ENV: "input taken:1:SIGKILL"})
+    assert result.returncode == 0 and "added 0, rejected 6" in result.stderr, result.stderr
+    assert _stored_rejects(store) == sorted((str(path), "the process assessing it died twice (killed by SIGKILL)")
+                                            for path in good + damaged)
 
 
 def test_a_run_that_loses_far_more_than_its_applications_history_is_a_regression(recorded_jobs, tmp_path):
@@ -334,6 +403,32 @@ def test_a_run_that_loses_far_more_than_its_applications_history_is_a_regression
     assert [row[0] for row in rows] == ["5010"]
     columns, rows = run_query(connection, "job", argument="5010")
     assert rows[0][columns.index("rank_by_lost")] == 1 and rows[0][columns.index("app_runs")] == 12
+
+
+def test_a_runs_history_at_job_end_follows_the_regressions_rule(recorded_jobs, tmp_path):
+    """The twelve runs above, each judged at its end against the runs before it (as the epilog
+    asks for a job's report): the runs counted, their median and rank as numpy has them, and a
+    regression exactly where the `regressions` question finds one."""
+    base = _records(recorded_jobs)[0]
+    lost = [10.0, 11.0, 9.0, 10.5, 9.5, 10.0, 12.0, 8.0, 10.0, 11.0, 100.0, 10.0]
+    ends = [datetime.datetime.fromtimestamp(1_700_000_000 + 3600 * n, datetime.timezone.utc) for n in range(12)]
+    for number, (seconds, end) in enumerate(zip(lost, ends)):
+        record = json.loads(json.dumps(base))
+        record["job"].update(job_id=str(5000 + number), app="solver", lost_high_s=seconds, month="2023-11",
+                             end=round(end.timestamp() * 1e6))
+        spool_record(str(tmp_path), keyed(record))
+    compact(str(tmp_path))
+    regressions = {row[0] for row in run_query(connect(str(tmp_path)), "regressions")[1]}
+    assert regressions == {"5010"}
+    for number, (seconds, end) in enumerate(zip(lost, ends)):
+        prior = lost[max(0, number - HISTORY_RUNS):number]
+        history = app_history(str(tmp_path), "solver", end, seconds)
+        assert (history["runs"], history["rank"]) == (len(prior), 1 + sum(p > seconds for p in prior))
+        assert history["median_lost_s"] == (pytest.approx(np.median(prior)) if prior else None)
+        assert history["regression"] == (str(5000 + number) in regressions)
+    unknown = app_history(str(tmp_path), "never-ran", ends[-1], 1.0)
+    assert (unknown["runs"], unknown["median_lost_s"], unknown["rank"], unknown["regression"]) == (0, None, 1, False)
+    assert app_history(str(tmp_path), "", ends[-1], 1.0) is None
 
 
 @pytest.mark.spark

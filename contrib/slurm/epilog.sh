@@ -3,8 +3,10 @@
 #   slurm.conf:  Epilog=/etc/slurm/epilog.d/ioassess.sh
 # Slurm gives an Epilog no search path, so IOASSESS is the full path of the installed command
 # (`command -v ioassess` where it works); set PYTHONPATH too when ioassess is installed with
-# `pip install --prefix`. `ioassess epilog` exits 0 whatever happens; the `exit 0` below also
-# covers an installation that cannot start at all, since a failing Epilog drains the node.
+# `pip install --prefix`. CONFIG is the site's settings. `ioassess epilog` exits 0 whatever
+# happens; the `exit 0` below also covers an installation that cannot start at all, since a
+# failing Epilog drains the node.
 IOASSESS=${IOASSESS:-/usr/local/bin/ioassess}
-"$IOASSESS" epilog --config /etc/ioassess/epilog.conf
+CONFIG=/etc/ioassess/epilog.conf
+"$IOASSESS" epilog --config "$CONFIG"
 exit 0

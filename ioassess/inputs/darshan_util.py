@@ -5,9 +5,11 @@ bound here with cffi directly instead of through PyDarshan's Python layer: that 
 pandas (about 40 MiB and 0.3 s before the first byte is read), builds a Python dict per DXT
 segment, ignores darshan-util's error returns, and on a damaged file-name table closes the log
 twice, which aborts the process. darshan-util itself asserts on some damaged data (an assertion
-failure aborts the process), so it runs in a forked child process that sends back what it read;
+failure aborts the process), so it runs in a forked child process that sends back what it read
+(or in the process itself where that process exists only to read, read_logs_in_this_process);
 its complaints on stderr go to a file and are quoted in the notes and errors.
 """
+import contextlib
 import dataclasses
 import faulthandler
 import glob
@@ -125,7 +127,19 @@ def read_log_contents(path):
     not a readable Darshan 3 log, or its job record or all of its I/O data cannot be read."""
     path = os.fspath(path)
     _check_header(path)
-    return _read_in_child(path, _darshan_util(path))
+    binding = _darshan_util(path)
+    return _read_here(path, binding) if _read_in_this_process else _read_in_child(path, binding)
+
+
+_read_in_this_process = False
+
+
+def read_logs_in_this_process(here=True):
+    """Read logs in this process from now on (here), not in a forked child: for a process whose
+    parent takes its death as the death of the log's reader (fleet ingest's workers), where the
+    fork and the child's answer cost more than reading a small log."""
+    global _read_in_this_process
+    _read_in_this_process = here
 
 
 # --- what the log holds, read with darshan-util ------------------------------------------------
@@ -238,7 +252,34 @@ def _read_in_child(path, binding):
     if answer is None:
         raise DarshanLogError(path, f"the process reading it ended without an answer (exit status "
                                     f"{os.waitstatus_to_exitcode(status)}){_quoted(said)}")
-    outcome, value = answer
+    return _answered(path, *answer)
+
+
+def _read_here(path, binding):
+    """_read_contents(path) in this process, with the child's limits: darshan-util's complaints
+    on stderr go to a file, and its allocations are bounded while it reads."""
+    with tempfile.TemporaryFile() as stderr_file, _stderr_into(stderr_file.fileno()):
+        limits = resource.getrlimit(resource.RLIMIT_DATA)
+        _limit_data(CHILD_DATA_BYTES)
+        try:
+            answer = _outcome(path, binding, stderr_file.fileno())
+        finally:
+            resource.setrlimit(resource.RLIMIT_DATA, limits)
+    return _answered(path, *answer)
+
+
+@contextlib.contextmanager
+def _stderr_into(fd):
+    saved = os.dup(2)
+    os.dup2(fd, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _answered(path, outcome, value):
     if outcome == "error":
         raise DarshanLogError(path, value)
     if outcome == "bug":
@@ -246,23 +287,28 @@ def _read_in_child(path, binding):
     return value
 
 
+def _outcome(path, binding, stderr_fd):
+    """("contents", LogContents), ("error", problem) or ("bug", traceback) of reading the log."""
+    try:
+        return "contents", _read_contents(*binding, path, lambda: _lines(stderr_fd))
+    except DarshanLogError as error:
+        return "error", error.problem
+    except MemoryError:
+        return "error", f"too large: reading it needs more than {bytes_text(CHILD_DATA_BYTES)} of memory"
+    except Exception:
+        return "bug", traceback.format_exc()
+
+
 def _child(path, binding, read_end, write_end, stderr_fd):
-    """Read the log, send ("contents", _Contents), ("error", problem) or ("bug", traceback) to
-    the parent, and exit without running the parent's exit handlers."""
+    """Read the log, send _outcome to the parent, and exit without running the parent's exit
+    handlers."""
     try:
         os.close(read_end)
         os.dup2(stderr_fd, 2)
         faulthandler.disable()   # an abort inside darshan-util is reported by the parent, once
         warnings.simplefilter("ignore")
         _limit_data(CHILD_DATA_BYTES)
-        try:
-            outcome = ("contents", _read_contents(*binding, path, lambda: _lines(stderr_fd)))
-        except DarshanLogError as error:
-            outcome = ("error", error.problem)
-        except MemoryError:
-            outcome = ("error", f"too large: reading it needs more than {bytes_text(CHILD_DATA_BYTES)} of memory")
-        except Exception:
-            outcome = ("bug", traceback.format_exc())
+        outcome = _outcome(path, binding, stderr_fd)
         with open(write_end, "wb") as pipe:
             pickle.dump(outcome, pipe, protocol=pickle.HIGHEST_PROTOCOL)
     finally:

@@ -49,6 +49,7 @@ EXIT_POLL_S = 0.05
 # What the parent keeps of the worker's result and of its output (stdout and stderr), in bytes;
 # the rest is read and discarded.
 RESULT_LIMIT = 256 * 1024
+QUESTION_LIMIT = 16 * 1024
 OUTPUT_TAIL = 4096
 # The longest line the epilog logs, in characters.
 LOG_LINE_LIMIT = 2000
@@ -63,7 +64,7 @@ WORKER_BOOTSTRAP = ("import sys\n"
                     "if sys.argv[1] not in sys.path:\n"
                     "    sys.path.insert(0, sys.argv[1])\n"
                     "from ioassess.site.epilog import worker_main\n"
-                    "sys.exit(worker_main(int(sys.argv[2])))\n")
+                    "sys.exit(worker_main(int(sys.argv[2]), int(sys.argv[3])))\n")
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # of ioassess/site/
 PLACEHOLDER = re.compile(r"%(.?)")
 PLACEHOLDERS = "%j job id, %u user name, %U uid, %h node, %w job's working directory, %H home, %% a %"
@@ -123,6 +124,7 @@ class Work:
     report_group: str
     probe_db: str
     fleet_record: bool       # send the job's record for the site's store back with the outcome
+    history: bool            # ask for the application's history in the site's store (the parent reads it)
 
 
 def _days(text):
@@ -204,7 +206,8 @@ def run(args):
             return 0
         job = job_context(os.environ)
         log.prefix = f"job {job.job_id} ({job.user}): "
-        line, record = run_worker(job, work_for(job, settings), settings.time_limit, settings.memory_limit)
+        history = (lambda question: answer_history(settings.fleet_store, question)) if settings.fleet_store else None
+        line, record = run_worker(job, work_for(job, settings), settings.time_limit, settings.memory_limit, history)
         if settings.fleet_store and record is not None:
             line += spool_job_record(settings.fleet_store, record, job)
         log.line(line)
@@ -408,15 +411,17 @@ def work_for(job, settings):
                 json=expand(settings.json, job) if settings.json else "", model=settings.model,
                 model_dirs=model_dirs({}, job.home, settings.site_models or site_model_dir()),
                 report_group=settings.report_group, probe_db=settings.probe_db,
-                fleet_record=bool(settings.fleet_store))
+                fleet_record=bool(settings.fleet_store), history=bool(settings.fleet_store))
 
 
-def run_worker(job, work, time_limit, memory_limit):
+def run_worker(job, work, time_limit, memory_limit, history=None):
     """Run the worker as the job's user for at most time_limit seconds and, where a memory cgroup
     can be had (memory_cgroup), memory_limit bytes; (the line to log: its outcome (summary_line)
     or why there is none; the job's record for the site's store it sent, or None). Whatever the
     worker started is ended when it ends or is stopped (end_cgroup, end_descendants), and of its
-    output only the last OUTPUT_TAIL bytes are kept, for the line saying why it failed."""
+    output only the last OUTPUT_TAIL bytes are kept, for the line saying why it failed. The
+    worker may ask one question (its application's history, work.history): history(question)
+    is the answer it gets on its standard input."""
     options = {}
     if os.geteuid() == 0:
         # subprocess sets the supplementary groups, then the group, then the user (real,
@@ -426,25 +431,34 @@ def run_worker(job, work, time_limit, memory_limit):
     cgroup = new_cgroup()
     memory = memory_cgroup(cgroup, memory_limit)
     result_read, result_write = os.pipe()
+    question_read, question_write = os.pipe()
     try:
-        worker = subprocess.Popen(worker_command(result_write), cwd="/", env=_worker_environment(job), umask=0o077,
-                                  start_new_session=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, pass_fds=(result_write,), **options)
+        worker = subprocess.Popen(worker_command(result_write, question_write), cwd="/", env=_worker_environment(job),
+                                  umask=0o077, start_new_session=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, pass_fds=(result_write, question_write), **options)
     except OSError as error:
         os.close(result_read)
+        os.close(question_read)
         remove_cgroup(cgroup)
         remove_cgroup(memory)
         raise EpilogError(f"{sys.executable}: cannot start the report process: {error.strerror}") from None
     finally:
         os.close(result_write)
+        os.close(question_write)
     # Before it has its work the worker runs only the epilog's code: nothing it starts is
     # outside the cgroup.
     cgroup = moved_into(cgroup, worker.pid)
     memory = moved_into(memory, worker.pid)
     result, output = Kept(result_read, RESULT_LIMIT, keep="first"), Kept(worker.stdout.fileno(), OUTPUT_TAIL)
+    question = Kept(question_read, QUESTION_LIMIT, keep="first")
     try:
-        _send(worker.stdin, json.dumps(dataclasses.asdict(work)).encode())
-        finished = _read_until_exit(worker, (result, output), time.monotonic() + time_limit)
+        _send(worker.stdin, json.dumps(dataclasses.asdict(work)).encode() + b"\n", close=not work.history)
+
+        def answer_once():
+            if question.ended and not worker.stdin.closed:
+                answer = history(question.data) if history else None
+                _send(worker.stdin, json.dumps(answer).encode() + b"\n", close=True)
+        finished = _read_until_exit(worker, (result, output, question), time.monotonic() + time_limit, answer_once)
         if not finished:
             worker.kill()
         end_cgroup(cgroup)
@@ -452,6 +466,9 @@ def run_worker(job, work, time_limit, memory_limit):
         _read_available((result, output))
     finally:
         os.close(result_read)
+        os.close(question_read)
+        if not worker.stdin.closed:
+            worker.stdin.close()
         worker.stdout.close()
         out_of_memory = oom_kills(memory) > 0
         remove_cgroup(cgroup)
@@ -473,11 +490,11 @@ def run_worker(job, work, time_limit, memory_limit):
     return line, record
 
 
-def worker_command(result_fd):
+def worker_command(result_fd, question_fd):
     """`python -I`: none of the user's Python environment (user site-packages and the .pth files
     there, PYTHON* variables, the working directory) reaches the worker. It imports ioassess from
-    where the epilog did, and sends its outcome on result_fd."""
-    return [sys.executable, "-I", "-c", WORKER_BOOTSTRAP, PACKAGE_PARENT, str(result_fd)]
+    where the epilog did, sends its outcome on result_fd and its question on question_fd."""
+    return [sys.executable, "-I", "-c", WORKER_BOOTSTRAP, PACKAGE_PARENT, str(result_fd), str(question_fd)]
 
 
 def _worker_environment(job):
@@ -661,18 +678,22 @@ class Kept:
         self.data = joined[:self.limit] if self.keep == "first" else joined[-self.limit:]
 
 
-def _send(pipe, data):
-    """data (the Work, far smaller than a pipe's buffer) to the worker's stdin, closed after."""
+def _send(pipe, data, close):
+    """data (the Work, or the answer to its question: far smaller than a pipe's buffer) to the
+    worker's stdin, closed after if close."""
     try:
         pipe.write(data)
-        pipe.close()
+        pipe.flush()
+        if close:
+            pipe.close()
     except BrokenPipeError:   # the worker ended without reading it: its outcome says why
-        pass
+        pipe.close()
 
 
-def _read_until_exit(worker, streams, deadline):
+def _read_until_exit(worker, streams, deadline, after_read):
     """Read the worker's streams (Kept: the rest is discarded, and the worker never blocks
-    writing) until it exits (True) or the deadline passes (False)."""
+    writing), calling after_read after each round, until it exits (True) or the deadline passes
+    (False)."""
     while worker.poll() is None:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -681,6 +702,7 @@ def _read_until_exit(worker, streams, deadline):
         ready, _, _ = select.select(list(reading), [], [], min(remaining, EXIT_POLL_S))
         for fd in ready:
             reading[fd].read()
+        after_read()
     return True
 
 
@@ -721,6 +743,24 @@ def sent_record(result):
     return record if isinstance(record, dict) else None
 
 
+def answer_history(store, question):
+    """The history in the site's store of the application the worker names in its question
+    (JSON: app, end, lost_high_s; checked as any input is: the worker runs the user's files),
+    or None when the question is malformed or the store cannot answer."""
+    from .fleet.history import app_history
+    from .fleet.record import job_time
+    from .fleet.schema import MAX_STRING
+    from .fleet.store import StoreError
+    try:
+        asked = parse_json(question.decode("utf-8"))
+        app, end, lost = asked["app"], job_time(asked["end"]), asked["lost_high_s"]
+        if not (isinstance(app, str) and len(app) <= MAX_STRING and isinstance(lost, (int, float))):
+            return None
+        return app_history(store, app, end, float(lost))
+    except (Invalid, UnicodeDecodeError, TypeError, KeyError, ValueError, StoreError, OSError):
+        return None
+
+
 def spool_job_record(store, record, job):
     """The worker's record of the job into the site's spool, with the job's id and user as Slurm
     gives them (whatever the worker, which runs the user's files, said): "; ..." for the line."""
@@ -744,8 +784,9 @@ def summary_line(outcome, left_out, first):
 
 # ---- the worker: runs as the job's user ----
 
-def worker_main(result_fd):
-    """The worker: the Work as JSON on stdin; its outcome as JSON on result_fd."""
+def worker_main(result_fd, question_fd):
+    """The worker: the Work as a JSON line on stdin; its outcome as JSON on result_fd; its
+    question, if work.history, on question_fd, answered by a JSON line on stdin."""
     from ..html import compile_templates_anew
     from ..inputs.load import LoadError
     from ..models.modelfile import ModelFileError
@@ -753,9 +794,9 @@ def worker_main(result_fd):
     left_out = []
     record = None
     try:
-        work = Work(**parse_json(sys.stdin.read()))
+        work = Work(**parse_json(sys.stdin.readline()))
         check_identity(work)
-        outcome, assessment = make_job_report(work, left_out)
+        outcome, assessment = make_job_report(work, left_out, _asker(question_fd) if work.history else None)
         if work.fleet_record and assessment is not None:
             from .fleet.record import job_record
             record = job_record(assessment, user=work.user, report=work.output, source=work.trace_dir)
@@ -768,6 +809,23 @@ def worker_main(result_fd):
     with open(result_fd, "w", encoding="utf-8") as out:
         json.dump(result, out)
     return 0
+
+
+def _asker(question_fd):
+    """history(assessment) for make_report: the parent's answer to the question of the
+    assessment's application, asked once on question_fd, or None."""
+    def history(assessment):
+        from .fleet.record import app_name
+        question = {"app": app_name(assessment["job"]), "end": assessment["job"]["end"],
+                    "lost_high_s": assessment["headline"]["lost_high_s"]}
+        with open(question_fd, "w", encoding="utf-8") as asking:
+            json.dump(question, asking)
+        answer = sys.stdin.readline()
+        try:
+            return parse_json(answer) if answer else None
+        except Invalid:
+            return None
+    return history
 
 
 def check_identity(work):
@@ -786,7 +844,7 @@ def check_identity(work):
     raise EpilogError("root could be had back after dropping to the job's user: refusing to go on")
 
 
-def make_job_report(work, left_out):
+def make_job_report(work, left_out, history=None):
     """Find the job's traces and Darshan log and write its report; (the outcome to log, the
     assessment or None). The inputs left out (another user's files, a Darshan log of another job, traces that cannot be
     read) are appended to left_out, one `PATH: problem` each."""
@@ -808,7 +866,7 @@ def make_job_report(work, left_out):
     try:
         assessment = make_report(traces + darshan_log, work.model or None, work.output, work.json or None,
                                  owner_uid=work.uid, mode=mode, group=group, model_dirs=work.model_dirs,
-                                 probe_db=work.probe_db or None)
+                                 probe_db=work.probe_db or None, history=history)
     except OSError as error:
         raise EpilogError(f"{work.output}: cannot write the report: {error.strerror}") from None
     read = {entry["path"] for entry in assessment["job"]["inputs"]}

@@ -99,10 +99,11 @@ GROUP BY {finding} ORDER BY at_stake_s DESC NULLS LAST, fired DESC, finding LIMI
 
 
 QUERIES = {q.name: q for q in (
-    Query("top-lost", "jobs by wall-clock time lost compared with cached I/O, with the main cause and first finding",
+    Query("top-lost", "jobs by time lost compared with cached I/O (process-seconds), with the main cause, first "
+                      "finding and the job's report",
           """
 SELECT j.job_key, j.{user}, j.app, j.{end}, j.runtime_s, j.io_s, j.lost_low_s, j.lost_high_s, j.main_cause,
-       j.first_finding, j.at_stake_s, j.main_fs
+       j.first_finding, j.at_stake_s, j.main_fs, j.report
 FROM jobs j WHERE {where}
 ORDER BY j.lost_high_s DESC, j.job_key LIMIT {limit}
 """),
@@ -117,10 +118,12 @@ ORDER BY j.lost_high_s DESC, j.job_key LIMIT {limit}
                     "f.at_stake_s"),
           unfiltered_sql=_findings("findings_totals", "finding", "title", "sum(fired)", "sum(jobs)", "at_stake_s",
                                    "largest_at_stake_s")),
-    Query("trend", "per week and file system: jobs, I/O time, time lost and its share",
+    Query("trend", "per week and file system: jobs, I/O time, time lost and its share, the probe's median and "
+                   "90th percentile slowdown of the jobs",
           """
 SELECT date_trunc('week', j.{end}) AS week, j.main_fs, count(*) AS jobs, sum(j.io_s) AS io_s,
-       sum(j.lost_high_s) AS lost_high_s, sum(j.lost_high_s) / nullif(sum(j.io_s), 0) AS lost_share
+       sum(j.lost_high_s) AS lost_high_s, sum(j.lost_high_s) / nullif(sum(j.io_s), 0) AS lost_share,
+       {median_probe_slowdown} AS probe_slowdown_median, {p90_probe_slowdown} AS probe_slowdown_p90
 FROM jobs j WHERE {where} AND j.{end} IS NOT NULL
 GROUP BY date_trunc('week', j.{end}), j.main_fs ORDER BY week, j.main_fs
 """),
@@ -144,8 +147,7 @@ judged AS (
                      ROWS BETWEEN {history_runs} PRECEDING AND 1 PRECEDING))
 SELECT job_key, app, {end}, lost_high_s, history_median, history_iqr
 FROM judged
-WHERE candidate AND runs = {history_runs} AND lost_high_s > history_median + {regression_iqrs} * history_iqr
-  AND lost_high_s > (1 + {regression_min_rise}) * history_median
+WHERE candidate AND {regression}
 ORDER BY lost_high_s - history_median DESC, job_key LIMIT {limit}
 """, leading="since"),
     Query("outliers", f"jobs whose time lost lies over {OUTLIER_MADS:g} median absolute deviations above their "
@@ -188,6 +190,22 @@ ORDER BY m.{end}, m.record_hash
 )}
 
 
+# One run (its time lost, and what it is judged against) of an application at job end, for the
+# job's report: the application's last HISTORY_RUNS runs that ended before it (parameters: its
+# time lost, the application, its end).
+HISTORY = Query("history", "a run against its application's last runs", """
+WITH mine AS (SELECT CAST(? AS DOUBLE) AS lost_high_s),
+prior AS (
+  SELECT j.lost_high_s FROM jobs j WHERE j.app = ? AND j.{end} < CAST(? AS {timestamp})
+  ORDER BY j.{end} DESC, j.job_key DESC LIMIT {history_runs}),
+judged AS (
+  SELECT count(p.lost_high_s) AS runs, {prior_median} AS history_median, {prior_iqr} AS history_iqr,
+         count(CASE WHEN p.lost_high_s > m.lost_high_s THEN 1 END) + 1 AS rank_by_lost, m.lost_high_s
+  FROM mine m LEFT JOIN prior p ON TRUE GROUP BY m.lost_high_s)
+SELECT runs, history_median, history_iqr, rank_by_lost, coalesce({regression}, false) AS regression FROM judged
+""")
+
+
 def filled(query, dialect, condition, unfiltered, scale):
     """The query's SQL for the dialect: the rollup text when unfiltered and it has one."""
     words = DIALECTS[dialect]
@@ -196,6 +214,8 @@ def filled(query, dialect, condition, unfiltered, scale):
     values = {**CONSTANTS, **{key: value for key, value in words.items() if isinstance(value, str)},
               "where": condition, "min_s": repr(scale.min_s), "ratio": repr(scale.ratio),
               "median_lost_high": median.format("j.lost_high_s"),
+              "median_probe_slowdown": median.format("j.probe_slowdown"),
+              "p90_probe_slowdown": quantile.format("j.probe_slowdown", 0.9),
               # the job that lost most; of jobs that lost as much, the last by key (ties must not be left
               # to the engine: the two would answer differently)
               "worst_job_by_lost": words["worst"].format("j.job_key", "j.lost_high_s", "j.job_key"),
@@ -203,6 +223,13 @@ def filled(query, dialect, condition, unfiltered, scale):
               "history_median": quantile.format("lost_high_s", 0.5) + " OVER history",
               "history_iqr": f"{quantile.format('lost_high_s', 0.75)} OVER history - "
                              f"{quantile.format('lost_high_s', 0.25)} OVER history",
-              "history_median_lost": median.format("h.lost_high_s")}
+              "history_median_lost": median.format("h.lost_high_s"),
+              "prior_median": quantile.format("p.lost_high_s", 0.5),
+              "prior_iqr": f"{quantile.format('p.lost_high_s', 0.75)} - {quantile.format('p.lost_high_s', 0.25)}",
+              # a run is a regression when its application has HISTORY_RUNS runs before it and it lost
+              # more than their median by REGRESSION_IQRS of their interquartile range and by
+              # REGRESSION_MIN_RISE of the median
+              "regression": "runs = {history_runs} AND lost_high_s > history_median + {regression_iqrs} * history_iqr "
+                            "AND lost_high_s > (1 + {regression_min_rise}) * history_median".format(**CONSTANTS)}
     values["prior"] = words["prior"].format(**values)
     return template.format(**values), template.count("{where}")

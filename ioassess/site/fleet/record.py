@@ -77,7 +77,7 @@ def record_hash(record):
 def _job_row(a, step, user, account, report, source):
     job, head, model = a["job"], a["headline"], a["model"]
     provenance = model.get("provenance") or {}
-    start, end = _time(job["start"]), _time(job["end"])
+    start, end = job_time(job["start"]), job_time(job["end"])
     month = (end or start).strftime("%Y-%m") if (end or start) else UNKNOWN_MONTH
     start, end = _microseconds(start), _microseconds(end)
     causes = {**head["lost_by_cause"], **head["slowness_by_cause"]}
@@ -88,7 +88,7 @@ def _job_row(a, step, user, account, report, source):
     estimated = head["lost_high_s"] > 0 and not any(causes.get(cause) for cause in CAUSES)
     row = {
         "job_key": "", "job_id": job["job_id"], "step": step, "user": user if user is not None else job["user"],
-        "account": account, "app": os.path.basename(job["exe"]) if job["exe"] else "",
+        "account": account, "app": app_name(job),
         "nodes": len(job["hosts"]), "processes": job["nprocs"], "start": start, "end": end, "month": month,
         "runtime_s": job["runtime_s"],
         "main_fs": main_fs.get("mount") or "", "main_fs_type": main_fs.get("type") or "",
@@ -117,6 +117,11 @@ def _job_row(a, step, user, account, report, source):
                 row[f"{layer}_{entry['direction']}_bytes"] = amounts.get("bytes") or 0
                 row[f"{layer}_{entry['direction']}_s"] = amounts.get("seconds") or 0.0
     return row
+
+
+def app_name(job):
+    """The job's application: its executable's name ("" when unknown)."""
+    return os.path.basename(job["exe"]) if job["exe"] else ""
 
 
 def _latency_columns(latency):
@@ -150,7 +155,9 @@ def _microseconds(moment):
     return None if moment is None else round(moment.timestamp() * 1e6)
 
 
-def _time(text):
+def job_time(text):
+    """An assessment's job start or end (ISO 8601) as an aware datetime (UTC when it names no
+    zone), None when unknown."""
     if not text:
         return None
     moment = datetime.datetime.fromisoformat(text)

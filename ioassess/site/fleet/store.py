@@ -64,7 +64,7 @@ def compact(store, batch_records=BATCH_RECORDS, merge_parts=MERGE_PARTS):
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return None
-        _step("lock held")
+        stop_point("lock held")
         finish_interrupted(store)
         counts = {"added": 0, "duplicates": 0, "rejected": 0, "merged": 0}
         present = StoredHashes(store)
@@ -90,9 +90,9 @@ class StoredHashes:
         return self.months[month]
 
 
-def _step(name):
-    """A point a compaction passes where dying must lose and duplicate nothing. The tests stop it
-    there: IOASSESS_FLEET_SIGNAL_AT="NAME:N:SIGNAL" sends it SIGNAL the Nth time it passes NAME."""
+def stop_point(name):
+    """A point a compaction or an ingest passes where dying must lose and duplicate nothing. The
+    tests stop it there: IOASSESS_FLEET_SIGNAL_AT="NAME:N:SIGNAL" sends it SIGNAL the Nth time it passes NAME."""
     wanted = os.environ.get(SIGNAL_AT_ENV)
     if wanted:
         step, count, signal_name = wanted.rsplit(":", 2)
@@ -159,7 +159,7 @@ def _compact_batch(store, names, present):
         commit_parts(store, month, parts)
     for name in [*(name for name, _ in records if name not in refused), *duplicates]:
         os.unlink(os.path.join(spool, name))
-        _step("spool record removed")
+        stop_point("spool record removed")
     if rejects:
         os.makedirs(os.path.join(store, REJECTED), mode=0o700, exist_ok=True)
     for name in rejects:
@@ -297,7 +297,7 @@ def _commit(store, parts, batch, replaces=()):
     staged.sort(key=lambda pair: os.path.basename(os.path.dirname(os.path.dirname(pair[1]))) == "jobs")
     for temporary, final in staged:
         os.replace(temporary, final)
-        _step("part renamed")
+        stop_point("part renamed")
         _fsync(os.path.dirname(final))
 
 
@@ -385,6 +385,6 @@ def merge_months(store, merge_parts):
             for path in _parts(store, table, month):
                 if _batch_of(path) in batches:
                     os.unlink(path)
-                    _step("merged part removed")
+                    stop_point("merged part removed")
         merged += 1
     return merged
