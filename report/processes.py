@@ -33,8 +33,9 @@ def shared_record_ranks(job, per_total):
     on the file (reads, writes and metadata: Darshan's *_F_FASTEST/SLOWEST_RANK_TIME) and bytes,
     and the standard deviation of the time over the ranks; and per process of those ranks
     (index into Job.processes) its I/O part of that time (the rank's time times the record's
-    read and write time over its read, write and metadata time) and a time lost pro rata: the
-    record's time lost times the rank's I/O time over the record's, at most all of it."""
+    read and write time over its read, write and metadata time; the two ranks' parts at most
+    the record's time) and a time lost pro rata: the record's time lost times the rank's I/O
+    time over the record's, at most all of it."""
     n = len(job.processes)
     per_process = {"io_s": np.zeros(n), "lost_low_s": np.zeros(n), "lost_high_s": np.zeros(n)}
     records = job.darshan_records
@@ -54,12 +55,16 @@ def shared_record_ranks(job, per_total):
         meta_s = float(records["meta_s"][r]) if np.isfinite(records["meta_s"][r]) else 0.0
         io_part = seconds / (seconds + max(meta_s, 0.0))
         ranks = {}
+        assigned_s = 0.0
         for end in ("slowest", "fastest"):
             rank, rank_s = int(records[f"{end}_rank"][r]), float(records[f"{end}_s"][r])
             ranks[end] = {"rank": rank, "seconds": rank_s, "bytes": int(records[f"{end}_bytes"][r])}
             process = process_of_rank.get(rank)
             if process is not None and (end == "slowest" or rank != ranks["slowest"]["rank"]):
-                rank_io_s = min(rank_s * io_part, seconds)
+                # the record's metadata share is its ranks' together, not each rank's: the two
+                # ranks' parts are kept within the record's time
+                rank_io_s = min(rank_s * io_part, seconds - assigned_s)
+                assigned_s += rank_io_s
                 share = rank_io_s / seconds
                 per_process["io_s"][process] += rank_io_s
                 per_process["lost_low_s"][process] += share * lost_low

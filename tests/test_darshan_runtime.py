@@ -29,8 +29,9 @@ from ioassess.cli import preload_with
 from ioassess.inputs.job import DIRECTIONS, LAYERS
 from ioassess.inputs.load import load_job
 from ioassess.inputs.traceformat import OP_DIRECTION, OP_LAYER, OP_NAMES
-from recorder_helpers import (assert_same_run, clean_env, killme_killed, load, prog, run, select, tool, total_table,
-                              tree_digest, wait_until)
+from recorder_helpers import (assert_same_run, clean_env, describe, killme_killed, load, prog, run, select, tool,
+                              total_table, tree_digest, wait_until)
+from test_fleet import assert_ingested_as_reported
 
 pytestmark = [pytest.mark.darshan_runtime, pytest.mark.mpi]
 
@@ -608,6 +609,26 @@ PATTERN_COUNTERS = {"POSIX_READS": "reads", "POSIX_WRITES": "writes", "POSIX_CON
                     "POSIX_MAX_BYTE_WRITTEN": "max_byte_written", "POSIX_MEM_NOT_ALIGNED": "mem_not_aligned",
                     "POSIX_FILE_NOT_ALIGNED": "file_not_aligned"}
 SMALL_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M")
+
+
+def test_fleet_ingest_of_darshans_logs_has_the_numbers_of_their_reports(tmp_path, darshan_runtime, ioassess):
+    """Logs Darshan's runtime wrote (alone, no recorder) for every program here, in a
+    DARSHAN_LOGPATH-like tree: `ioassess fleet ingest` takes each, with the numbers of
+    `ioassess report` on it."""
+    tree = tmp_path / "logpath" / "2026" / "11" / "28"
+    tree.mkdir(parents=True)
+    for name, case in CASES.items():
+        mpi = name == "mpiio"
+        work = tmp_path / name / "work"
+        work.mkdir(parents=True)
+        cmd, _ = case(work)
+        result = run_beside_darshan(cmd, work, tmp_path / name / "logs", darshan_runtime.mpi_lib if mpi
+                                    else darshan_runtime.lib, mpi)
+        assert result.returncode == 0, describe(result)
+        shutil.move(the_log(tmp_path / name / "logs"), tree / f"{name}.darshan")
+    result = ioassess("fleet", "ingest", "--store", tmp_path / "store", tmp_path / "logpath")
+    assert result.returncode == 0 and f"added {len(CASES)}, rejected 0" in result.stderr, result.stderr
+    assert_ingested_as_reported(tmp_path / "store", sorted(tree.iterdir()))
 
 
 def workload_case(work, *options):

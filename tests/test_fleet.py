@@ -316,6 +316,17 @@ def _ingest(store, root, env=None):
                           cwd="/", env=clean_env(env), capture_output=True, text=True, timeout=600)
 
 
+def assert_ingested_as_reported(store, logs):
+    """Each log's row in the store has the numbers of its `ioassess report`'s record."""
+    columns, rows = connect(str(store)).run("SELECT * FROM jobs")
+    stored = {row["source"]: row for row in (dict(zip(columns, values)) for values in rows)}
+    numbers = [name for name, kind in COLUMNS["jobs"] if kind in (INTEGER, FLOAT)]
+    assert sorted(stored) == sorted(map(str, logs))
+    for path in logs:
+        expected = job_record(make_report([str(path)]), source=str(path))["job"]
+        assert {name: stored[str(path)][name] for name in numbers} == {name: expected[name] for name in numbers}
+
+
 def _stored_rejects(store):
     return sorted((row["source"], row["problem"]) for path in glob.glob(f"{store}/rejects/part-*.parquet")
                   for row in pq.read_table(path).to_pylist())
@@ -336,14 +347,7 @@ def test_ingest_takes_darshan_logs_skips_what_it_has_and_rejects_the_damaged(tmp
         problems.append((str(path), str(error.value)))
     assert _stored_rejects(store) == sorted(problems)
     assert "SIGABRT" in dict(problems)[str(damaged[1])]
-    connection = connect(str(store))
-    columns, rows = connection.run("SELECT * FROM jobs")
-    stored = {row["source"]: row for row in (dict(zip(columns, values)) for values in rows)}
-    numbers = [name for name, kind in COLUMNS["jobs"] if kind in (INTEGER, FLOAT)]
-    for path in good:
-        expected = job_record(make_report([str(path)]),
-                              source=str(path))["job"]
-        assert {name: stored[str(path)][name] for name in numbers} == {name: expected[name] for name in numbers}
+    assert_ingested_as_reported(store, good)
     again = _ingest(store, root)
     assert again.returncode == 0 and "skipped 6" in again.stderr and "added 0" in again.stderr
     assert len(_stored_jobs(store)) == 4

@@ -1,4 +1,5 @@
-"""The `ioassess fleet compact|ingest|query|sql` command lines (docs/fleet.md, docs/cli.md)."""
+"""The `ioassess fleet compact|ingest|query|sql|report` command lines (docs/fleet.md, docs/cli.md)."""
+import argparse
 import csv
 import datetime
 import importlib.util
@@ -7,6 +8,7 @@ import os
 import sys
 
 from ...escape import printable
+from ...progress import Progress
 from .engine import ENGINES
 from .queries import QUERIES
 
@@ -41,11 +43,7 @@ def add_commands(commands):
         f"{q.name}: {q.help}" for q in QUERIES.values()) + ".")
     query.add_argument("name", choices=list(QUERIES), metavar="NAME", help=", ".join(QUERIES))
     query.add_argument("argument", nargs="?", metavar="JOB", help="the job key, for `job` (e.g. 1234 or 1234.0)")
-    query.add_argument("--since", type=_time, metavar="TIME", help="jobs that ended at or after (ISO 8601, UTC)")
-    query.add_argument("--until", type=_time, metavar="TIME", help="jobs that ended before (ISO 8601, UTC)")
-    query.add_argument("--user", help="only this user's jobs")
-    query.add_argument("--app", help="only this application's (executable name) jobs")
-    query.add_argument("--fs", metavar="MOUNT", help="only jobs with I/O on this mount point")
+    _add_filters(query)
     query.add_argument("--format", choices=("table", "csv", "json"), default="table")
     query.add_argument("--engine", choices=ENGINES, default="duckdb",
                        help="DuckDB on this node (default), or Spark (pyspark; Java 17)")
@@ -57,14 +55,35 @@ def add_commands(commands):
     sql.add_argument("statement", metavar="SQL")
     sql.add_argument("--format", choices=("table", "csv", "json"), default="table")
     sql.set_defaults(handler=_sql)
+    report = action("report", "one HTML page of the named questions, for admins",
+                    "Write one offline HTML page (no script, no external resource) of the jobs the filters choose: "
+                    "time lost per week beside the probe's slowdown, the jobs that lost most with links to their "
+                    "reports, regressions, applications, users, file systems, findings and latency.")
+    report.add_argument("-o", "--output", metavar="FLEET.html", default="fleet.html",
+                        help="the page to write (default: fleet.html; mode 0600)")
+    _add_filters(report)
+    report.set_defaults(handler=_report)
     return fleet
+
+
+def _add_filters(parser):
+    parser.add_argument("--since", type=_time, metavar="TIME", help="jobs that ended at or after (ISO 8601, UTC)")
+    parser.add_argument("--until", type=_time, metavar="TIME", help="jobs that ended before (ISO 8601, UTC)")
+    parser.add_argument("--user", help="only this user's jobs")
+    parser.add_argument("--app", help="only this application's (executable name) jobs")
+    parser.add_argument("--fs", metavar="MOUNT", help="only jobs with I/O on this mount point")
+
+
+def _filters(args):
+    from .engine import Filters
+    return Filters(since=args.since, until=args.until, user=args.user, app=args.app, fs=args.fs)
 
 
 def _time(text):
     try:
         moment = datetime.datetime.fromisoformat(text)
     except ValueError:
-        raise ValueError(f"{text!r} is not an ISO 8601 time") from None
+        raise argparse.ArgumentTypeError(f"{printable(text)!r} is not an ISO 8601 time") from None
     return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
 
 
@@ -116,11 +135,13 @@ def _ingest(args):
     store = _store(args)
     os.makedirs(store, mode=0o750, exist_ok=True)
 
+    bar = None
+
     def progress(done, total):
-        if sys.stderr.isatty():
-            sys.stderr.write(f"\r{done}/{total} inputs")
-            if done == total:
-                sys.stderr.write("\n")
+        nonlocal bar
+        if sys.stderr.isatty():   # a bar on a terminal only: a log of cron or Slurm gets the summary line
+            bar = bar or Progress(total, sys.stderr)
+            bar.advance(1, f"{done}/{total} inputs")
     counts = ingest(store, args.paths, args.processes, progress)
     print(f"inputs {counts['inputs']}: skipped {counts['skipped']} already in the store, added {counts['added']}, "
           f"rejected {counts['rejected']} (the rejects table says why)", file=sys.stderr)
@@ -129,14 +150,14 @@ def _ingest(args):
 
 @_run
 def _query(args):
-    from .engine import Filters, connect, run_query
+    from .engine import connect, run_query
     if QUERIES[args.name].takes_argument != (args.argument is not None):
         raise _UsageError(f"fleet query {args.name}: " + ("give the job key" if QUERIES[args.name].takes_argument
                                                            else "takes no argument"))
     if args.engine == "spark":
         _needs("pyspark")
-    filters = Filters(since=args.since, until=args.until, user=args.user, app=args.app, fs=args.fs)
-    columns, rows = run_query(connect(_store(args), args.engine, args.master), args.name, filters, args.argument)
+    columns, rows = run_query(connect(_store(args), args.engine, args.master), args.name, _filters(args),
+                              args.argument)
     write_rows(columns, rows, args.format, sys.stdout)
     return 0
 
@@ -150,6 +171,14 @@ def _sql(args):
     except engine.error as error:
         raise _UsageError(f"fleet sql: {str(error).splitlines()[0]}") from None
     write_rows(columns, rows, args.format, sys.stdout)
+    return 0
+
+
+@_run
+def _report(args):
+    from .page import write_fleet_page
+    write_fleet_page(args.output, _store(args), _filters(args))
+    print(f"ioassess: wrote {printable(args.output)}", file=sys.stderr)
     return 0
 
 

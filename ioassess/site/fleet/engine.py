@@ -61,6 +61,7 @@ class DuckDB:
         _check(store)
         self.error = duckdb.Error
         self.connection = duckdb.connect()
+        self.connection.execute("SET TimeZone = 'UTC'")   # weeks and days are UTC's, as on Spark
         for table in STORE_TABLES:
             pattern = part_pattern(store, table)
             if glob.glob(pattern):

@@ -118,6 +118,8 @@ class Workers:
 
     def __init__(self, count):
         self.context = multiprocessing.get_context("forkserver")
+        # imported once, by the server the workers are forked from
+        self.context.set_forkserver_preload(["ioassess.report", __name__])
         self.count = count
         self.idle = []
 

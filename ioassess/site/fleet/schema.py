@@ -1,7 +1,6 @@
 """The store's schema, version SCHEMA_VERSION (docs/fleet.md, "Schema"): its tables, their
 columns and kinds, and the check of a job's record against them. Pure Python (no pyarrow): the
 epilog checks a record with it before spooling."""
-import math
 import re
 
 from ...escape import printable
@@ -49,6 +48,8 @@ HASH = re.compile(r"[0-9a-f]{64}")
 # a bin an int16), and strings short enough to be a field, not a file.
 MAX_INTEGER = 2 ** 63 - 1
 MAX_STRING = 4096
+# A float (seconds, a slowdown) far beyond any job's, yet whose sums over 10^9 jobs stay finite.
+MAX_FLOAT = 1e12
 MAX_ROWS = 100_000
 
 
@@ -92,7 +93,7 @@ def _check_value(value, kind, what):
     if kind == STRING:
         good = isinstance(value, str) and len(value) <= MAX_STRING
     elif kind == FLOAT:
-        good = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        good = isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= MAX_FLOAT
     elif kind == BIN:
         good = type(value) is int and 0 <= value < 2 ** 15
     else:   # INTEGER, TIMESTAMP
