@@ -32,7 +32,8 @@ class BinaryDistribution(Distribution):
 setup(
     packages=["ioassess", "ioassess.inputs", "ioassess.models", "ioassess.report", "ioassess.site",
               "ioassess.site.probe", "ioassess.site.fleet"],
-    package_data={"ioassess.models": ["pretrained/*.json"], "ioassess.site": ["templates/*.j2"],
+    package_data={"ioassess": ["templates/*.css"], "ioassess.models": ["pretrained/*.json"],
+                  "ioassess.site": ["templates/*.j2"],
                   "ioassess.site.probe": ["templates/*.j2"],
                   "ioassess.report": ["templates/*.j2", "assessment.schema.json"]},
     cmdclass={"build_py": BuildPyWithRecorder},

@@ -9,6 +9,8 @@ import jinja2
 
 from .files import replace_atomically
 
+# What every page includes: its style sheet (page.css).
+SHARED_TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
 # Whether this process keeps compiled templates between runs (_bytecode_cache); the epilog's
 # worker turns it off (compile_templates_anew).
 _keep_compiled_templates = True
@@ -36,8 +38,9 @@ def _environment(template_dir):
     """One Jinja2 environment per template directory: it keeps its compiled templates (compiling
     the report's takes longer than rendering it), also from one process to the next
     (_bytecode_cache)."""
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(template_dir), autoescape=True,
-                              undefined=jinja2.StrictUndefined, bytecode_cache=_bytecode_cache())
+    loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(template_dir), jinja2.FileSystemLoader(SHARED_TEMPLATES)])
+    return jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined,
+                              bytecode_cache=_bytecode_cache())
 
 
 def _bytecode_cache():
