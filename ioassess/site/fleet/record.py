@@ -89,7 +89,7 @@ def _job_row(a, step, user, account, report, source):
     row = {
         "job_key": "", "job_id": job["job_id"], "step": step, "user": user if user is not None else job["user"],
         "account": account, "app": app_name(job),
-        "nodes": len(job["hosts"]), "processes": job["nprocs"], "start": start, "end": end, "month": month,
+        "nodes": len(job["hosts"]) or None, "processes": job["nprocs"], "start": start, "end": end, "month": month,
         "runtime_s": job["runtime_s"],
         "main_fs": main_fs.get("mount") or "", "main_fs_type": main_fs.get("type") or "",
         "file_systems": ",".join(sorted({m["mount_point"] for m in job["mounts"]})),
