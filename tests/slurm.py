@@ -38,23 +38,21 @@ Root only. The Debian packages (the Makefile's DEBIAN_TOOLS) are installed with 
 missing; the fixture skips, with the reason, only when they cannot be.
 """
 import contextlib
-import ctypes
 import os
 import pathlib
 import pwd
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import sysconfig
 import tempfile
-import time
 
 import pytest
 
 from ioassess.report.schema import CHECK_SCHEMA_ENV
+from daemons import WAIT_S, die_with_parent, end_daemon, free_port, wait_while_running
 from recorder_helpers import missing_debian_packages
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -66,11 +64,8 @@ PACKAGES = {"munged": "munge", "slurmctld": "slurmctld", "slurmd": "slurmd", "sb
             LMOD: "lmod"}
 BASE_PREFIX = "ioassess-slurm-"
 OWNER = "owner.pid"      # in the base: the pid of the process that made the cluster
-WAIT_S = 120             # for a daemon's state: the machine may be loaded
 COMMAND_TIMEOUT_S = 120
-POLL_S = 0.2             # between two looks at a state that a command reports (sinfo, squeue)
 EPILOG_TIME_LIMIT_S = 60
-PR_SET_PDEATHSIG = 1     # <linux/prctl.h>
 # The commands' environment (and so, by sbatch's default --export=ALL, the jobs'): a plain one.
 BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C.UTF-8"}
 
@@ -165,14 +160,7 @@ class Cluster:
     def wait_until(self, condition, what, timeout_s=WAIT_S):
         """Looks at condition() until it is true; fails the test after timeout_s or when a daemon
         has ended."""
-        deadline = time.monotonic() + timeout_s
-        while not condition():
-            ended = {name: daemon.returncode for name, daemon in self.daemons.items() if daemon.poll() is not None}
-            if ended:
-                pytest.fail(f"waiting for {what}: {ended} ended\n{self.logs()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"waited {timeout_s} s for {what}\n{self.logs()}")
-            time.sleep(POLL_S)
+        wait_while_running(condition, what, self.daemons, self.logs, timeout_s)
 
     def logs(self):
         """The end of every log of the cluster, for a failure's message."""
@@ -200,32 +188,11 @@ def installed_command():
     return path
 
 
-def free_port():
-    """A TCP port no one listens on now (the kernel's choice)."""
-    with socket.socket() as probe:
-        probe.bind(("", 0))
-        return probe.getsockname()[1]
-
-
-def _die_with_parent():
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
 def start_daemon(cluster, name, argv, user=None):
     """A daemon run in the foreground, its output in log/NAME.out; recorded in cluster.daemons."""
     with open(cluster.base / "log" / f"{name}.out", "wb") as out:
         cluster.daemons[name] = subprocess.Popen(argv, cwd="/", env=cluster.env, stdin=subprocess.DEVNULL, stdout=out,
-                                                 stderr=subprocess.STDOUT, user=user, preexec_fn=_die_with_parent)
-
-
-def end_daemon(daemon):
-    """SIGTERM, then SIGKILL if it has not ended within WAIT_S; waits until it has."""
-    for signum in (signal.SIGTERM, signal.SIGKILL):
-        if daemon.poll() is not None:
-            return
-        daemon.send_signal(signum)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            daemon.wait(timeout=WAIT_S)
+                                                 stderr=subprocess.STDOUT, user=user, preexec_fn=die_with_parent)
 
 
 def make_directories(base):

@@ -435,14 +435,21 @@ def test_a_runs_history_at_job_end_follows_the_regressions_rule(recorded_jobs, t
     assert app_history(str(tmp_path), "", ends[-1], 1.0) is None
 
 
+def mixed_store(store, recorded_jobs):
+    """The recorded jobs' records compacted into store, and a made-up fleet of 2,000 jobs over
+    two months (November and December 2025) added."""
+    from ioassess.site.fleet.synthetic import add_synthetic_fleet
+    _spool_all(store, _records(recorded_jobs))
+    compact(str(store))
+    add_synthetic_fleet(str(store), 2000, seed=3, first_month=(2025, 11), months=2)
+
+
 @pytest.mark.spark
 def test_every_named_question_gets_the_same_rows_from_duckdb_and_spark(recorded_jobs, tmp_path):
     """A store of real recorded jobs and a made-up fleet of 2,000 jobs over two months; every
     question without filters, with filters, and `job`, on both engines."""
-    from ioassess.site.fleet.synthetic import SYNTHETIC_JOB_ID, add_synthetic_fleet
-    _spool_all(tmp_path, _records(recorded_jobs))
-    compact(str(tmp_path))
-    add_synthetic_fleet(str(tmp_path), 2000, seed=3, first_month=(2025, 11), months=2)
+    from ioassess.site.fleet.synthetic import SYNTHETIC_JOB_ID
+    mixed_store(tmp_path, recorded_jobs)
     duckdb, spark = connect(str(tmp_path)), connect(str(tmp_path), "spark", "local[2]")
     window = datetime.datetime(2025, 12, 1, tzinfo=datetime.timezone.utc)
     cases = [Filters(), Filters(since=window), Filters(user="user0001"), Filters(app="app000"), Filters(fs="/home"),

@@ -89,7 +89,11 @@ class Spark:
         from pyspark.sql import SparkSession
         _check(store)
         self.error = PySparkException
-        self.session = (SparkSession.builder.master(master or f"local[{os.cpu_count()}]").appName("ioassess fleet")
+        master = master or f"local[{os.cpu_count()}]"
+        active = SparkSession.getActiveSession()
+        if active is not None and active.sparkContext.master != master:
+            active.stop()   # getOrCreate would hand back this process's session on its own master
+        self.session = (SparkSession.builder.master(master).appName("ioassess fleet")
                         .config("spark.sql.session.timeZone", "UTC")
                         .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
                         .config("spark.ui.enabled", "false").getOrCreate())
