@@ -8,7 +8,8 @@
 - compaction: spooled records of real recorded jobs (copies with their own job keys) per
   second on one core (>= 3,000);
 - the write path of a job's end: spool_record's time per record (<= 5 ms) and size;
-- ingest: PyDarshan's logs (copies in a DARSHAN_LOGPATH tree) per second on every core (>= 40).
+- ingest: `ioassess fleet ingest` of PyDarshan's logs (100 copies in a DARSHAN_LOGPATH tree) per
+  second on every core, the median of 3 runs (>= 40), and PyDarshan's `job_stats` on them.
 
 usage: python3 bench/fleet.py [--jobs 1000000 10000000] [--dir DIR] [--json OUT]
 """
@@ -26,7 +27,6 @@ import time
 import darshan
 
 from ioassess.site.fleet.engine import Filters, connect, run_query
-from ioassess.site.fleet.ingest import ingest
 from ioassess.site.fleet.queries import QUERIES
 from ioassess.site.fleet.record import job_record, record_hash
 from ioassess.site.fleet.spool import spool_record
@@ -36,6 +36,7 @@ from ioassess.site.fleet.synthetic import SYNTHETIC_JOB_ID, add_synthetic_fleet
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPEATS = 3
 PAGE_REPEATS = 5
+INGEST_REPEATS = 3
 
 
 def cpu_name():
@@ -121,6 +122,9 @@ def compaction(work, records, count):
 
 
 def ingest_rate(work, copies):
+    """`ioassess fleet ingest` of copies of PyDarshan's logs in a DARSHAN_LOGPATH tree, as a site
+    runs it (a process of its own, a store made anew each time), and PyDarshan's `job_stats` on
+    the same logs side by side: medians of INGEST_REPEATS runs."""
     root = os.path.dirname(darshan.__file__)
     logs = sorted({os.path.basename(p): p for p in glob.glob(f"{root}/tests/input/*.darshan")
                    + glob.glob(f"{root}/examples/example_logs/*.darshan")}.values())
@@ -129,20 +133,32 @@ def ingest_rate(work, copies):
     for copy in range(copies):
         for path in logs:
             shutil.copy(path, os.path.join(tree, f"{copy}-{os.path.basename(path)}"))
-    store = os.path.join(work, "ingested")
-    os.makedirs(store)
-    started = time.perf_counter()
-    counts = ingest(store, [os.path.join(work, "logs")])
-    seconds = time.perf_counter() - started
-    return {"logs": counts["inputs"], "distinct_logs": len(logs), "rejected": counts["rejected"], "seconds": seconds,
-            "logs_per_s": counts["inputs"] / seconds, "processes": os.cpu_count()}
+    listing = os.path.join(work, "logs.txt")
+    with open(listing, "w") as f:
+        f.write("".join(os.path.join(tree, name) + "\n" for name in sorted(os.listdir(tree))))
+    count = len(logs) * copies
+    ingest_s, job_stats_s = [], []
+    for _ in range(INGEST_REPEATS):
+        store = os.path.join(work, "ingested")
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "ioassess", "fleet", "ingest", "--store", store,
+                        os.path.join(work, "logs")], check=True, capture_output=True, cwd="/")
+        ingest_s.append(time.perf_counter() - started)
+        shutil.rmtree(store)
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "darshan", "job_stats", "--log_paths_file", listing, "--csv"],
+                       check=True, capture_output=True, cwd="/")
+        job_stats_s.append(time.perf_counter() - started)
+    return {"logs": count, "distinct_logs": len(logs), "processes": os.cpu_count(), "runs_s": ingest_s,
+            "logs_per_s": count / statistics.median(ingest_s), "job_stats_runs_s": job_stats_s,
+            "job_stats_logs_per_s": count / statistics.median(job_stats_s)}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, nargs="*", default=[10 ** 6, 10 ** 7])
     parser.add_argument("--records", type=int, default=20000)
-    parser.add_argument("--log-copies", type=int, default=30)
+    parser.add_argument("--log-copies", type=int, default=100)
     parser.add_argument("--dir", default=None)
     parser.add_argument("--json", default=os.path.join(HERE, "out", "fleet.json"))
     args = parser.parse_args()
@@ -157,8 +173,9 @@ def main():
               f"{c['records_per_cpu_s']:.0f} records per CPU-second", flush=True)
         result["ingest"] = ingest_rate(work, args.log_copies)
         i = result["ingest"]
-        print(f"ingest: {i['logs']} Darshan logs in {i['seconds']:.1f} s, {i['logs_per_s']:.1f} logs/s on "
-              f"{i['processes']} processes ({i['rejected']} rejected)", flush=True)
+        print(f"ingest: {i['logs']} Darshan logs, {i['logs_per_s']:.1f} logs/s on {i['processes']} processes "
+              f"(median of {INGEST_REPEATS}); PyDarshan's job_stats on the same logs {i['job_stats_logs_per_s']:.1f} "
+              f"logs/s", flush=True)
         result["fleets"] = []
         for jobs in args.jobs:
             fleet = fleet_queries(work, jobs)
