@@ -27,7 +27,7 @@ from darshan.log_utils import get_log_path
 
 import ioassess
 from ioassess.report import make_report, render
-from ioassess.site.epilog import LOG_LINE_LIMIT, first_host
+from ioassess.site.epilog import LOG_LINE_LIMIT, answer_history, first_host
 from ioassess.site.fleet.record import job_record, keyed
 from ioassess.site.fleet.spool import spool_record
 from ioassess.units import seconds_text
@@ -105,6 +105,20 @@ def test_the_report_at_job_end_says_how_the_run_compares_with_its_applications_h
     assert history["regression"] == (lost > median + 3 * iqr and lost > 1.5 * median)
     page = pathlib.Path(site.report()).read_text()
     assert f"its last 10 runs before this one lost a median of {seconds_text(median)}" in page
+
+
+def test_the_parent_answers_only_a_question_of_the_right_form(tmp_path):
+    """The worker's question is the user's to forge: what is not an application's name, an end
+    and a number of seconds gets no answer (None), a well-formed one an answer."""
+    store = tmp_path / "store"
+    store.mkdir()
+    good = {"app": "dd", "end": "2026-11-28T00:00:00+00:00", "lost_high_s": 1.5}
+    assert answer_history(str(store), json.dumps(good).encode())["runs"] == 0
+    for hostile in [b"", b"\xff", b"[]", json.dumps({**good, "lost_high_s": True}).encode(),
+                    json.dumps({**good, "lost_high_s": "1"}).encode(), json.dumps({**good, "app": 5}).encode(),
+                    json.dumps({**good, "app": "x" * 5000}).encode(), json.dumps({**good, "end": "soon"}).encode(),
+                    b'{"app": "dd", "end": "2026-11-28", "lost_high_s": 1e999}']:
+        assert answer_history(str(store), hostile) is None, hostile
 
 
 def test_without_a_readable_store_the_report_has_no_history_and_is_still_written(ioassess, site, recorder_lib):

@@ -754,7 +754,7 @@ def answer_history(store, question):
     try:
         asked = parse_json(question.decode("utf-8"))
         app, end, lost = asked["app"], job_time(asked["end"]), asked["lost_high_s"]
-        if not (isinstance(app, str) and len(app) <= MAX_STRING and isinstance(lost, (int, float))):
+        if not (type(app) is str and len(app) <= MAX_STRING and type(lost) in (int, float)):
             return None
         return app_history(store, app, end, float(lost))
     except (Invalid, UnicodeDecodeError, TypeError, KeyError, ValueError, StoreError, OSError):
