@@ -99,7 +99,7 @@ def judged_run(command, data, model, trace_dir, samples):
     job, per_op, names = recorded(command, model, trace_dir)
     on_file = (names[job.ops["file"]] == data) & (job.ops["direction"] < 2)
     lost = per_op["lost_s"] * on_file
-    sampled = np.intersect1d(per_op["modelled"], np.flatnonzero(on_file & (per_op["kernel"] >= 0)))
+    sampled = np.flatnonzero(per_op["modelled"] & on_file & (per_op["kernel"] >= 0))
     samples.append({"model_class": per_op["model_class"][sampled], "kernel": per_op["kernel"][sampled],
                     "direction": job.ops["direction"][sampled], "size": job.ops["size"][sampled],
                     "duration_s": job.ops["duration_s"][sampled],

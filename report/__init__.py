@@ -18,8 +18,9 @@ from .model_choice import choose_model, file_models, given_model_choice
 from .render import write_report
 from .schema import json_safe
 
-# Shares of the work, for the progress bar.
-LOAD_SHARE, ASSESS_SHARE, RENDER_SHARE = 0.5, 0.2, 0.3
+# Shares of the work, for the progress bar: loading reads the inputs' facts (a trace's ops are
+# read chunk by chunk while they are assessed).
+LOAD_SHARE, ASSESS_SHARE, RENDER_SHARE = 0.1, 0.8, 0.1
 # The progress bar appears only on a terminal, for inputs that take longer than this.
 QUIET_FOR_S = 1.0
 
@@ -40,8 +41,9 @@ def make_report(inputs, model_name_or_path=None, html_path=None, json_path=None,
     progress = Progress(1.0, stream, quiet_for_s=QUIET_FOR_S) if stream is not None and stream.isatty() else None
     job, model, path, choice = load_and_choose(inputs, model_name_or_path, owner_uid, model_dirs)
     _advance(progress, LOAD_SHARE, "loaded")
-    assessment = json_safe(assess(job, model, path, grid, choice, find_probe_db(probe_db), history))
-    _advance(progress, ASSESS_SHARE, "assessed")
+    assessment = json_safe(assess(job, model, path, grid, choice, find_probe_db(probe_db), history,
+                                  progress=progress and (lambda share, label: progress.advance(ASSESS_SHARE * share,
+                                                                                               label))))
     if json_path:
         replace_atomically(json_path, json.dumps(assessment, indent=1, allow_nan=False) + "\n", mode, group)
     if html_path:

@@ -18,11 +18,11 @@ import numpy as np
 
 from ioassess.inputs.job import LAYERS, META, WRITE, Flag, op_column
 from ioassess.models.causes import (APPENDED, CLASSES, LAYOUT_UNKNOWN, LAYOUTS, UNCLASSIFIED, bound_seconds,
-                                    cached_typical_seconds, classify, memory_layout_codes)
+                                    cached_typical_seconds, classify)
 
-from .ground_truth import (CACHED, NEW_PAGES, NOT_SAMPLED, PAST_END, fresh_buffers, inferred_verdicts,
-                           kernel_verdicts, overridden_classes)
+from .ground_truth import (CACHED, NEW_PAGES, PAST_END, InferredVerdicts, OpsInOrder, overridden_classes)
 from .own_cached import line_of_op, own_cached_lines, own_line_seconds
+from .passes import Chunk, chunks_of, run_passes
 
 # Class names in the tables: the model's classes, the causes only the kernel's samples tell,
 # then what no model covers.
@@ -38,78 +38,125 @@ CAUSES = {"memcpy": "memory", "cached": "memory", "uncached": "storage", "slow":
           ALLOCATION: "allocation"}
 STORAGE_CLASSES = ("uncached", "slow")
 IO_LAYERS = (LAYERS.index("posix"), LAYERS.index("stdio"))
+# The per-op columns of the classification, as each chunk's per_op holds them.
+PER_OP_COLUMNS = {"class": np.int8, "model_class": np.int8, "kernel": np.int8, "judged": np.int8,
+                  "cached_typical_s": np.float64, "lost_s": np.float64, "slowness_s": np.float64, "is_io": np.bool_,
+                  "modelled": np.bool_, "appended": np.bool_, "own_line": np.bool_, "own_line_index": np.int32,
+                  "fresh_buffer": np.bool_, "call_s": np.float64}
 
 
-def classify_ops(job, model, per_file=None):
-    """classify_ops_of below, each op under its file's model: per_file is (models, index into
-    models per file of Job.files), as model_choice.file_models gives them where the job's file
-    systems have models of their own; None: `model` judges every op (one model: that one)."""
-    if per_file is None or len(per_file[0]) < 2:
-        return classify_ops_of(job, model if per_file is None else per_file[0][0])
-    models, of_file = per_file
-    of_op = of_file[job.ops["file"]]
-    merged = None
-    covered = []
-    own_lines = []
-    for index, own in enumerate(models):
-        mine = of_op == index
-        part = classify_ops_of(job, own, mine)
-        covered.append(part["modelled"][mine[part["modelled"]]])
-        own_lines.append(part.pop("own_lines"))
-        if merged is None:
-            merged = part
-        else:
+def io_ops(ops):
+    """Which ops count as I/O time: POSIX and STDIO reads, writes and syncs (metadata calls are
+    report/metadata.py's)."""
+    return np.isin(ops["layer"], IO_LAYERS) & (ops["direction"] != META)
+
+
+def modelled_directions(ops):
+    """Per op its direction where a model can judge it (an I/O read or write that succeeded), 2
+    (no line) for every other op."""
+    modelled = io_ops(ops) & (ops["direction"] < 2) & (ops["result"] >= 0)
+    return np.where(modelled, ops["direction"], np.uint8(2))
+
+
+class Evidence:
+    """What classifying an op takes from every op of the job, a pass (report/passes.py) run
+    before the classification: per (process, file, direction) the verdicts of its sampled ops
+    (ground_truth.InferredVerdicts), and the reads and writes the kernel's samples found cached,
+    out of which each model makes the job's own cached lines (report/own_cached.py) for the
+    files it judges. models, of_file: as model_choice.file_models gives them."""
+    CONFIRMED = {"model": np.int64, "direction": np.uint8, "size": np.int64, "duration_s": np.float64,
+                 "layout": np.int8}
+
+    def __init__(self, job, models, of_file):
+        self.models, self.of_file = models, of_file
+        self.in_order = OpsInOrder()
+        self.inferred = InferredVerdicts(len(job.processes), len(job.files))
+        self.confirmed = {name: [np.zeros(0, dtype)] for name, dtype in self.CONFIRMED.items()}
+
+    def add(self, chunk):
+        ops = chunk.ops
+        verdict, layouts, fresh = self.in_order.facts(ops)
+        self.inferred.add(ops, verdict)
+        directions = modelled_directions(ops)
+        # Ops into a fresh buffer took its page faults' time too: not the cached time.
+        confirmed = (verdict == CACHED) & (directions < 2) & ~fresh
+        for name, values in (("model", self.of_file[ops["file"]]), ("direction", directions), ("size", ops["size"]),
+                             ("duration_s", ops["duration_s"]), ("layout", layouts)):
+            self.confirmed[name].append(values[confirmed])
+
+    def merge(self, later):
+        self.inferred.merge(later.inferred)
+        for name, parts in self.confirmed.items():
+            parts += later.confirmed[name]
+
+    def result(self):
+        """(InferredVerdicts' agreed verdicts, per model its own cached lines)."""
+        confirmed = {name: np.concatenate(parts) for name, parts in self.confirmed.items()}
+        own = []
+        for index, model in enumerate(self.models):
+            mine = confirmed["model"] == index
+            lines = own_cached_lines(confirmed["direction"][mine], confirmed["size"][mine],
+                                     confirmed["duration_s"][mine], confirmed["layout"][mine],
+                                     np.ones(int(mine.sum()), bool))
+            own.append({**lines, **own_line_facts(lines, model)})
+        return self.inferred.result(), own
+
+
+class Classifier:
+    """The classification of each chunk of ops, in Job.ops order (see classify_chunk), under
+    the model of each op's file with the evidence (Evidence's result) of every op."""
+
+    def __init__(self, models, of_file, evidence):
+        self.models, self.of_file = models, of_file
+        self.agreed, self.own_lines = evidence
+        self.line_offsets = np.cumsum([0] + [len(lines["key"]) for lines in self.own_lines])
+        self.in_order = OpsInOrder()
+
+    def classify(self, ops):
+        verdict, layouts, fresh = self.in_order.facts(ops)
+        judged = self.agreed.judged(ops, verdict)
+        if len(self.models) == 1:
+            return classify_chunk(ops, self.models[0], self.own_lines[0], verdict, judged, layouts, fresh)
+        of_op = self.of_file[ops["file"]]
+        per_op = {name: np.zeros(len(verdict), dtype) for name, dtype in PER_OP_COLUMNS.items()}
+        for index, model in enumerate(self.models):
+            mine = np.flatnonzero(of_op == index)
+            if not len(mine):
+                continue
+            part = classify_chunk({name: column[mine] for name, column in ops.items()}, model, self.own_lines[index],
+                                  verdict[mine], judged[mine], layouts[mine], fresh[mine])
+            part["own_line_index"] = np.where(part["own_line_index"] >= 0,
+                                              part["own_line_index"] + self.line_offsets[index], -1)
             for name, column in part.items():
-                if name != "modelled":
-                    merged[name][mine] = column[mine]
-    merged["modelled"] = np.sort(np.concatenate(covered))
-    merged["own_lines"] = {name: np.concatenate([lines[name] for lines in own_lines]) for name in own_lines[0]}
-    return merged
+                per_op[name][mine] = column
+        return per_op
 
 
-def classify_ops_of(job, model, mine=None):
-    """Per op of Job.ops: class code (index into ROW_CLASSES) with the kernel's word applied and
-    the one before it (model_class: the model's, or the job's own cached line's), the kernel's
-    verdict of its sample (kernel) and the verdict it is judged by (judged: its own or its
-    file's, report/ground_truth.py), cached typical duration (NaN where not modelled; the
-    appended line's for writes into new pages; the job's own where its kernel-confirmed cached
-    ops of the size and shape are slower than the model's line: own_line, report/own_cached.py),
-    time lost compared with cached I/O (lost_s: the time beyond the cached typical of ops that
-    waited for storage or wrote whole pages of an uncached file, what caching would save) and
-    slowness_s (the same of the other ops: stalls, allocation, memory; caching would not save
-    it), whether it counts as I/O time (a
-    POSIX/STDIO read, write or sync: metadata calls are report/metadata.py's), and the indices
-    of the ops the model covers. mine: the ops of the files this model judges (a mask; None:
-    all), whose kernel-confirmed cached ops make the job's own lines."""
-    ops = job.ops
-    is_io = np.isin(ops["layer"], IO_LAYERS) & (ops["direction"] != META)
-    modelled = is_io & (ops["direction"] < 2) & (ops["result"] >= 0)
-    if np.any(ops["buffer"] != 0):
-        layouts = memory_layout_codes(ops["buffer"], ops["tid"], ops["process"])
-    else:
-        layouts = np.full(len(ops["size"]), LAYOUT_UNKNOWN, np.int8)
-    directions = np.where(modelled, ops["direction"], np.uint8(2))
+def classify_chunk(ops, model, own, verdict, judged, layouts, fresh):
+    """Per op: class code (index into ROW_CLASSES) with the kernel's word applied and the one
+    before it (model_class: the model's, or the job's own cached line's), the kernel's verdict
+    of its sample (kernel) and the verdict it is judged by (judged: its own or its file's,
+    report/ground_truth.py), cached typical duration (NaN where not modelled; the appended
+    line's for writes into new pages; the job's own where its kernel-confirmed cached ops of the
+    size and shape are slower than the model's line: own_line, and own_line_index, the line's
+    index in own (report/own_cached.py)), time lost compared with cached I/O (lost_s: the time
+    beyond the cached typical of ops that waited for storage or wrote whole pages of an uncached
+    file, what caching would save) and slowness_s (the same of the other ops: stalls,
+    allocation, memory; caching would not save it), whether it counts as I/O time (is_io) and
+    the model covers it (modelled). verdict, judged, layouts, fresh: OpsInOrder's and
+    InferredVerdicts' facts of the ops."""
+    is_io = io_ops(ops)
+    directions = modelled_directions(ops)
     # O_DIRECT ops went to the device whatever the page cache held: storage however fast, and
     # the page cache's state (of the file's buffered ops) says nothing of them.
     direct = (op_column(ops, "flags") & Flag.DIRECT) != 0
-    verdict = kernel_verdicts(ops)
-    verdict[direct] = NOT_SAMPLED
-    del modelled
     codes = classify(model, directions, ops["size"], ops["duration_s"], layouts).astype(np.int8)
     cached = cached_typical_seconds(model, directions, ops["size"], layouts)
-    # Ops into a fresh buffer took its page faults' time too: not the cached time.
-    fresh = fresh_buffers(ops, verdict >= 0)
-    confirmed = (verdict == CACHED) & (directions < 2) & (True if mine is None else mine) & ~fresh
-    own = own_cached_lines(directions, ops["size"], ops["duration_s"], layouts, confirmed)
     own_line = with_own_lines(own, model, codes, cached, directions, ops["size"], ops["duration_s"], layouts)
-    if mine is not None:
-        own_line &= mine
     not_modelled = (codes < 0) | np.isnan(cached)
     codes[not_modelled] = CLASS_CODES[NOT_MODELLED]
-    covered = np.flatnonzero(is_io & ~not_modelled & (cached > 0))
+    covered = is_io & ~not_modelled & (cached > 0)
     codes[direct & np.isin(codes, [CLASS_CODES["memcpy"], CLASS_CODES["cached"]])] = CLASS_CODES["uncached"]
-    judged = inferred_verdicts(ops, verdict)
-    judged[direct] = NOT_SAMPLED
     classes = overridden_classes(codes, judged, ops["direction"], CLASS_CODES)
     # Writes into new pages, judged by the appended line where the model has one: beyond its
     # bound they waited for new memory; an append's time is the time if cached of those past the
@@ -137,12 +184,41 @@ def classify_ops_of(job, model, mine=None):
     saved = np.isin(classes, [CLASS_CODES[cls] for cls in STORAGE_CLASSES]) | \
         ((judged == NEW_PAGES) & (ops["direction"] == WRITE) & ~appended)
     own_line &= ~not_modelled & is_io
-    own.update(own_line_facts(own, model, own_line, directions, ops["size"], ops["duration_s"], layouts))
-    del layouts, directions
+    line = line_of_op(own, np.where(own_line, directions, np.uint8(2)), ops["size"], layouts)
     return {"class": classes, "model_class": codes, "kernel": verdict, "judged": judged, "cached_typical_s": cached,
             "lost_s": np.where(saved, beyond, 0.0), "slowness_s": np.where(saved, 0.0, beyond), "is_io": is_io,
-            "modelled": covered, "appended": appended, "own_line": own_line, "own_lines": own, "fresh_buffer": fresh,
-            "call_s": call_s}
+            "modelled": covered, "appended": appended, "own_line": own_line,
+            "own_line_index": line.astype(np.int32), "fresh_buffer": fresh, "call_s": call_s}
+
+
+def evidence_of(job, models, of_file, chunks):
+    """The Evidence of the job's ops, fed the chunks."""
+    return run_passes({"evidence": Evidence(job, models, of_file)}, chunks)["evidence"].result()
+
+
+def classified(chunks, classifier):
+    """The chunks, each with its per-op classes."""
+    for chunk in chunks:
+        yield Chunk(chunk.ops, classifier.classify(chunk.ops), chunk.first)
+
+
+def classify_ops(job, model, per_file=None):
+    """The per-op classes of all of Job.ops at once (PER_OP_COLUMNS, for the tests and tools
+    that want them side by side with the ops), and the job's own cached lines ("own_lines", all
+    models' one after the other), each op under its file's model: per_file is (models, index
+    into models per file of Job.files), as model_choice.file_models gives them; None: `model`
+    judges every op."""
+    models, of_file = per_file or ([model], np.zeros(len(job.files), np.int64))
+    evidence = evidence_of(job, models, of_file, chunks_of(job))
+    classifier = Classifier(models, of_file, evidence)
+    parts = [chunk.per_op for chunk in classified(chunks_of(job), classifier)]
+    per_op = {name: np.concatenate([part[name] for part in parts]) for name in PER_OP_COLUMNS}
+    return {**per_op, "own_lines": joined_own_lines(evidence[1])}
+
+
+def joined_own_lines(own_lines):
+    """The models' own cached lines (Evidence's) one after the other, as own_line_index counts them."""
+    return {name: np.concatenate([lines[name] for lines in own_lines]) for name in own_lines[0]}
 
 
 def with_own_lines(own, model, codes, cached, directions, size_bytes, duration_s, layouts):
@@ -171,18 +247,15 @@ def with_own_lines(own, model, codes, cached, directions, size_bytes, duration_s
     return own_line
 
 
-def own_line_facts(lines, model, used, directions, size_bytes, duration_s, layouts):
+def own_line_facts(lines, model):
     """Per own line: the model's name, its typical and bound and the model's cached typical at
-    the bin's smallest size, and the ops (of `used`) and their seconds it gave a time if cached."""
+    the bin's smallest size (the ops and seconds it gave a time if cached are the OwnLineUse
+    pass's)."""
     at = lines["size_low"]
     direction, layout = lines["direction"].astype(np.uint8), lines["layout"].astype(np.int8)
     typical, bound = own_line_seconds(lines, direction, at, layout)
-    of_op = line_of_op(lines, np.where(used, directions, np.uint8(2)), size_bytes, layouts)
-    counted = of_op >= 0
     return {"model": np.full(len(at), model.name, object), "typical_s": typical, "bound_s": bound,
-            "model_typical_s": cached_typical_seconds(model, direction, at, layout),
-            "ops": np.bincount(of_op[counted], minlength=len(at)),
-            "seconds": np.bincount(of_op[counted], duration_s[counted], minlength=len(at))}
+            "model_typical_s": cached_typical_seconds(model, direction, at, layout)}
 
 
 def per_call_seconds(model, directions, layouts, classes=None):

@@ -2,12 +2,11 @@
 says why each threshold)."""
 import collections
 
-import numpy as np
-
 from ioassess.inputs.job import META, STDIO, SYNC
 
 from .access_patterns import IMBALANCE_STRAGGLERS
 from .classify import ALLOCATION, CLASS_CODES, STALL
+from .ledger import io_rows
 from .metadata import METADATA_RANK_S, SMALL_FILE_BYTES
 from .stakes import LEVELS, WALL_CLOCK_HOW, acting, in_wall_clock, level_by_stake, with_stake
 from .storage_targets import SLOW_TARGET_FILES_NAMED, excess_on_slow_targets
@@ -120,9 +119,7 @@ def verdict(head, found):
 def lost_in(seconds, cls, found, beyond="lost_s"):
     """The finding about the time beyond cached I/O in the ops of class cls (beyond: their time
     lost compared with cached I/O, or their slowness_s), in wall-clock seconds."""
-    rows = seconds.per_op["is_io"] & (seconds.per_op["class"] == CLASS_CODES[cls])
-    process_s, _, _ = seconds.of(rows, np.zeros(len(seconds.job.totals["seconds"]), bool),
-                                 op_seconds=seconds.per_op[beyond][rows])
+    process_s = seconds.of_class(CLASS_CODES[cls], beyond)
     found["at_stake_how"] = "their time lost compared with cached I/O" if beyond == "lost_s" else \
         "their time beyond a cached op's typical time"
     return seconds_in_wall_clock(seconds, found, process_s)
@@ -147,7 +144,6 @@ def stdio_findings(layers, seconds, unassessed=()):
     stdio_s = sum(row["stdio"]["seconds"] for row in layers if row["stdio"])
     counted = {"bytes_all_modules": total, "unassessed_modules": ", ".join(elsewhere),
                "unassessed_modules_bytes": sum(elsewhere.values())} if elsewhere else {}
-    job, per_op, per_total = seconds.job, seconds.per_op, seconds.per_total
     found = finding("Much of the data went through stdio",
                     "fread, fwrite, fprintf and the other stdio calls moved a large share of the job's bytes" +
                     (f" (counted over every module of the log that moved data, {', '.join(elsewhere)} included)"
@@ -157,8 +153,8 @@ def stdio_findings(layers, seconds, unassessed=()):
                     "the same data in fewer, larger requests.", None, code="S01", level="high",
                     at_stake_how="the stdio calls' time, an upper bound of what another interface saves",
                     stdio_bytes=moved["stdio"], stdio_share=moved["stdio"] / total, stdio_s=stdio_s, **counted)
-    return [seconds.stake_of(found, per_op["is_io"] & (job.ops["layer"] == STDIO),
-                             per_total["is_io"] & (job.totals["layer"] == STDIO))]
+    ledger = seconds.ledger
+    return [seconds.stake_of(found, io_rows(ledger) & (ledger["layer"] == STDIO))]
 
 
 def straggler_findings(view, runtime_s):
@@ -233,12 +229,10 @@ def sync_findings(flushed, io_s, seconds):
     if flushed is None or flushed["fixed_s"] is None or not io_s:
         return []
     found = []
-    job = seconds.job
-    syncs = seconds.per_op["is_io"] & (job.ops["direction"] == SYNC)
-    counted = seconds.per_total["is_io"] & (job.totals["direction"] == SYNC)
+    syncs = seconds.ledger["direction"] == SYNC
 
     def part_of_syncs(f, saving):
-        return seconds.stake_of(f, syncs, counted, saving / flushed["seconds"] if flushed["seconds"] > 0 else 0.0)
+        return seconds.stake_of(f, syncs, saving / flushed["seconds"] if flushed["seconds"] > 0 else 0.0)
     per_sync = flushed["fixed_s"] / flushed["syncs"]
     # The syncs' time against the model's time of one sync per file of the same bytes.
     once_per_file_s = flushed["files"] * per_sync + flushed["typical_s"] - flushed["fixed_s"]
@@ -319,9 +313,8 @@ def metadata_findings(meta, io_s, seconds):
                              "looked for in the first place searched, save their time.",
                              missing["seconds"], missing_calls=missing["calls"], missing_s=missing["seconds"],
                              paths=missing["paths"]))
-    job = seconds.job
-    calls, counted = job.ops["direction"] == META, job.totals["direction"] == META
-    return [seconds.stake_of(f, calls, counted, f["at_stake_s"] / meta["seconds"]) for f in found]
+    calls = seconds.ledger["direction"] == META
+    return [seconds.stake_of(f, calls, f["at_stake_s"] / meta["seconds"]) for f in found]
 
 
 # What each access pattern (report/access_patterns.py) means and what to do: code -> (title, text).

@@ -25,9 +25,11 @@ uncached: every sample the same of the two).
 """
 import numpy as np
 
-from ioassess.inputs.job import DIRECTIONS, READ, WRITE, op_column
+from ioassess.inputs.job import DIRECTIONS, READ, WRITE, Flag, op_column
+from ioassess.models.causes import LAYOUTS, memory_layout_codes
 
 from .own_cached import per_size, size_bins
+from .passes import Carried, Sums, run_ends, run_starts
 
 # The kernel's verdict of an op (codes of KERNEL_STATES; NOT_SAMPLED: no sample).
 NOT_SAMPLED = -1
@@ -53,7 +55,8 @@ BAND_QUANTILE = 0.05
 
 
 def kernel_verdicts(ops):
-    """Per op, the code of KERNEL_STATES the kernel's sample gives, NOT_SAMPLED without one."""
+    """Per op, the code of KERNEL_STATES its sample gives (before read-ahead runs are looked at:
+    OpsInOrder), NOT_SAMPLED without one."""
     pages = op_column(ops, "pc_pages").astype(np.int64)
     cached = op_column(ops, "pc_cached").astype(np.int64)
     new = np.maximum(op_column(ops, "pc_new_pages").astype(np.int64), 0)
@@ -65,46 +68,172 @@ def kernel_verdicts(ops):
         [NOT_SAMPLED, PAST_END, CACHED, NOT_CACHED], PARTLY).astype(np.int8)
     # A write of whole pages none of which are cached reads nothing first: like new pages.
     verdict[(ops["direction"] == WRITE) & (verdict == NOT_CACHED) & whole_pages] = NEW_PAGES
-    verdict[read_ahead(ops, verdict)] = READ_AHEAD
     return verdict
 
 
-def read_ahead(ops, verdict):
-    """The reads found cached that continue (at the offset where the previous read of their
-    process and file ended) a sequential run of reads in which an earlier sample found pages not
-    cached or partly cached: the kernel's read-ahead of that run put their pages there."""
-    reads = np.flatnonzero((ops["direction"] == READ) & (ops["offset"] >= 0))
-    marked = np.zeros(len(verdict), bool)
-    if not len(reads):
+class OpsInOrder:
+    """What the ops before an op decide of it, carried from chunk to chunk of Job.ops (in order:
+    by process, then start): its kernel verdict (a read in a read-ahead run), its memory layout
+    (its thread's previous buffer again, or another) and whether its buffer is fresh (the first
+    use of the address by its thread). Its state: per (process, file) the end of the last read
+    and whether its run found pages not cached, per (process, thread) the last buffer address,
+    and the (thread, address) pairs the last process used."""
+
+    def __init__(self):
+        self.read_end = Carried(np.int64)
+        self.run_cold = Carried(np.bool_)
+        self.last_address = Carried(np.uint64)
+        self.used_process = -1
+        self.used = np.zeros(0, _THREAD_ADDRESS)
+
+    def facts(self, ops):
+        """(verdict, layouts, fresh) of each op: the kernel's verdict (KERNEL_STATES code;
+        NOT_SAMPLED without a sample and for O_DIRECT ops, whose pages the page cache does not
+        hold), the memory layout (models/causes.py code) and whether its buffer is fresh."""
+        verdict = kernel_verdicts(ops)
+        verdict[self._read_ahead(ops, verdict)] = READ_AHEAD
+        verdict[(op_column(ops, "flags") & Flag.DIRECT) != 0] = NOT_SAMPLED
+        return verdict, self._layouts(ops), self._fresh(ops, verdict >= 0)
+
+    def _read_ahead(self, ops, verdict):
+        """The reads found cached that continue (at the offset where the previous read of their
+        process and file ended) a sequential run of reads in which an earlier sample found pages
+        not cached or partly cached: the kernel's read-ahead of that run put their pages there."""
+        reads = np.flatnonzero((ops["direction"] == READ) & (ops["offset"] >= 0))
+        marked = np.zeros(len(verdict), bool)
+        if not len(reads):
+            return marked
+        pair = ops["process"][reads].astype(np.int64) << 32 | ops["file"][reads].astype(np.int64)
+        order = np.argsort(pair, kind="stable")     # a chunk's rows are in start order per process
+        reads, pair = reads[order], pair[order]
+        offset, end = ops["offset"][reads], ops["offset"][reads] + ops["size"][reads]
+        first = run_starts(pair)
+        previous_end = np.empty(len(reads), np.int64)
+        previous_end[1:] = end[:-1]
+        previous_end[first] = self.read_end.get(pair[first], -1)
+        continues = (offset == previous_end) & (previous_end >= 0)
+        run_start = np.flatnonzero(~continues)
+        run = np.cumsum(~continues) - 1
+        cold = np.isin(verdict[reads], [NOT_CACHED, PARTLY]).astype(np.int64)
+        # a run that goes on from the chunk before starts with what it found there
+        cold[first & continues] += self.run_cold.get(pair[first & continues], False)
+        cold_so_far = np.cumsum(cold)
+        if len(run_start):
+            cold_before = cold_so_far - cold - (cold_so_far - cold)[run_start][run]
+        else:     # every read goes on from the chunk before, in one run
+            cold_before = cold_so_far - cold
+        marked[reads[continues & (cold_before > 0) & (verdict[reads] == CACHED)]] = True
+        last = run_ends(pair)
+        self.read_end.set(pair[last], end[last])
+        self.run_cold.set(pair[last], cold_before[last] + cold[last] > 0)
         return marked
-    reads = reads[np.lexsort((ops["start_s"][reads], ops["file"][reads], ops["process"][reads]))]
-    process, file, offset = ops["process"][reads], ops["file"][reads], ops["offset"][reads]
-    continues = np.zeros(len(reads), bool)
-    continues[1:] = (process[1:] == process[:-1]) & (file[1:] == file[:-1]) & \
-        (offset[1:] == offset[:-1] + ops["size"][reads][:-1])
-    run_start = np.flatnonzero(~continues)
-    run = np.cumsum(~continues) - 1
-    cold = np.isin(verdict[reads], [NOT_CACHED, PARTLY]).astype(np.int64)
-    cold_so_far = np.cumsum(cold)
-    cold_before = cold_so_far - cold - (cold_so_far - cold)[run_start][run]
-    marked[reads[continues & (cold_before > 0) & (verdict[reads] == CACHED)]] = True
-    return marked
+
+    def _layouts(self, ops):
+        """memory_layout_codes of the chunk, the first op of each thread here off0 where its
+        address is the one its thread used last in the chunks before."""
+        buffer = ops["buffer"]
+        layouts = memory_layout_codes(buffer, ops["tid"], ops["process"])
+        has_address = np.flatnonzero(buffer != 0)
+        if not len(has_address):
+            return layouts
+        thread = ops["process"][has_address].astype(np.int64) << 32 | ops["tid"][has_address].astype(np.int64)
+        threads, first = np.unique(thread, return_index=True)
+        last = len(thread) - 1 - np.unique(thread[::-1], return_index=True)[1]
+        first_op = has_address[first]
+        reused = self.last_address.get(threads, 0) == buffer[first_op]
+        layouts[first_op[reused]] -= LAYOUTS.index("rnd") - LAYOUTS.index("off0")
+        self.last_address.set(threads, buffer[has_address[last]])
+        return layouts
+
+    def _fresh(self, ops, asked):
+        """Of the ops in `asked` (a mask), those whose user buffer the call may have faulted in,
+        so that their duration holds page faults as well as the copy: the recorder found the
+        buffer not all in memory (pc_buffer_faulted), or the op is the first of its thread into
+        that address (memory only allocated, or read but never written, is faulted in by the
+        first call that writes into it: the zero page's copy-on-write, which mincore counts as
+        in memory)."""
+        fresh = asked & (op_column(ops, "pc_buffer_faulted") == 1)
+        buffer = ops["buffer"]
+        used = np.flatnonzero(buffer != 0)
+        if not len(used):
+            return fresh
+        if ops["process"][used[0]] != self.used_process:    # a process's pairs are its own
+            self.used = self.used[:0]
+        process = ops["process"][used]
+        pairs = _thread_addresses(process, ops["tid"][used], buffer[used])
+        candidates = np.flatnonzero(asked[used] & ~fresh[used])
+        if len(candidates):
+            # ops are in process and start order: within (process, thread, address) the lowest
+            # row is the first use
+            seen, first = np.unique(pairs, return_index=True)
+            first_here = np.zeros(len(used), bool)
+            first_here[first] = True
+            before = np.isin(pairs[candidates], self.used)
+            fresh[used[candidates]] |= first_here[candidates] & ~before
+        else:
+            seen = np.unique(pairs)
+        last_process = process[-1]
+        self.used = np.union1d(self.used if self.used_process == last_process else self.used[:0],
+                               seen[seen["process"] == last_process])
+        self.used_process = last_process
+        return fresh
 
 
-def inferred_verdicts(ops, verdict):
-    """Per op the verdict of the sampled ops of its (process, file, direction) where all of them
-    (at least MIN_SAMPLES) agree, NOT_SAMPLED elsewhere; sampled ops keep their own."""
-    direction = ops["direction"].astype(np.int64)
-    files = int(ops["file"].max(initial=0)) + 1
-    group = (ops["process"].astype(np.int64) * files + ops["file"]) * len(DIRECTIONS) + direction
-    groups, of_op = np.unique(group, return_inverse=True)
-    sampled = verdict >= 0
-    samples = np.bincount(of_op[sampled], minlength=len(groups))
-    agreed = np.full(len(groups), NOT_SAMPLED, np.int8)
-    for state in (CACHED, NEW_PAGES, PAST_END):
-        all_of_them = np.bincount(of_op[verdict == state], minlength=len(groups)) == samples
-        agreed[all_of_them & (samples >= MIN_SAMPLES)] = state
-    return np.where(sampled, verdict, agreed[of_op]).astype(np.int8)
+# A (process, thread, buffer address) of an op, for the first use of an address.
+_THREAD_ADDRESS = np.dtype([("process", "<i8"), ("tid", "<i8"), ("address", "<u8")])
+
+
+def _thread_addresses(process, tid, address):
+    pairs = np.empty(len(process), _THREAD_ADDRESS)
+    pairs["process"], pairs["tid"], pairs["address"] = process, tid, address
+    return pairs
+
+
+class InferredVerdicts:
+    """Per (process, file, direction), the verdicts of its sampled ops, a pass: where all of
+    them (at least MIN_SAMPLES) agree, the ops not sampled there are judged by them."""
+    STATES = (CACHED, NEW_PAGES, PAST_END)
+
+    def __init__(self, processes, files):
+        self.files = max(files, 1)
+        self.counts = Sums(("sampled",) + tuple(KERNEL_STATES[state] for state in self.STATES),
+                           max(processes, 1) * self.files * len(DIRECTIONS))
+
+    def group(self, ops):
+        return (ops["process"].astype(np.int64) * self.files + ops["file"]) * len(DIRECTIONS) + ops["direction"]
+
+    def add(self, ops, verdict):
+        sampled = verdict >= 0
+        self.counts.add(self.group(ops)[sampled],
+                        {"sampled": 1.0, **{KERNEL_STATES[state]: verdict[sampled] == state for state in self.STATES}})
+
+    def merge(self, later):
+        self.counts.merge(later.counts)
+
+    def result(self):
+        samples = self.counts.sums["sampled"]
+        agreed = np.full(len(samples), NOT_SAMPLED, np.int8)
+        for state in self.STATES:
+            agreed[(self.counts.sums[KERNEL_STATES[state]] == samples) & (samples >= MIN_SAMPLES)] = state
+        return AgreedVerdicts(self, self.counts.keys, agreed)
+
+
+class AgreedVerdicts:
+    """The verdict of each (process, file, direction) all of whose sampled ops agree."""
+
+    def __init__(self, inferred, keys, agreed):
+        self.inferred, self.keys, self.agreed = inferred, keys, agreed
+
+    def judged(self, ops, verdict):
+        """Per op the verdict it is judged by: its own where it was sampled, else its group's
+        where all sampled ops there agree (NOT_SAMPLED elsewhere and for O_DIRECT ops)."""
+        group = self.inferred.group(ops)
+        at = np.minimum(np.searchsorted(self.keys, group), max(len(self.keys) - 1, 0))
+        found = self.keys[at] == group if len(self.keys) else np.zeros(len(group), bool)
+        agreed = np.where(found, self.agreed[at] if len(self.keys) else NOT_SAMPLED, NOT_SAMPLED)
+        judged = np.where(verdict >= 0, verdict, agreed).astype(np.int8)
+        judged[(op_column(ops, "flags") & Flag.DIRECT) != 0] = NOT_SAMPLED
+        return judged
 
 
 def overridden_classes(classes, verdict, direction, codes):
@@ -125,7 +254,7 @@ def agreement(classes, verdict, direction, modelled, codes, size_bytes, duration
     ops the model covers: per direction a confusion table (kernel verdict x class, counts), and
     for the reads the share where both say cached or both say not cached, in all and outside
     the band of durations that cannot tell (overlap_bands) and of the reads into a fresh buffer
-    (fresh_buffers: their time holds the buffer's page faults); trusted when the share outside
+    (OpsInOrder: their time holds the buffer's page faults); trusted when the share outside
     those is at least TRUSTED_AGREEMENT."""
     model_classes = ("memcpy", "cached", "uncached", "slow")
     sampled = np.zeros(len(classes), bool)
@@ -153,30 +282,6 @@ def agreement(classes, verdict, direction, modelled, codes, size_bytes, duration
             "reads_fresh_buffer": int(np.count_nonzero(fresh)),
             "read_agreement_outside_band": share_outside, "bands": bands,
             "trusted": share_outside is None or share_outside >= TRUSTED_AGREEMENT, "tables": tables}
-
-
-def fresh_buffers(ops, asked):
-    """Of the ops in `asked` (a mask), those whose user buffer the call may have faulted in, so
-    that their duration holds page faults as well as the copy: the recorder found the buffer
-    not all in memory (pc_buffer_faulted), or the op is the first of its thread into that
-    address (memory only allocated, or read but never written, is faulted in by the first call
-    that writes into it: the zero page's copy-on-write, which mincore counts as in memory)."""
-    fresh = asked & (op_column(ops, "pc_buffer_faulted") == 1)
-    buffer = ops["buffer"]
-    candidates = np.flatnonzero(asked & (buffer != 0) & ~fresh)
-    if not len(candidates):
-        return fresh
-    near = np.flatnonzero(np.isin(buffer, np.unique(buffer[candidates])))
-    # Ops are in process and start order: within (process, tid, address) the lowest index is
-    # the first use.
-    near = near[np.lexsort((near, buffer[near], ops["tid"][near], ops["process"][near]))]
-    first = np.ones(len(near), bool)
-    first[1:] = (ops["process"][near][1:] != ops["process"][near][:-1]) | \
-        (ops["tid"][near][1:] != ops["tid"][near][:-1]) | (buffer[near][1:] != buffer[near][:-1])
-    first_use = np.zeros(len(buffer), bool)
-    first_use[near[first]] = True
-    fresh[candidates] |= first_use[candidates]
-    return fresh
 
 
 def overlap_bands(size_bytes, duration_s, verdict, decided):

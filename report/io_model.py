@@ -1,30 +1,25 @@
 """The job on Sisneros' I/O-model grid: its cell (processes doing I/O, processes per file, the
 model's name), its write throughput, and its place among the site's measured cells."""
 import collections
+import math
 
 import numpy as np
 
 from ioassess.inputs.job import WRITE
 from ioassess.site.iomodels import io_model_name, place_on_grid
 
-from .classify import IO_LAYERS
-
 MiB = 1 << 20
-DENSE_PAIRS = 1 << 24   # (process, file) pairs summed in a dense array up to this many, else sorted
 
 
-def io_model_cell(job):
+def io_model_cell(job, ledger):
     """Sisneros' I/O-model cell: processes that moved data (P) and processes per file (k),
     weighted by bytes, and its name (serial, file per process, shared file, file per node,
-    subset). Failed calls and 0-byte transfers do not make a process one doing I/O."""
-    ops = job.ops
-    io = np.isin(ops["layer"], IO_LAYERS) & (ops["direction"] < 2) & (ops["result"] > 0)
+    subset), from the bytes of the job's ledger (report/ledger.py). Failed calls and 0-byte
+    transfers do not make a process one doing I/O."""
+    moved = (ledger["direction"] < 2) & (ledger["bytes"] > 0)
     pairs = collections.defaultdict(float)
-    for proc, file, nbytes in _pair_bytes(ops["process"][io], ops["file"][io], ops["result"][io]):
-        pairs[(proc, file)] += nbytes
-    tio = np.isin(job.totals["layer"], IO_LAYERS) & (job.totals["direction"] < 2) & (job.totals["bytes"] > 0)
-    for proc, file, nbytes in zip(job.totals["process"][tio].tolist(), job.totals["file"][tio].tolist(),
-                                  job.totals["bytes"][tio].tolist()):
+    for proc, file, nbytes in zip(ledger["process"][moved].tolist(), ledger["file"][moved].tolist(),
+                                  ledger["bytes"][moved].tolist()):
         pairs[(proc, file)] += nbytes
     if not pairs:
         return {"processes_doing_io": 0, "name": "no I/O"}
@@ -55,19 +50,41 @@ def _files_are_per_node(job, processes, per_file):
                procs == by_host[job.processes[next(iter(procs))].hostname] for procs in per_file.values())
 
 
-def write_throughput(job):
-    """The job's own write throughput: bytes the POSIX and STDIO layers wrote (`write_bytes`),
-    and, when every one of those writes is known one by one, the span from the first write's
-    start to the last write's end over all processes (`write_span_s`) and bytes / span in MiB/s
-    (`write_mib_per_s`); writes known only from counters have no times, so both are None then."""
-    ops, totals = job.ops, job.totals
-    writes = np.isin(ops["layer"], IO_LAYERS) & (ops["direction"] == WRITE) & (ops["result"] > 0)
-    counted = np.isin(totals["layer"], IO_LAYERS) & (totals["direction"] == WRITE) & (totals["bytes"] > 0)
-    written = int(ops["result"][writes].sum() + totals["bytes"][counted].sum())
+class WriteSpan:
+    """The first start and the last end of the writes of the POSIX and STDIO layers that wrote
+    something, a pass; (inf, -inf) without any."""
+
+    def __init__(self):
+        self.first_s, self.last_s = math.inf, -math.inf
+
+    def add(self, chunk):
+        ops = chunk.ops
+        writes = chunk.per_op["is_io"] & (ops["direction"] == WRITE) & (ops["result"] > 0)
+        if writes.any():
+            start = ops["start_s"][writes]
+            self.first_s = min(self.first_s, float(start.min()))
+            self.last_s = max(self.last_s, float(np.max(start + ops["duration_s"][writes])))
+
+    def merge(self, later):
+        self.first_s, self.last_s = min(self.first_s, later.first_s), max(self.last_s, later.last_s)
+
+    def result(self):
+        return self.first_s, self.last_s
+
+
+def write_throughput(ledger, write_span):
+    """The job's own write throughput: bytes the POSIX and STDIO layers wrote (`write_bytes`:
+    the ledger's), and, when every one of those writes is known one by one, the span from the
+    first write's start to the last write's end over all processes (`write_span_s`: write_span,
+    WriteSpan's) and bytes / span in MiB/s (`write_mib_per_s`); writes known only from counters
+    have no times, so both are None then."""
+    writes = (ledger["direction"] == WRITE) & (ledger["bytes"] > 0)
+    counted = writes & ledger["estimated"]
+    written = int(ledger["bytes"][writes].sum())
     span = None
     if writes.any() and not counted.any():
-        start = ops["start_s"][writes]
-        span = float(np.max(start + ops["duration_s"][writes]) - np.min(start))
+        first_s, last_s = write_span
+        span = float(last_s - first_s)
     return {"write_bytes": written, "write_span_s": span,
             "write_mib_per_s": written / MiB / span if span else None}
 
@@ -96,19 +113,3 @@ def measured_cells(grid):
         cells.append({"processes": processes, "processes_per_file": per_file, "name": fastest["name"],
                       "nodes": fastest["nodes"], "mib_per_s": fastest["mib_per_s"], "models": len(models)})
     return cells
-
-
-def _pair_bytes(process, file, nbytes):
-    """(process, file, bytes) per pair that moved data."""
-    if not len(process):
-        return []
-    files = int(file.max()) + 1
-    key = process.astype(np.int64) * files + file
-    if (int(process.max()) + 1) * files <= DENSE_PAIRS:   # no sort of millions of keys
-        summed = np.bincount(key, nbytes.astype(float))
-        unique = np.flatnonzero(summed)
-        summed = summed[unique]
-    else:
-        unique, inverse = np.unique(key, return_inverse=True)
-        summed = np.bincount(inverse, nbytes.astype(float))
-    return zip((unique // files).tolist(), (unique % files).tolist(), summed.tolist())

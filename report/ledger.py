@@ -14,29 +14,46 @@ import numpy as np
 
 from ioassess.inputs.job import DIRECTIONS, LAYERS, META
 
+from .passes import Sums
+
 QUANTITIES = ("calls", "bytes", "seconds", "lost_low_s", "lost_high_s", "slowness_s")
-# Keys up to this many cells are grouped by counting (no sort); more, by sorting the keys.
-DENSE_KEYS = 1 << 20
 
 
-def job_ledger(job, per_op, per_total):
+class OpLedger:
+    """The ops' rows of the ledger, a pass (report/passes.py): the I/O ops of per_op["is_io"] and
+    the metadata calls summed by (process, file, layer, direction)."""
+
+    def __init__(self, job):
+        self.shape = (max(len(job.processes), 1), max(len(job.files), 1), len(LAYERS), len(DIRECTIONS))
+        self.sums = Sums(QUANTITIES, int(np.prod(self.shape)))
+
+    def add(self, chunk):
+        ops, per_op = chunk.ops, chunk.per_op
+        chosen = per_op["is_io"] | (ops["direction"] == META)
+        io = per_op["is_io"][chosen]
+        key = np.ravel_multi_index((ops["process"][chosen], ops["file"][chosen], ops["layer"][chosen],
+                                    ops["direction"][chosen]), self.shape)
+        lost = np.where(io, per_op["lost_s"][chosen], 0.0)
+        self.sums.add(key, {"calls": 1.0,
+                            "bytes": np.where(io, np.maximum(ops["result"][chosen], 0), 0).astype(np.float64),
+                            "seconds": ops["duration_s"][chosen], "lost_low_s": lost, "lost_high_s": lost,
+                            "slowness_s": np.where(io, per_op["slowness_s"][chosen], 0.0)})
+
+    def merge(self, later):
+        self.sums.merge(later.sums)
+
+    def result(self):
+        """(process, file, layer, direction) of each cell with ops, and name -> its sums."""
+        return np.unravel_index(self.sums.keys, self.shape), self.sums.sums
+
+
+def job_ledger(job, op_ledger, per_total):
     """The ledger of a job (columns: process, file, layer, direction, estimated, and QUANTITIES):
-    the I/O ops of per_op["is_io"] and the metadata calls grouped by (process, file, layer,
-    direction), then the counter rows of per_total["is_io"] and of metadata, estimated."""
-    ops, totals = job.ops, job.totals
-    chosen = per_op["is_io"] | (ops["direction"] == META)
+    the ops' rows (op_ledger: OpLedger's result), then the counter rows of per_total["is_io"]
+    and of metadata, estimated."""
+    (process, file, layer, direction), summed = op_ledger
+    totals = job.totals
     tio = per_total["is_io"] | (totals["direction"] == META)
-    io = per_op["is_io"][chosen]
-    shape = (max(len(job.processes), 1), max(len(job.files), 1), len(LAYERS), len(DIRECTIONS))
-    key = np.ravel_multi_index((ops["process"][chosen], ops["file"][chosen], ops["layer"][chosen],
-                                ops["direction"][chosen]), shape)
-    lost = np.where(io, per_op["lost_s"][chosen], 0.0)
-    values = {"calls": np.ones(len(key)),
-              "bytes": np.where(io, np.maximum(ops["result"][chosen], 0), 0).astype(np.float64),
-              "seconds": ops["duration_s"][chosen], "lost_low_s": lost, "lost_high_s": lost,
-              "slowness_s": np.where(io, per_op["slowness_s"][chosen], 0.0)}
-    cells, summed = _grouped(key, values, int(np.prod(shape)))
-    process, file, layer, direction = np.unravel_index(cells, shape)
     counted_io = per_total["is_io"][tio]
 
     def counted(column):   # a counter row's amount where it is I/O, 0 for metadata
@@ -45,7 +62,7 @@ def job_ledger(job, per_op, per_total):
             "file": np.concatenate([file, totals["file"][tio]]).astype(np.int64),
             "layer": np.concatenate([layer, totals["layer"][tio]]).astype(np.int64),
             "direction": np.concatenate([direction, totals["direction"][tio]]).astype(np.int64),
-            "estimated": np.concatenate([np.zeros(len(cells), bool), np.ones(int(tio.sum()), bool)]),
+            "estimated": np.concatenate([np.zeros(len(process), bool), np.ones(int(tio.sum()), bool)]),
             "calls": np.concatenate([summed["calls"], totals["ops"][tio].astype(np.float64)]),
             "bytes": np.concatenate([summed["bytes"], counted(totals["bytes"])]),
             "seconds": np.concatenate([summed["seconds"], totals["seconds"][tio]]),
@@ -62,22 +79,6 @@ def io_rows(ledger):
 def metadata_rows(ledger, layers=("posix", "stdio")):
     """The rows of the metadata calls of the layers named."""
     return (ledger["direction"] == META) & np.isin(ledger["layer"], [LAYERS.index(name) for name in layers])
-
-
-def _grouped(key, values, cells):
-    """The distinct keys, in order, and the sum of each value over each key's entries."""
-    present, inverse = groups_of(key, cells)
-    return present, {name: np.bincount(inverse, column, len(present)) for name, column in values.items()}
-
-
-def groups_of(key, cells):
-    """(the distinct keys in order, each entry's position among them) of non-negative integer
-    keys below cells: by counting where cells are few (DENSE_KEYS), else by sorting."""
-    if cells <= DENSE_KEYS:
-        seen = np.bincount(key, minlength=cells) > 0
-        return np.flatnonzero(seen), (np.cumsum(seen) - 1)[key]
-    present, inverse = np.unique(key, return_inverse=True)
-    return present, inverse.reshape(-1)
 
 
 def sums_by(ledger, column, size, rows=None):

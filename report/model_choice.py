@@ -22,13 +22,16 @@ default is used all the same, and the choice says, with a banner, that its file-
 not that file system's: a model of one type is never applied to another silently.
 """
 import dataclasses
+import itertools
 import os
 import re
 
 import numpy as np
 
-from ioassess.inputs.job import LAYERS
+from ioassess.inputs.job import LAYERS, op_chunks
 from ioassess.models.modelfile import DEFAULT_MODEL, ORIGINS, find_models, load_model, model_dirs
+
+from .passes import CHUNK_OPS
 
 # File-system types of local Linux block devices and memory, whose page cache behaves as the
 # default model's (trained on ext4); anything else (nfs, lustre, gpfs, ...) is another machine.
@@ -81,7 +84,8 @@ def _seconds_per_file(job):
     (MPI-IO calls contain POSIX ones)."""
     seconds = np.zeros(len(job.files))
     mpiio = LAYERS.index("mpiio")
-    for table, column in ((job.ops, "duration_s"), (job.totals, "seconds")):
+    tables = itertools.chain(((ops, "duration_s") for ops, _ in op_chunks(job, CHUNK_OPS)), [(job.totals, "seconds")])
+    for table, column in tables:
         chosen = (table["layer"] != mpiio) & (table["direction"] < 2) & np.isfinite(table[column])
         seconds += np.bincount(table["file"][chosen], table[column][chosen], minlength=len(job.files))
     return seconds

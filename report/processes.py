@@ -8,6 +8,7 @@ from ioassess.inputs.job import LAYERS, META, MPIIO
 from ioassess.models.plain import ratio_or_none
 
 from .ledger import io_rows, sums_by
+from .passes import Sums
 
 # The per-rank plot draws at most this many bars: beyond, each bar is a bin of consecutive ranks.
 RANK_PLOT_BINS = 200
@@ -97,23 +98,45 @@ def pid_or_none(pid):
     return int(pid) if pid > 0 else None
 
 
-def process_table(job, per_process, shared, aggregation):
+class MpiioCalls:
+    """The MPI-IO reads, writes and syncs known one by one per (process, file): calls and seconds,
+    a pass (the ledger's ops are those of the POSIX and STDIO layers and the metadata calls)."""
+
+    def __init__(self, job):
+        self.files = max(len(job.files), 1)
+        self.sums = Sums(("calls", "seconds"), max(len(job.processes), 1) * self.files)
+
+    def add(self, chunk):
+        ops = chunk.ops
+        mpiio = (ops["layer"] == MPIIO) & (ops["direction"] != META)
+        self.sums.add(ops["process"][mpiio].astype(np.int64) * self.files + ops["file"][mpiio],
+                      {"calls": 1.0, "seconds": ops["duration_s"][mpiio]})
+
+    def merge(self, later):
+        self.sums.merge(later.sums)
+
+    def result(self):
+        """The `process` and `file` of each pair with calls, and its `calls` and `seconds`."""
+        process, file = np.divmod(self.sums.keys, self.files)
+        return {"process": process, "file": file, **self.sums.sums}
+
+
+def process_table(job, per_process, shared, aggregation, mpiio):
     """Per process with I/O or MPI-IO calls: I/O time and time lost, most lost first; the part
-    of them from Darshan's shared records (shared_record_ranks), its MPI-IO time (None where
-    MPI-IO records were reduced over the ranks: each rank's part is unknown), and its POSIX read
-    and write time inside collective MPI-IO calls (aggregator work, aggregator_work:
-    `aggregator` is true for a process that did any). Launchers (launcher_processes) say so."""
-    n = len(job.processes)
-    ops = job.ops
+    of them from Darshan's shared records (shared_record_ranks), its MPI-IO time (mpiio:
+    MpiioCalls', and its counter rows; None where MPI-IO records were reduced over the ranks:
+    each rank's part is unknown), and its POSIX read and write time inside collective MPI-IO
+    calls (aggregation: sections.CollectiveWork's; `aggregator` is true for a process that did
+    any). Launchers (launcher_processes) say so."""
+    n, totals = len(job.processes), job.totals
     # MPI-IO reads, writes and syncs (its metadata calls are the metadata section's)
-    mpiio = (ops["layer"] == MPIIO) & (ops["direction"] != META)
-    mpiio_rows = (job.totals["layer"] == MPIIO) & (job.totals["direction"] != META)
-    tmpiio = mpiio_rows & (job.totals["process"] >= 0)
-    mpiio_s = np.bincount(ops["process"][mpiio], ops["duration_s"][mpiio], n) + \
-        np.bincount(job.totals["process"][tmpiio], job.totals["seconds"][tmpiio], n)
-    mpiio_count = np.bincount(ops["process"][mpiio], minlength=n) + \
-        np.bincount(job.totals["process"][tmpiio], job.totals["ops"][tmpiio], n)
-    mpiio_reduced = bool(np.any(mpiio_rows & (job.totals["process"] < 0)))
+    mpiio_rows = (totals["layer"] == MPIIO) & (totals["direction"] != META)
+    tmpiio = mpiio_rows & (totals["process"] >= 0)
+    mpiio_s = np.bincount(mpiio["process"], mpiio["seconds"], n) + \
+        np.bincount(totals["process"][tmpiio], totals["seconds"][tmpiio], n)
+    mpiio_count = np.bincount(mpiio["process"], mpiio["calls"], n) + \
+        np.bincount(totals["process"][tmpiio], totals["ops"][tmpiio], n)
+    mpiio_reduced = bool(np.any(mpiio_rows & (totals["process"] < 0)))
     aggregator_s, aggregator = aggregation["seconds"], aggregation["ops"] > 0
     count, from_shared = per_process["ops"], shared["per_process"]
     launchers = set(launcher_processes(job))
@@ -130,13 +153,13 @@ def process_table(job, per_process, shared, aggregation):
     return rows
 
 
-def per_process_view(job, per_op, per_process, per_total, shared):
+def per_process_view(job, ledger, per_process, per_total, shared):
     """How I/O time and time lost spread over the ranks of an MPI job (every rank, a rank
     without I/O counting as 0 s), or over the processes with I/O of another job: mean, median,
     the slowest and max / mean (the imbalance), the ranks that lost most, the slowest ranks
-    (stragglers) and the series of the per-rank plot. I/O in counter rows shared by all ranks
-    (Darshan's rank -1 records) is no rank's: it is left out and said (`shared`). None for a job
-    without I/O."""
+    (stragglers, from the job's ledger) and the series of the per-rank plot. I/O in counter rows
+    shared by all ranks (Darshan's rank -1 records) is no rank's: it is left out and said
+    (`shared`). None for a job without I/O."""
     # one I/O time per process: the processes table's, with the fastest and slowest rank's parts
     # of shared records (shared_record_ranks)
     from_shared = shared["per_process"]
@@ -161,29 +184,26 @@ def per_process_view(job, per_op, per_process, per_total, shared):
                        "lost_high_s": float(units["lost_high_s"][i])} for i in named],
         "most_lost_share": ratio_or_none(float(units["lost_high_s"][named].sum()), lost_total) if named else None,
         "shared": in_shared,
-        "stragglers": stragglers(job, units, per_op, per_total) if attributed else None,
+        "stragglers": stragglers(job, units, ledger) if attributed else None,
         "plot": binned_units(units, RANK_PLOT_BINS) if attributed else None,
     }
 
 
-def stragglers(job, units, per_op, per_total):
+def stragglers(job, units, ledger):
     """The ranks that spent longest in I/O, against the mean rank: a parallel job waits for its
     slowest rank. `ranks` (the up to STRAGGLERS_NAMED slowest with I/O: `rank`, `pid`,
     `hostname`, `seconds`, `bytes`), `mean_s` and `mean_bytes` over all ranks, and `files`, those
     the named ranks spent their I/O time on, most first (`name`, `ops`, `seconds`: the named
-    ranks' part). None unless the units are two or more ranks."""
+    ranks' part, their rows of the job's ledger). None unless the units are two or more ranks."""
     if units["unit"] != "rank" or len(units["io_s"]) < 2:
         return None
     order = np.argsort(-units["io_s"], kind="stable")[:STRAGGLERS_NAMED]
     named = order[units["io_s"][order] > 0]
     of_named = np.isin(np.array([p.rank for p in job.processes], np.int64), units["rank"][named])
-    ops, totals, n = job.ops, job.totals, len(job.files)
-    in_ops = per_op["is_io"] & of_named[ops["process"]]
-    in_totals = per_total["is_io"] & (totals["process"] >= 0) & of_named[np.maximum(totals["process"], 0)]
-    seconds = np.bincount(ops["file"][in_ops], ops["duration_s"][in_ops], n) + \
-        np.bincount(totals["file"][in_totals], totals["seconds"][in_totals], n)
-    count = np.bincount(ops["file"][in_ops], minlength=n) + \
-        np.bincount(totals["file"][in_totals], totals["ops"][in_totals], n)
+    process = ledger["process"]
+    rows = io_rows(ledger) & (process >= 0) & of_named[np.maximum(process, 0)]
+    seconds = np.bincount(ledger["file"][rows], ledger["seconds"][rows], len(job.files))
+    count = np.bincount(ledger["file"][rows], ledger["calls"][rows], len(job.files))
     top = [i for i in np.argsort(-seconds, kind="stable")[:STRAGGLERS_NAMED].tolist() if seconds[i] > 0]
     return {"ranks": [{**_identity(units, i), "seconds": float(units["io_s"][i]), "bytes": int(units["bytes"][i])}
                       for i in named.tolist()],
@@ -247,3 +267,4 @@ def binned_units(units, bins):
         series[f"{name}_mean"] = (np.add.reduceat(values, starts) / sizes).tolist()
         series[f"{name}_max"] = np.maximum.reduceat(values, starts).tolist()
     return series
+

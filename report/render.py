@@ -28,7 +28,7 @@ TEMPLATE_DIR = os.path.join(os.path.dirname(__file__), "templates")
 
 def scatter_legend(assessment, direction, cls, drawn):
     """A class's legend entry: its ops of the direction as the classes table counts them, and how
-    many of them are drawn when the plot shows an even sample."""
+    many of them are drawn when the plot shows a sample."""
     total = sum(row["ops"] for row in assessment["classes"] if row["class"] == cls and row["direction"] == direction)
     return f"{CLASS_LABELS[cls]} ({total}" + (f", {drawn} drawn)" if drawn < total else ")")
 

@@ -15,6 +15,9 @@ import math
 
 import numpy as np
 
+from .classify import ROW_CLASSES
+from .passes import Sums
+
 LEVELS = ("high", "warn", "info", "ok")   # Drishti's: act on it, worth a look, a fact, good
 # A high finding has at least this share of the run time at stake; below it, at most warn.
 HIGH_MIN_SHARE_OF_RUNTIME = 0.01
@@ -138,45 +141,78 @@ def acting(found):
     return [f for f in found if LEVELS.index(f["level"]) < LEVELS.index("info")]
 
 
-class JobSeconds:
-    """The job's seconds per process that findings' stakes are parts of: each process's ops
-    known one by one and its own counter rows; Darshan's rows shared by all ranks (process -1)
-    apart, with the share of each that its slowest rank spent."""
+class ClassLoss:
+    """Per (process, class) of the I/O ops: their time lost compared with cached I/O (`lost_s`) and
+    their slowness (`slowness_s`), a pass: what a finding on one class's time beyond cached I/O
+    could save in each process."""
 
-    def __init__(self, job, per_op, per_total, per_file, clock):
-        self.job, self.per_op, self.per_total, self.per_file, self.clock = job, per_op, per_total, per_file, clock
+    def __init__(self, job):
+        self.sums = Sums(("lost_s", "slowness_s"), max(len(job.processes), 1) * len(ROW_CLASSES))
+
+    def add(self, chunk):
+        per_op, io = chunk.per_op, chunk.per_op["is_io"]
+        self.sums.add(chunk.ops["process"][io].astype(np.int64) * len(ROW_CLASSES) + per_op["class"][io],
+                      {"lost_s": per_op["lost_s"][io], "slowness_s": per_op["slowness_s"][io]})
+
+    def merge(self, later):
+        self.sums.merge(later.sums)
+
+    def result(self):
+        """The `process` and `class` (code) of each pair with I/O ops, and its `lost_s` and
+        `slowness_s`."""
+        process, cls = np.divmod(self.sums.keys, len(ROW_CLASSES))
+        return {"process": process, "class": cls, **self.sums.sums}
+
+
+class JobSeconds:
+    """The job's seconds per process that findings' stakes are parts of, from the job's ledger
+    (report/ledger.py): each process's ops and its own counter rows; Darshan's rows shared by all
+    ranks (process -1) apart, with the share of each that its slowest rank spent. class_loss:
+    ClassLoss' result; mpiio: processes.MpiioCalls' (MPI-IO's reads, writes and syncs, which no
+    ledger row holds); per_file: sections.per_file_io's; clock: the job's WallClock."""
+
+    def __init__(self, job, ledger, class_loss, mpiio, per_file, clock):
+        self.job, self.ledger, self.class_loss, self.mpiio = job, ledger, class_loss, mpiio
+        self.per_file, self.clock = per_file, clock
         records = job.darshan_records
         self._top_of = dict(zip(zip(records["file"].tolist(), records["layer"].tolist()),
                                 slowest_rank_share(records).tolist()))
 
-    def of(self, op_rows, total_rows, op_seconds=None, total_seconds=None):
+    def of(self, rows):
         """(process-seconds per process, seconds per shared row, their slowest ranks' shares) of
-        the ops op_rows (their durations, or op_seconds) and the counter rows total_rows."""
-        ops, totals, n = self.job.ops, self.job.totals, len(self.job.processes)
-        op_seconds = ops["duration_s"][op_rows] if op_seconds is None else op_seconds
-        total_seconds = totals["seconds"][total_rows] if total_seconds is None else total_seconds
-        process = totals["process"][total_rows]
+        the ledger's rows `rows` (a mask)."""
+        ledger, n = self.ledger, len(self.job.processes)
+        process, seconds = ledger["process"][rows], ledger["seconds"][rows]
         own = process >= 0
-        process_s = np.bincount(ops["process"][op_rows], op_seconds, n) + \
-            np.bincount(process[own], total_seconds[own], n)
-        files, layers = totals["file"][total_rows][~own], totals["layer"][total_rows][~own]
+        process_s = np.bincount(process[own], seconds[own], n)
+        files, layers = ledger["file"][rows][~own], ledger["layer"][rows][~own]
         top = np.array([self._top_of.get((f, la), 1.0) for f, la in zip(files.tolist(), layers.tolist())])
-        return process_s, total_seconds[~own], top
+        return process_s, seconds[~own], top
 
-    def stake_of(self, found, op_rows, total_rows, part=1.0):
-        """The finding in wall-clock seconds, its saving a share `part` of the time of the ops
-        op_rows and counter rows total_rows."""
-        process_s, shared_s, top = self.of(op_rows, total_rows)
+    def stake_of(self, found, rows, part=1.0):
+        """The finding in wall-clock seconds, its saving a share `part` of the time of the ledger's
+        rows `rows` (a mask)."""
+        process_s, shared_s, top = self.of(rows)
         return in_wall_clock(found, self.clock, process_s * part, shared_s * part, top, WALL_CLOCK_HOW)
+
+    def of_class(self, code, beyond):
+        """Process-seconds per process of the I/O ops of class `code` beyond cached I/O: their time
+        lost compared with it (beyond "lost_s") or their slowness ("slowness_s")."""
+        loss = self.class_loss
+        mine = loss["class"] == code
+        return np.bincount(loss["process"][mine], loss[beyond][mine], len(self.job.processes))
 
     def of_files(self, file_s):
         """Process-seconds of a saving given per file (an array over Job.files), each file's part
-        spread over the processes pro rata of their I/O and metadata time on it."""
-        ops, totals, n, n_files = self.job.ops, self.job.totals, len(self.job.processes), len(self.job.files)
-        keys = np.concatenate([ops["process"].astype(np.int64) * n_files + ops["file"],
-                               np.where(totals["process"] >= 0, totals["process"].astype(np.int64), n) * n_files +
-                               totals["file"]])
-        seconds = np.concatenate([ops["duration_s"], totals["seconds"]])
+        spread over the processes pro rata of their I/O and metadata time on it (their ops: the
+        ledger's and MPI-IO's; their counter rows)."""
+        ledger, mpiio, totals = self.ledger, self.mpiio, self.job.totals
+        n, n_files = len(self.job.processes), len(self.job.files)
+        ops = ~ledger["estimated"]
+        process = np.concatenate([ledger["process"][ops], mpiio["process"],
+                                  np.where(totals["process"] >= 0, totals["process"], n)]).astype(np.int64)
+        keys = process * n_files + np.concatenate([ledger["file"][ops], mpiio["file"], totals["file"]])
+        seconds = np.concatenate([ledger["seconds"][ops], mpiio["seconds"], totals["seconds"]])
         seconds = np.nan_to_num(seconds).clip(0.0)
         pairs, inverse = np.unique(keys, return_inverse=True)
         pair_s = np.bincount(inverse, seconds, len(pairs))

@@ -21,7 +21,7 @@ import pytest
 
 from ioassess.inputs.load import load_job
 from ioassess.models.modelfile import DEFAULT_MODEL, PRETRAINED_DIR, load_model
-from ioassess.report.classify import classify_ops, classify_ops_of, estimate_totals, estimate_totals_of
+from ioassess.report.classify import classify_ops, estimate_totals, estimate_totals_of
 from ioassess.report.model_choice import choose_model, file_models
 from ioassess.report.sections import flushes
 from recorder_helpers import shipped_darshan_logs, tool
@@ -372,12 +372,11 @@ def test_each_file_system_of_a_job_is_judged_by_its_own_model(tmp_path, rewrite)
     per_op, per_total = classify_ops(job, model, (models, of_file)), estimate_totals(job, model, (models, of_file))
     for own in models:
         mine = np.array([models[i].name == own.name for i in of_file])
-        alone_op, alone_total = classify_ops_of(job, own), estimate_totals_of(job, own)
+        alone_op, alone_total = classify_ops(job, own), estimate_totals_of(job, own)
         ops, rows = mine[job.ops["file"]], mine[job.totals["file"]]
         assert ops.any() and rows.any()
         for name in ("class", "cached_typical_s", "lost_s"):
             assert np.array_equal(per_op[name][ops], alone_op[name][ops], equal_nan=True)
-        assert set(per_op["modelled"][ops[per_op["modelled"]]]) == \
-            set(alone_op["modelled"][ops[alone_op["modelled"]]])
+        assert np.array_equal(per_op["modelled"][ops], alone_op["modelled"][ops])
         for name, column in alone_total.items():
             assert np.array_equal(per_total[name][rows], column[rows])

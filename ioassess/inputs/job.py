@@ -8,6 +8,7 @@ tier of each table.
 
 Times are seconds since Job.start_epoch_s (the earliest start any input knows).
 """
+import collections.abc
 import dataclasses
 import enum
 import math
@@ -336,6 +337,64 @@ def with_own_file_systems(files, mounts):
     shared = {fs_type: os.path.commonpath(directories) for fs_type, directories in shared.items()}
     return [dataclasses.replace(file, mount_point=moved[position] or shared[file.fs_type]) if position in moved
             else file for position, file in enumerate(files)]
+
+
+class StreamedOps(collections.abc.Mapping):
+    """Job.ops of an input whose ops are read chunk by chunk from a source (source.chunks(size,
+    processes) -> (columns, first row); source.counts: ops per process), as recorder traces are:
+    op_chunks reads them without holding them all; the columns are read whole only when asked
+    for (by tools and tests that want them side by side)."""
+
+    def __init__(self, source):
+        self.source = source
+        self.columns = None
+
+    def _all(self):
+        if self.columns is None:
+            self.columns = concatenate_columns(ALL_OP_COLUMNS, (chunk for chunk, _ in self.source.chunks(1 << 62)))
+        return self.columns
+
+    def __getitem__(self, name):
+        return self._all()[name]
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __len__(self):
+        return len(self._all())
+
+
+def _streamed(job):
+    """Job.ops's source where its ops are read chunk by chunk (not read whole yet), else None."""
+    return job.ops.source if isinstance(job.ops, StreamedOps) and job.ops.columns is None else None
+
+
+def op_counts(job):
+    """Per process (index into Job.processes), how many of Job.ops are its."""
+    source = _streamed(job)
+    if source is not None:
+        return source.counts
+    return np.bincount(job.ops["process"], minlength=len(job.processes))
+
+
+def op_count(job):
+    """How many ops Job.ops holds."""
+    return int(op_counts(job).sum())
+
+
+def op_chunks(job, size, processes=None):
+    """Job.ops in chunks of at most `size` rows, in order: (columns, the index in Job.ops of the
+    chunk's first row). processes: (first, stop) of the processes whose ops to give (default:
+    all). A run of processes without ops gives one empty chunk."""
+    source = _streamed(job)
+    if source is not None:
+        yield from source.chunks(size, processes)
+        return
+    ops, (first, stop) = job.ops, processes or (0, len(job.processes))
+    start, end = np.searchsorted(ops["process"], [first, stop])
+    for row in range(start, max(end, start + 1), size):
+        rows = slice(row, min(row + size, end))
+        yield {name: column[rows] for name, column in ops.items()}, row
 
 
 def op_column(ops, name):

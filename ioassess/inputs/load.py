@@ -20,10 +20,11 @@ import numpy as np
 from . import traceformat as tf
 from .job import (ALL_OP_COLUMNS, DARSHAN_RECORD_COLUMNS, LAYERS, MAPPED_FILE_COLUMNS, META, META_KIND_COLUMNS,
                   META_KINDS, NO_IO_NOTE, PAGECACHE_COLUMNS, SIZE_BIN_COLUMNS, TOTAL_COLUMNS, Flag, Job, JobFile,
-                  JobInput, JobProcess, concatenate_columns, empty_columns, mount_index, mount_of,
+                  JobInput, JobProcess, StreamedOps, concatenate_columns, empty_columns, mount_index, mount_of,
                   with_optional_columns, with_own_file_systems)
-from .trace import (DIRECTION_OF_OP, TraceFileError, read_trace_dir, saturated_bytes, stopped_recording_note, sum_by,
-                    summarise_errors)
+from .trace import (DIRECTION_OF_OP, JOB_KIND, TraceFileError, saturated_bytes, scan_trace_dir, stopped_recording_note,
+                    stream_ops, sum_by, summarise_errors)
+from .tracepack import PACK_SUFFIX, stored_in
 
 # statfs f_type -> file system name, for the ones an HPC job meets.
 FS_TYPES = {0xEF53: "ext4", 0x58465342: "xfs", 0x9123683E: "btrfs", 0x01021994: "tmpfs", 0x6969: "nfs",
@@ -43,12 +44,13 @@ class LoadError(Exception):
 
 
 def input_kind(path):
-    """"trace" for a directory or *.iot file, "darshan" for a *.darshan file."""
-    if os.path.isdir(path) or path.endswith(".iot"):
+    """"trace" for a directory, *.iot file or trace pack (*.iotpack), "darshan" for a *.darshan file."""
+    if os.path.isdir(path) or path.endswith((".iot", PACK_SUFFIX)):
         return "trace"
     if path.endswith(".darshan"):
         return "darshan"
-    raise LoadError(f"{path}: not a trace directory, a trace file (*.iot) or a Darshan log (*.darshan)")
+    raise LoadError(f"{path}: not a trace directory, a trace file (*.iot), a trace pack (*.iotpack) or a Darshan log "
+                    "(*.darshan)")
 
 
 def load_job(paths, owner_uid=None):
@@ -94,7 +96,7 @@ def job_from_traces(paths, owner_uid=None):
     given and the trace files given that were read."""
     owner_uid = os.geteuid() if owner_uid is None else owner_uid
     try:
-        traceset = read_trace_dir(paths, owner_uid)
+        traceset = scan_trace_dir(paths, owner_uid)
     except TraceFileError as error:
         raise LoadError(str(error)) from None
     refused = summarise_errors(traceset.errors)
@@ -106,12 +108,12 @@ def job_from_traces(paths, owner_uid=None):
     mounts = mount_index(traceset.mounts)
     files = with_own_file_systems([_trace_file(traceset.files[i], mounts) for i in file_ids], traceset.mounts)
     mapped_files, rings = _process_facts(traceset, file_ids)
-    ops = _trace_op_columns(_rows(traceset.ops, _IS_OP[traceset.ops["op"]]), file_ids, start_ns)
-    traceset.ops.clear()   # its columns may be views into the op records: let them go now
-    totals, size_bins, meta_kinds = _trace_summary_columns(_rows(traceset.summary, _IS_OP[traceset.summary["op"]]),
+    ops = StreamedOps(TraceOps(traceset.streams, file_ids, start_ns))
+    totals, size_bins, meta_kinds = _trace_summary_columns(_rows(traceset.summary, JOB_KIND[traceset.summary["op"]]),
                                                            file_ids)
     ends = [p.end_ns for p in processes]
-    last_op_end = float(np.max(ops["start_s"] + ops["duration_s"])) if len(ops["start_s"]) else 0.0
+    last_op_end = max(((s.start_ns - start_ns) + s.last_tick * s.ns_per_tick) / 1e9 for s in traceset.streams
+                      if s.records)  if any(s.records for s in traceset.streams) else 0.0
     end_epoch_s = (max(ends) / 1e9 if None not in ends
                    else max(start_ns / 1e9 + last_op_end, max((e for e in ends if e is not None), default=0) / 1e9))
     notes = list(refused) + traceset.notes
@@ -125,10 +127,10 @@ def job_from_traces(paths, owner_uid=None):
     notes += _pagecache_notes(processes)
     job_ids = collections.Counter(p.job_id for p in processes if p.job_id)
     first = min(processes, key=lambda p: (p.rank if p.rank >= 0 else math.inf, p.start_ns))
-    read = {p.path for p in processes}
+    read = {stored_in(p.path) for p in processes}   # a trace file, or the pack holding it
     return Job(
         job_id=job_ids.most_common(1)[0][0] if job_ids else "",
-        exe=first.exe, cmdline=first.cmdline, user=_owner(first.path),
+        exe=first.exe, cmdline=first.cmdline, user=_owner(stored_in(first.path)),
         start_epoch_s=start_ns / 1e9, end_epoch_s=end_epoch_s,
         nprocs=len({p.rank for p in processes if p.rank >= 0}) or len(processes),
         processes=[_trace_process(p, start_ns, int(n)) for p, n in zip(processes, rings)],
@@ -136,12 +138,6 @@ def job_from_traces(paths, owner_uid=None):
         inputs=[JobInput(path=os.fspath(path), kind="trace", tiers=("ops", "totals", "metadata"))
                 for path in map(os.fspath, paths) if path in read or os.path.isdir(path)],
         notes=notes, meta_kinds=meta_kinds, mapped_files=mapped_files)
-
-
-# The trace's kinds that are ops of a Job (reads, writes, syncs, metadata calls); the others,
-# mappings and io_uring instances, are facts of their process (_process_facts).
-_IS_OP = np.zeros(256, bool)
-_IS_OP[[op for op, direction in tf.OP_DIRECTION.items() if direction in ("read", "write", "sync", "meta")]] = True
 
 
 def _rows(table, keep):
@@ -228,12 +224,54 @@ def _is_fuse_type(mount_type):
     return mount_type in ("fuse", "fuseblk") or mount_type.startswith("fuse.")
 
 
+class TraceOps:
+    """The source of Job.ops of recorder traces (StreamedOps): each process's op records read
+    again from its trace, chunk by chunk (trace.stream_ops), as Job columns."""
+
+    def __init__(self, streams, file_ids, start_ns):
+        self.streams, self.file_ids, self.start_ns = streams, np.array(file_ids, np.uint64), start_ns
+        self.counts = np.array([stream.records for stream in streams], np.int64)
+
+    def chunks(self, size, processes=None):
+        """(columns, index in Job.ops of the first row) of at most `size` rows each, in Job.ops
+        order, of the processes (first, stop) (default: all); one empty chunk for no ops."""
+        first, stop = processes or (0, len(self.streams))
+        row = int(self.counts[:first].sum())
+        tables = (_trace_op_columns(table, self.file_ids, self.start_ns)
+                  for stream in self.streams[first:stop] for table in stream_ops(stream, size))
+        given = False
+        for chunk in rechunked(tables, size):
+            yield chunk, row
+            row += len(chunk["size"])
+            given = True
+        if not given:
+            yield empty_columns(ALL_OP_COLUMNS), row
+
+
+def rechunked(tables, size):
+    """The rows of the tables (columns of one kind), in chunks of `size` rows (the last one
+    shorter), copied only where a chunk joins rows of two tables."""
+    pending, held = [], 0
+    for table in tables:
+        n, start = len(table["size"]), 0
+        while held + n - start >= size:
+            take = size - held
+            pending.append({name: column[start:start + take] for name, column in table.items()})
+            yield pending[0] if len(pending) == 1 else concatenate_columns(ALL_OP_COLUMNS, pending)
+            pending, held, start = [], 0, start + take
+        if start < n:
+            pending.append({name: column[start:] for name, column in table.items()})
+            held += n - start
+    if pending:
+        yield pending[0] if len(pending) == 1 else concatenate_columns(ALL_OP_COLUMNS, pending)
+
+
 def _trace_op_columns(ops, file_ids, start_ns):
     """Job columns from TraceSet columns, contiguous (the trace's may be strided views)."""
     contiguous = np.ascontiguousarray
     return {
         "process": ops["process"].astype(np.int32, copy=False),
-        "file": np.searchsorted(np.array(file_ids, np.uint64), ops["file_id"]).astype(np.int32),
+        "file": np.searchsorted(file_ids, ops["file_id"]).astype(np.int32),
         "layer": _LAYER_OF_OP[ops["op"]],
         "direction": DIRECTION_OF_OP[ops["op"]],
         "offset": contiguous(ops["offset"]),

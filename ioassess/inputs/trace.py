@@ -141,13 +141,45 @@ class FileInfo:
 
 @dataclasses.dataclass
 class TraceSet:
-    ops: dict  # column name -> numpy array, see OP_COLUMNS; sorted by (process, start_ns)
+    ops: dict  # column name -> numpy array, see OP_COLUMNS; sorted by (process, start_ns). From
+               # scan_trace_dir only the records of other kinds than JOB_KIND (mappings, io_uring)
     processes: list  # ProcessInfo
     files: dict  # file_id -> FileInfo
     mounts: list  # (mount point, file-system type) the processes' files are under, longest first
     summary: dict  # column name -> numpy array, see SUMMARY_COLUMNS
     errors: list  # TraceFileError
     notes: list  # "PATH: caveat" per trace read whose clock could not be fitted
+    streams: list = dataclasses.field(default_factory=list)  # ProcessStream per process (scan_trace_dir)
+
+
+@dataclasses.dataclass
+class ProcessStream:
+    """How to read one process's op records of JOB_KIND again, chunk by chunk (stream_ops)."""
+    path: str
+    process: int  # index into TraceSet.processes
+    owner_uid: "int | None"
+    identity: tuple  # the file as scanned: (device, inode, size, mtime ns), or its size alone
+    records: int  # its op records of JOB_KIND
+    last_tick: float  # the end of the last of them, in ticks since start_ticks
+    in_start_order: bool  # they are in start order in the file (else they are sorted)
+    start_ticks: int  # the header's
+    start_ns: int  # wall-clock ns at start_ticks
+    ns_per_tick: float
+    samples: np.ndarray  # PAGECACHE_RECORD_DTYPE kept: each names one op, one to one
+    sample_op: np.ndarray  # per sample, its op record's position among the file's op records
+
+
+@dataclasses.dataclass
+class _Scan:
+    """What reading a trace's op records found, without keeping those of JOB_KIND."""
+    records: int = 0  # op records of every kind
+    job_records: int = 0  # of JOB_KIND
+    early: int = 0  # records that start before the process
+    last_tick: float = 0.0  # the end of the last record, in ticks since the process's start
+    job_last_tick: float = 0.0  # of the records of JOB_KIND
+    in_start_order: bool = True  # the records of JOB_KIND start in order
+    last_start: int = -1  # ticks since the start of the last record of JOB_KIND so far
+    file_ids: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.uint64))  # of JOB_KIND records
 
 
 @dataclasses.dataclass
@@ -155,12 +187,15 @@ class _ParsedTrace:
     """One trace file's records, still in ticks."""
     path: str
     header: np.void
-    ops: dict  # field of OP_RECORD_DTYPE -> contiguous column, in slot order
+    ops: dict  # field of OP_RECORD_DTYPE -> contiguous column, in slot order: records not of JOB_KIND
+    scan: _Scan
+    identity: tuple
     files: dict  # file_id -> FileInfo
     mounts: list  # (mount point, file-system type) of its MOUNT slots
     clock_pairs: np.ndarray  # (n, 2) uint64: ticks, monotonic ns; the start pair first
     summary: np.ndarray  # SUMMARY_ENTRY_DTYPE, entries in use only
     samples: np.ndarray  # PAGECACHE_RECORD_DTYPE, in slot order
+    sample_op: np.ndarray  # per sample, its op record's position among the file's, -1: ignored
 
 
 def read_trace_dir(path_or_paths, owner_uid=None):
@@ -168,25 +203,79 @@ def read_trace_dir(path_or_paths, owner_uid=None):
 
     Bad files, and with owner_uid files that uid does not own, are reported in TraceSet.errors.
     Raises TraceFileError if a path does not exist or a directory holds no trace file."""
-    return _read_traces(trace_file_paths(path_or_paths), owner_uid)
+    return with_all_ops(scan_trace_dir(path_or_paths, owner_uid))
 
 
 def read_trace_file(path):
     """Read one trace file; raises TraceFileError if it is not a valid, calibratable trace."""
-    traceset = _read_traces([os.fspath(path)], None)
+    traceset = with_all_ops(_read_traces([os.fspath(path)], None))
     if traceset.errors:
         raise traceset.errors[0]
     return traceset
 
 
+def scan_trace_dir(path_or_paths, owner_uid=None):
+    """read_trace_dir's TraceSet without the op records of JOB_KIND, which are read again, chunk
+    by chunk, from TraceSet.streams (stream_ops): a job's traces of any size in memory of the
+    size of its processes, files and the records of other kinds."""
+    return _read_traces(trace_file_paths(path_or_paths), owner_uid)
+
+
+def with_all_ops(traceset):
+    """The TraceSet with every op record in TraceSet.ops, sorted by (process, start_ns)."""
+    tables = [traceset.ops] + [table for stream in traceset.streams for table in stream_ops(stream)]
+    ops = _concatenate(tables)
+    if not _sorted_by_process_and_start(ops):
+        order = np.lexsort((ops["start_ns"], ops["process"]))
+        ops = {name: column[order] for name, column in ops.items()}
+    return dataclasses.replace(traceset, ops=ops, streams=[])
+
+
+def stream_ops(stream, chunk_records=None):
+    """The process's op records of JOB_KIND as OP_COLUMNS, in start order, about chunk_records
+    (default READ_CHUNK_SLOTS) at a time: the file opened again, checked to be the one scanned.
+    Raises TraceFileError if it is not (it changed since), or no longer holds what it held."""
+    f, size = _open_trace(stream.path, stream.owner_uid)
+    with f:
+        if _identity(f, size) != stream.identity:
+            raise TraceFileError(stream.path, "changed while being read (it is not the file read at first)")
+        header = _parse_header(stream.path, _read_exactly(stream.path, f, min(size, tf.HEADER_BYTES)), size)
+        summary_slots, _ = _read_summary(stream.path, f, header)
+        tables, done, position = [], 0, 0
+        for records, _, _ in _slot_chunks(stream.path, f, size, summary_slots, int(header["record_cap"]),
+                                          chunk_records):
+            job = JOB_KIND[records["op"]]
+            mine = records[job]
+            columns = {name: mine[name] for name in mine.dtype.names}
+            pagecache = sampled_columns(columns, position + np.flatnonzero(job), stream.samples, stream.sample_op)
+            position += len(records)
+            done += len(mine)
+            table = _op_columns(stream.process, columns, pagecache, stream.start_ticks, stream.start_ns,
+                                stream.ns_per_tick)
+            if stream.in_start_order:
+                yield table
+            else:
+                tables.append(table)
+    if done != stream.records:
+        raise TraceFileError(stream.path, "changed while being read (its op records are not the ones read at first)")
+    if not stream.in_start_order:   # several threads' extents interleave: sorted by start
+        ops = _concatenate(tables) if tables else None
+        if ops is not None:
+            order = np.argsort(ops["start_ns"], kind="stable")
+            yield {name: column[order] for name, column in ops.items()}
+
+
 def trace_file_paths(path_or_paths):
-    """The trace files named by a path or paths: a directory's regular *.iot files, sorted."""
+    """The trace files named by a path or paths: a directory's regular *.iot files, sorted. A
+    trace pack (*.iotpack, given or in a directory) stands for its members (tracepack.py)."""
+    from .tracepack import PACK_SUFFIX, expand_packs
     if isinstance(path_or_paths, (str, os.PathLike)):
         path_or_paths = [path_or_paths]
     paths = []
     for path in map(os.fspath, path_or_paths):
         if os.path.isdir(path):
-            found = [os.path.join(path, name) for name in sorted(os.listdir(path)) if name.endswith(".iot")]
+            found = [os.path.join(path, name) for name in sorted(os.listdir(path))
+                     if name.endswith((".iot", PACK_SUFFIX))]
             found = [p for p in found if os.path.isfile(p)]
             if not found:
                 raise TraceFileError(path, "no trace files (*.iot) in this directory")
@@ -195,7 +284,7 @@ def trace_file_paths(path_or_paths):
             paths.append(path)
         else:
             raise TraceFileError(path, "no such file or directory")
-    return paths
+    return expand_packs(paths)
 
 
 def totals(traceset, by=("file_id", "op")):
@@ -236,6 +325,10 @@ for _op, _direction in tf.OP_DIRECTION.items():
 META_KIND = DIRECTION_OF_OP == tf.DIRECTIONS.index("meta")
 # The kinds that move data (reads, writes, syncs); the others' result is a descriptor, 0 or -errno.
 DATA_KIND = DIRECTION_OF_OP < tf.DIRECTIONS.index("meta")
+# The kinds that are ops of a Job (reads, writes, syncs, metadata calls): streamed, as there are
+# many; the others, mappings and io_uring instances, are facts of their process.
+JOB_KIND = np.zeros(256, bool)
+JOB_KIND[[op for op, direction in tf.OP_DIRECTION.items() if direction in ("read", "write", "sync", "meta")]] = True
 
 
 def _group_key(table, key):
@@ -320,10 +413,10 @@ def _read_traces(paths, owner_uid):
             notes.append(f"{trace.path}: {note}")
     position = {path: index for index, path in enumerate(paths)}
     errors.sort(key=lambda error: position[error.path])
-    return _assemble(good, errors, notes)
+    return _assemble(good, errors, notes, owner_uid)
 
 
-# Slots read at a time: memory holds the op records and one chunk, never the whole file.
+# Slots read at a time: memory holds one chunk, never the whole file.
 READ_CHUNK_SLOTS = 1 << 20
 # Slot types other than ops: few, kept as raw rows with their slot numbers.
 _RARE_TYPES = (tf.SlotType.FILE, tf.SlotType.NAME_PART, tf.SlotType.CLOCK, tf.SlotType.PAGECACHE,
@@ -333,9 +426,10 @@ _RARE_TYPES = (tf.SlotType.FILE, tf.SlotType.NAME_PART, tf.SlotType.CLOCK, tf.Sl
 def _parse_trace_file(path, owner_uid):
     f, size = _open_trace(path, owner_uid)
     with f:
+        identity = _identity(f, size)
         header = _parse_header(path, _read_exactly(path, f, min(size, tf.HEADER_BYTES)), size)
         summary_slots, summary = _read_summary(path, f, header)
-        ops, rare_slots, rare_rows = _read_slots(path, f, size, summary_slots, int(header["record_cap"]))
+        scan, others, keys, rare_slots, rare_rows = _scan_slots(path, f, size, summary_slots, header)
     _check_op_kinds(path, summary["op"], np.arange(len(summary)), "summary entry")
     _check_summary_amounts(path, summary)
     clocks = rare_rows[rare_rows[:, 0] == tf.SlotType.CLOCK].view(tf.CLOCK_RECORD_DTYPE).ravel()
@@ -351,20 +445,63 @@ def _parse_trace_file(path, owner_uid):
     n_slots = (size - tf.HEADER_BYTES) // tf.SLOT_BYTES
     files = _parse_files(path, n_slots, rare_slots, rare_rows)
     mounts = _parse_mounts(path, n_slots, rare_slots, rare_rows)
-    return _ParsedTrace(path, header, ops, files, mounts, clock_pairs, summary, samples)
+    return _ParsedTrace(path, header, others, scan, identity, files, mounts, clock_pairs, summary, samples,
+                        sample_ops(keys, samples))
 
 
-def _read_slots(path, f, size, summary_slots, record_cap):
-    """The op records as contiguous columns (field -> array, in slot order), and the rare
-    slots' numbers and raw 64-byte rows. Only what the file stores is read, chunk by chunk:
-    time goes with the bytes stored, not with the size a sparse file claims, and memory holds
-    the columns and one chunk. Slots of the summary table count as EMPTY. More op records
-    than the record cap are refused before they are stored: the recorder never writes more."""
-    capacity = min(record_cap, sum(count for _, count in _stored_slot_chunks(f, size)))
-    # pages beyond the ops found are never touched, so a column costs only what it holds
-    ops = {name: np.empty(capacity, tf.OP_RECORD_DTYPE[name]) for name in tf.OP_RECORD_DTYPE.names}
-    n_ops, rare_slots, rare_rows = 0, [], []
-    for first, count in _stored_slot_chunks(f, size):
+def _distinct(values):
+    """The distinct values, sorted; runs of one value (ops on one file) are taken once first."""
+    return np.unique(values[np.r_[True, values[1:] != values[:-1]]] if len(values) else values)
+
+
+def _identity(f, size):
+    """What tells the file read now from another put in its place: device, inode, size and
+    modification time of a file, the size of a pack's member (its pack checks the rest)."""
+    if not hasattr(f, "fileno"):
+        return (size,)
+    status = os.fstat(f.fileno())
+    return (status.st_dev, status.st_ino, size, status.st_mtime_ns)
+
+
+def _scan_slots(path, f, size, summary_slots, header):
+    """Reads the op records without keeping those of JOB_KIND: (_Scan, the columns of the
+    records of other kinds, the SAMPLE_KEY_FIELDS of every record, to match the page-cache
+    samples to (a few bytes a record, let go once matched), the rare slots' numbers, their raw
+    rows)."""
+    scan, others, keys, rare_slots, rare_rows = _Scan(), [], [], [], []
+    start_ticks = np.uint64(header["start_ticks"])
+    for records, slots, rows in _slot_chunks(path, f, size, summary_slots, int(header["record_cap"])):
+        since_start = (records["start_ticks"] - start_ticks).view(np.int64)
+        scan.records += len(records)
+        scan.early += int(np.count_nonzero(since_start < 0))
+        scan.last_tick = max(scan.last_tick, float(np.max(since_start + 0.0 + records["duration_ticks"], initial=0.0)))
+        job = JOB_KIND[records["op"]]
+        starts = since_start[job]
+        scan.job_last_tick = max(scan.job_last_tick,
+                                 float(np.max(starts + 0.0 + records["duration_ticks"][job], initial=0.0)))
+        scan.job_records += len(starts)
+        if len(starts):
+            scan.in_start_order &= bool(starts[0] >= scan.last_start) and bool(np.all(starts[1:] >= starts[:-1]))
+            scan.last_start = int(starts[-1])
+        scan.file_ids = np.union1d(scan.file_ids, _distinct(records["file_id"][job]))
+        others.append(records[~job])
+        keys.append(records[list(SAMPLE_KEY_FIELDS)])
+        rare_slots.append(slots)
+        rare_rows.append(rows)
+    others = np.concatenate(others) if others else np.zeros(0, tf.OP_RECORD_DTYPE)
+    return (scan, {name: np.ascontiguousarray(others[name]) for name in tf.OP_RECORD_DTYPE.names},
+            np.concatenate(keys) if keys else np.zeros(0, tf.OP_RECORD_DTYPE)[list(SAMPLE_KEY_FIELDS)],
+            np.concatenate(rare_slots or [np.zeros(0, np.int64)]),
+            np.concatenate(rare_rows or [np.zeros((0, tf.SLOT_BYTES), np.uint8)]))
+
+
+def _slot_chunks(path, f, size, summary_slots, record_cap, chunk_slots=None):
+    """The op records (OP_RECORD_DTYPE), the rare slots' numbers and raw 64-byte rows, chunk by
+    chunk in slot order. Only what the file stores is read: time goes with the bytes stored, not
+    with the size a sparse file claims. Slots of the summary table count as EMPTY. More op
+    records than the record cap are refused: the recorder never writes more."""
+    n_ops = 0
+    for first, count in _stored_slot_chunks(f, size, chunk_slots or READ_CHUNK_SLOTS):
         f.seek(tf.HEADER_BYTES + first * tf.SLOT_BYTES)
         chunk = _read_exactly(path, f, count * tf.SLOT_BYTES).reshape(count, tf.SLOT_BYTES)
         chunk_types = chunk[:, 0].copy()
@@ -375,25 +512,18 @@ def _read_slots(path, f, size, summary_slots, record_cap):
             raise TraceFileError(path, f"corrupt: slot {first + unknown[0]} has unknown type "
                                        f"{chunk_types[unknown[0]]}")
         op_rows = np.flatnonzero(chunk_types == tf.SlotType.OP)
-        if n_ops + len(op_rows) > capacity:
-            raise TraceFileError(path, f"corrupt: more op records than its record cap of {record_cap}"
-                                 if n_ops + len(op_rows) > record_cap else "changed while being read")
+        n_ops += len(op_rows)
+        if n_ops > record_cap:
+            raise TraceFileError(path, f"corrupt: more op records than its record cap of {record_cap}")
         records = chunk[op_rows].view(tf.OP_RECORD_DTYPE).ravel()
         _check_op_kinds(path, records["op"], first + op_rows, "slot")
-        for name, column in ops.items():
-            column[n_ops:n_ops + len(records)] = records[name]
-        n_ops += len(records)
         rare = np.flatnonzero(np.isin(chunk_types, _RARE_TYPES))
-        rare_slots.append(first + rare)
-        rare_rows.append(chunk[rare])
-    return ({name: column[:n_ops] for name, column in ops.items()},
-            np.concatenate(rare_slots or [np.zeros(0, np.int64)]),
-            np.concatenate(rare_rows or [np.zeros((0, tf.SLOT_BYTES), np.uint8)]))
+        yield records, first + rare, chunk[rare]
 
 
-def _stored_slot_chunks(f, size):
-    """(first slot, count) of the slots the file stores, in order and at most READ_CHUNK_SLOTS
-    at a time. Holes (SEEK_HOLE) are left out: they read as zeros, i.e. as EMPTY slots. The
+def _stored_slot_chunks(f, size, chunk_slots=READ_CHUNK_SLOTS):
+    """(first slot, count) of the slots the file stores, in order and at most chunk_slots at a
+    time. Holes (SEEK_HOLE) are left out: they read as zeros, i.e. as EMPTY slots. The
     seeks go through f, never os.lseek on its descriptor: f's buffer (st_blksize: 128 KiB on
     FUSE, MiBs on Lustre or GPFS) would otherwise serve a later f.seek from data of the
     position it believes in, while the descriptor is elsewhere."""
@@ -409,8 +539,8 @@ def _stored_slot_chunks(f, size):
             data, hole = position, size  # the file system cannot say where its holes are
         first = (data - tf.HEADER_BYTES) // tf.SLOT_BYTES
         stop = min(-(-(hole - tf.HEADER_BYTES) // tf.SLOT_BYTES), n_slots)
-        for chunk_first in range(first, stop, READ_CHUNK_SLOTS):
-            yield chunk_first, min(READ_CHUNK_SLOTS, stop - chunk_first)
+        for chunk_first in range(first, stop, chunk_slots):
+            yield chunk_first, min(chunk_slots, stop - chunk_first)
         position = tf.HEADER_BYTES + max(stop, first + 1) * tf.SLOT_BYTES
 
 
@@ -428,7 +558,10 @@ def _read_summary(path, f, header):
 
 def _open_trace(path, owner_uid):
     """The open file and its size. Opened without blocking (a FIFO in a trace's place must not
-    hang the reader), then checked on the open file: a regular file, owned by owner_uid."""
+    hang the reader), then checked on the open file: a regular file, owned by owner_uid. A
+    member of a trace pack (tracepack.PackEntry) opens itself, read from its pack."""
+    if hasattr(path, "open_trace"):
+        return path.open_trace(owner_uid)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as error:
@@ -541,12 +674,10 @@ def _check_times(trace, offset_ns, ns_per_tick):
     """Refuse a trace whose ops start before its process (the recorder takes the start before
     any op) or whose times in ns since the epoch reach MAX_TIME_NS (nothing real does, and the
     int64 columns would overflow)."""
-    header, ops, path = trace.header, trace.ops, trace.path
-    since_start = (ops["start_ticks"] - np.uint64(header["start_ticks"])).view(np.int64)
-    early = np.count_nonzero(since_start < 0)
-    if early:
-        raise TraceFileError(path, f"corrupt: {early} op records start before the process started")
-    last_tick = float(np.max(since_start + 0.0 + ops["duration_ticks"], initial=0.0))
+    header, path = trace.header, trace.path
+    if trace.scan.early:
+        raise TraceFileError(path, f"corrupt: {trace.scan.early} op records start before the process started")
+    last_tick = trace.scan.last_tick
     longest_sum = float(np.max(trace.summary["duration_ticks"], initial=0))
     start_ns = int(header["start_realtime_ns"]) + offset_ns
     last_ns = start_ns + max(last_tick, longest_sum) * ns_per_tick
@@ -656,27 +787,31 @@ def _unfitted_clock(trace):
         rate = monotonic_ns / ticks
         return (0.0, rate), (f"its clock could not be fitted (its clock readings span only {monotonic_ns} ns): its "
                              f"op times use the rate between its first and last readings, {rate:.4g} ns per tick")
-    if len(trace.ops["op"]) == 0 and len(trace.summary) == 0:
+    if trace.scan.records == 0 and len(trace.summary) == 0:
         return (0.0, 1.0), "its clock could not be fitted (a single clock reading, at its start): it has no op to time"
     return None, None
 
 
-def _assemble(good, errors, notes):
+def _assemble(good, errors, notes, owner_uid):
     # Empty tables first so that the columns have their dtypes and shapes without any trace.
     no_ops = {name: np.empty(0, tf.OP_RECORD_DTYPE[name]) for name in tf.OP_RECORD_DTYPE.names}
-    op_tables = [_op_columns(0, no_ops, pagecache_columns(no_ops, np.empty(0, tf.PAGECACHE_RECORD_DTYPE))[0],
-                             0, 0, 1.0)]
+    op_tables = [_op_columns(0, no_ops, sampled_columns(no_ops, np.zeros(0, np.int64), _NO_SAMPLES,
+                                                        np.zeros(0, np.int64)), 0, 0, 1.0)]
     summary_tables = [_summary_columns(0, np.empty(0, tf.SUMMARY_ENTRY_DTYPE), 1.0)]
-    processes, files, mounts = [], {}, {}
+    processes, files, mounts, streams, file_ids = [], {}, {}, [], []
     for index, (trace, (offset_ns, ns_per_tick)) in enumerate(good):
         header = trace.header
-        pagecache, ignored = pagecache_columns(trace.ops, trace.samples)
-        processes.append(_process_info(trace, ns_per_tick, int(np.count_nonzero(pagecache["pc_pages"] >= 0)),
-                                       ignored))
+        kept = trace.sample_op >= 0
+        processes.append(_process_info(trace, ns_per_tick, int(kept.sum()), len(kept) - int(kept.sum())))
         start_ns = int(header["start_realtime_ns"]) + round(offset_ns)
-        op_tables.append(_op_columns(index, trace.ops, pagecache, int(header["start_ticks"]), start_ns,
-                                     ns_per_tick))
+        op_tables.append(_op_columns(index, trace.ops, sampled_columns(trace.ops, np.full(len(trace.ops["op"]), -1),
+                                                                       _NO_SAMPLES, np.zeros(0, np.int64)),
+                                     int(header["start_ticks"]), start_ns, ns_per_tick))
+        streams.append(ProcessStream(trace.path, index, owner_uid, trace.identity, trace.scan.job_records,
+                                     trace.scan.job_last_tick, trace.scan.in_start_order, int(header["start_ticks"]),
+                                     start_ns, ns_per_tick, trace.samples[kept], trace.sample_op[kept]))
         summary_tables.append(_summary_columns(index, trace.summary, ns_per_tick))
+        file_ids.append(trace.scan.file_ids)
         for file_id, info in trace.files.items():
             files.setdefault(file_id, info)
         for point, fs_type in trace.mounts:
@@ -686,12 +821,12 @@ def _assemble(good, errors, notes):
         order = np.lexsort((ops["start_ns"], ops["process"]))
         ops = {name: column[order] for name, column in ops.items()}
     summary = _concatenate(summary_tables)
-    for file_id in np.unique(np.concatenate([ops["file_id"], summary["file_id"]])).tolist():
+    for file_id in np.unique(np.concatenate([ops["file_id"], summary["file_id"]] + file_ids)).tolist():
         if file_id not in files:
             name = "<other files>" if file_id == OTHER_FILES_ID else f"<unknown file 0x{file_id:016x}>"
             files[file_id] = FileInfo(file_id, name, 0, 0, 0, 0)
     mounts = sorted(mounts.items(), key=lambda mount: -len(mount[0]))
-    return TraceSet(ops, processes, files, mounts, summary, errors, notes)
+    return TraceSet(ops, processes, files, mounts, summary, errors, notes, streams)
 
 
 def _concatenate(tables):
@@ -754,7 +889,7 @@ def _process_info(trace, ns_per_tick, pagecache_samples, pagecache_ignored):
         clock_source=tf.ClockSource(int(header["clock_source"])).name.lower(),
         ns_per_tick=float(ns_per_tick),
         record_cap=int(header["record_cap"]),
-        ops_kept=len(trace.ops["op"]),
+        ops_kept=trace.scan.records,
         ops_not_kept=int(header["ops_not_kept"]),
         ops_lost=int(header["ops_lost"]),
         obfuscated=tf.HeaderFlag.OBFUSCATED in flags,
@@ -776,22 +911,34 @@ def _c_string(raw):
 
 
 # Op kinds a page-cache sample can belong to: the POSIX reads and writes.
-_SAMPLED_KIND = np.zeros(256, bool)
-_SAMPLED_KIND[[op for op in tf.OP_NAMES if tf.OP_LAYER[op] == "posix" and tf.OP_DIRECTION[op] != "sync"]] = True
+SAMPLED_KIND = np.zeros(256, bool)
+SAMPLED_KIND[[op for op in tf.OP_NAMES if tf.OP_LAYER[op] == "posix" and tf.OP_DIRECTION[op] != "sync"]] = True
 _WRITE_KIND = DIRECTION_OF_OP == tf.DIRECTIONS.index("write")
 
 
-def pagecache_columns(ops, samples):
-    """PAGECACHE_COLUMNS of one process's op records (fields of OP_RECORD_DTYPE, in ticks)
-    from its page-cache samples, and how many samples were ignored: those whose key (tid,
+# The fields of an op record a page-cache sample is matched and checked by.
+SAMPLE_KEY_FIELDS = ("tid", "start_ticks", "op", "offset", "requested")
+_NO_SAMPLES = np.empty(0, tf.PAGECACHE_RECORD_DTYPE)
+
+
+def sample_ops(keys, samples):
+    """Per sample, the position of its op among the process's op records (keys: their
+    SAMPLE_KEY_FIELDS, in file order); -1 for the samples ignored: those whose key (tid,
     op_start_ticks) names no op or several, several samples of one op, and samples whose values
     cannot be (more pages cached than asked, a head page that is not the op's offset, ...)."""
+    op_index = _op_of_each_sample(keys["tid"], keys["start_ticks"], samples["tid"], samples["op_start_ticks"])
+    kept = op_index >= 0
+    kept[kept] = _plausible(samples[kept], {name: keys[name][op_index[kept]] for name in SAMPLE_KEY_FIELDS})
+    return np.where(kept, op_index, -1)
+
+
+def sampled_columns(ops, positions, samples, sample_op):
+    """PAGECACHE_COLUMNS of op records (fields of OP_RECORD_DTYPE, in ticks) at `positions` among
+    their process's op records, from the samples kept (sample_op: each one's op's position)."""
     n = len(ops["op"])
     columns = {name: np.full(n, -1, dtype) for name, dtype in PAGECACHE_COLUMNS.items()}
-    op_index = _op_of_each_sample(ops["tid"], ops["start_ticks"], samples["tid"], samples["op_start_ticks"])
-    kept = op_index >= 0
-    kept[kept] = _plausible(samples[kept], {name: column[op_index[kept]] for name, column in ops.items()})
-    samples, op_index = samples[kept], op_index[kept]
+    here = np.isin(sample_op, positions) if len(sample_op) and n else np.zeros(len(sample_op), bool)
+    samples, op_index = samples[here], np.searchsorted(positions, sample_op[here])
     shift = samples["page_shift"].astype(np.uint64)
     head_page, head_pages = samples["head_page"], samples["head_pages"].astype(np.uint64)
     tail_page, tail_pages = samples["tail_page"], samples["tail_pages"].astype(np.uint64)
@@ -810,7 +957,7 @@ def pagecache_columns(ops, samples):
     first_new = (size[sized].view(np.uint64) + (np.uint64(1) << shift[sized]) - np.uint64(1)) >> shift[sized]
     columns["pc_new_pages"][op_index[sized]] = (_pages_from(head_page[sized], head_pages[sized], first_new)
                                                + _pages_from(tail_page[sized], tail_pages[sized], first_new))
-    return columns, len(kept) - len(op_index)
+    return columns
 
 
 def _op_of_each_sample(op_tid, op_ticks, sample_tid, sample_ticks):
@@ -841,7 +988,7 @@ def _plausible(samples, ops):
     shift = samples["page_shift"].astype(np.uint64)
     pages = samples["head_pages"].astype(np.int64) + samples["tail_pages"]
     head_end = samples["head_page"] + samples["head_pages"].astype(np.uint64)
-    return (_SAMPLED_KIND[ops["op"]] & (ops["offset"] >= 0)
+    return (SAMPLED_KIND[ops["op"]] & (ops["offset"] >= 0)
             & (samples["page_shift"] >= SAMPLE_PAGE_SHIFTS[0]) & (samples["page_shift"] <= SAMPLE_PAGE_SHIFTS[1])
             & (ops["offset"].view(np.uint64) >> shift == samples["head_page"])
             & (samples["head_pages"] >= 1) & (pages <= MAX_SAMPLE_PAGES)

@@ -17,7 +17,9 @@ import dataclasses
 import datetime
 import errno
 import grp
+import itertools
 import json
+import math
 import os
 import pwd
 import re
@@ -32,6 +34,7 @@ import time
 
 from ..escape import printable
 from ..files import read_settings_file
+from ..inputs.tracepack import PACK_SUFFIX
 from ..jsonfile import Invalid, parse_json
 from ..units import bytes_text, count_text
 
@@ -68,6 +71,11 @@ WORKER_BOOTSTRAP = ("import sys\n"
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # of ioassess/site/
 PLACEHOLDER = re.compile(r"%(.?)")
 PLACEHOLDERS = "%j job id, %u user name, %U uid, %h node, %w job's working directory, %H home, %% a %"
+# The most nodes a job's node list may name (the per-node layout expands it).
+MAX_NODES = 1 << 20
+# How often the reporting node looks for the packs still missing (one listing of the pack
+# directory each time).
+PACK_POLL_S = 0.2
 
 
 class EpilogError(Exception):
@@ -91,6 +99,8 @@ class Settings:
     report_group: str = ""
     probe_db: str = ""
     fleet_store: str = ""    # "": no record of the job for the site's store (docs/fleet.md)
+    pack_dir: str = ""       # "": traces are read where they are; else each node packs its traces here
+    pack_wait: float = 30.0  # how long the reporting node waits for the other nodes' packs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,6 +135,10 @@ class Work:
     probe_db: str
     fleet_record: bool       # send the job's record for the site's store back with the outcome
     history: bool            # ask for the application's history in the site's store (the parent reads it)
+    report: bool = True      # make the report (False: a node of the per-node layout that only packs)
+    pack: str = ""           # the per-node layout: this node's pack, where its traces go first
+    packs: list = dataclasses.field(default_factory=list)   # [node, pack] of every node to report on
+    pack_wait: float = 0.0   # seconds to wait for the packs that are not there yet
 
 
 def _days(text):
@@ -149,7 +163,8 @@ def _nodes(text):
     return text
 
 
-CONVERTERS = {"darshan_days": _days, "time_limit": _seconds, "nodes": _nodes, "memory_limit": parse_size}
+CONVERTERS = {"darshan_days": _days, "time_limit": _seconds, "nodes": _nodes, "memory_limit": parse_size,
+              "pack_wait": _seconds}
 
 
 def add_options(parser):
@@ -193,6 +208,13 @@ def add_options(parser):
                 "(default: none)")
     option("--fleet-store", metavar="DIR",
            help="spool the job's record into this site store (ioassess fleet, docs/fleet.md; default: none)")
+    option("--pack-dir", metavar="TEMPLATE",
+           help="the per-node layout: every node packs the job's traces of its trace directory (node-local) into "
+                f"one file here, ioassess_<job id>_<node>{PACK_SUFFIX}, and the report is made of the packs "
+                f"(default: none); {PLACEHOLDERS}")
+    option("--pack-wait", metavar="SECONDS", type=_seconds,
+           help=f"how long the reporting node waits for the other nodes' packs (default: {defaults.pack_wait:g}); "
+                "less than the time limit")
 
 
 def run(args):
@@ -202,12 +224,17 @@ def run(args):
         settings = load_settings(args)
         if settings.log:
             log.open(settings.log)
-        if not reports_here(os.environ, settings):
+        reporting = reports_here(os.environ, settings)
+        if settings.pack_dir and "SLURM_PROCID" in os.environ and reporting:
+            raise EpilogError("pack_dir is set: the per-node layout needs Slurm's Epilog, not the TaskEpilog (other "
+                              "tasks of the node may still be writing their traces)")
+        if not reporting and (not settings.pack_dir or "SLURM_PROCID" in os.environ):
             return 0
         job = job_context(os.environ)
         log.prefix = f"job {job.job_id} ({job.user}): "
         history = (lambda question: answer_history(settings.fleet_store, question)) if settings.fleet_store else None
-        line, record = run_worker(job, work_for(job, settings), settings.time_limit, settings.memory_limit, history)
+        work = work_for(job, settings, reporting, report_nodes(os.environ, settings, job.host) if reporting else [])
+        line, record = run_worker(job, work, settings.time_limit, settings.memory_limit, history)
         if settings.fleet_store and record is not None:
             line += spool_job_record(settings.fleet_store, record, job)
         log.line(line)
@@ -402,16 +429,79 @@ def expand(template, job):
     return path
 
 
-def work_for(job, settings):
+def work_for(job, settings, report=True, nodes=()):
+    """The worker's Work. With pack_dir (the per-node layout), it packs this node's traces and,
+    when it reports, reads the packs of `nodes` (report_nodes)."""
     if not settings.output:
         raise EpilogError("output is empty: the settings must say where the report goes")
+    packing = {}
+    if settings.pack_dir:
+        if settings.pack_wait >= settings.time_limit:
+            raise EpilogError(f"pack_wait ({settings.pack_wait:g} s) must be less than time_limit "
+                              f"({settings.time_limit:g} s): the report is made after the wait")
+        pack_dir = expand(settings.pack_dir, job)
+        packing = {"pack": os.path.join(pack_dir, pack_name(job.job_id, job.host)), "pack_wait": settings.pack_wait,
+                   "packs": [[node, os.path.join(pack_dir, pack_name(job.job_id, node))] for node in nodes]}
     return Work(job_id=job.job_id, user=job.user, uid=job.uid, gid=job.gid, groups=list(job.groups),
                 trace_dir=expand(settings.trace_dir, job), darshan_logpath=settings.darshan_logpath,
                 darshan_days=settings.darshan_days, output=expand(settings.output, job),
                 json=expand(settings.json, job) if settings.json else "", model=settings.model,
                 model_dirs=model_dirs({}, job.home, settings.site_models or site_model_dir()),
                 report_group=settings.report_group, probe_db=settings.probe_db,
-                fleet_record=bool(settings.fleet_store), history=bool(settings.fleet_store))
+                fleet_record=bool(settings.fleet_store) and report, history=bool(settings.fleet_store) and report,
+                report=report, **packing)
+
+
+def pack_name(job_id, node):
+    """The name of a node's pack of a job's traces."""
+    if not node or "/" in node or node in (".", ".."):
+        raise EpilogError(f"{node!r} is not a node name a pack can be named after")
+    return f"ioassess_{job_id}_{node}{PACK_SUFFIX}"
+
+
+def report_nodes(environ, settings, host):
+    """The nodes whose packs the reporting node reads (the per-node layout): every node of the
+    job's node list with nodes = first, else (nodes = all, or no node list) its own."""
+    nodelist = environ.get("SLURM_JOB_NODELIST") or environ.get("SLURM_NODELIST")
+    if settings.nodes == "all" or not nodelist:
+        return [host]
+    return hosts_of(nodelist)
+
+
+def hosts_of(nodelist, limit=MAX_NODES):
+    """Every host of a Slurm hostlist expression, in its order: "n[08-10,14],gpu3" -> n08, n09,
+    n10, n14, gpu3; "rack[2-3]-n[1-2]" -> rack2-n1, rack2-n2, rack3-n1, rack3-n2 (a range keeps
+    the width of its first number: "n[8-10]" -> n8, n9, n10)."""
+    hosts = []
+    items = re.findall(r"(?:[^,\[]|\[[^]]*\])+", nodelist)
+    if ",".join(items) != nodelist:
+        raise EpilogError(f"node list {nodelist!r}: not a Slurm hostlist expression")
+    for item in items:
+        choices = []
+        for part in re.split(r"(\[[^]]*\])", item):
+            if part.startswith("["):
+                choices.append(_bracket_values(nodelist, part[1:-1]))
+            elif part:
+                if "[" in part or "]" in part:
+                    raise EpilogError(f"node list {nodelist!r}: unbalanced brackets")
+                choices.append([part])
+        if math.prod(map(len, choices)) + len(hosts) > limit:
+            raise EpilogError(f"node list {nodelist!r}: more than {limit} nodes")
+        hosts += ["".join(combination) for combination in itertools.product(*choices)]
+    return hosts
+
+
+def _bracket_values(nodelist, inside):
+    values = []
+    for piece in inside.split(","):
+        low, _, high = piece.partition("-")
+        high = high or low
+        if not (low.isdigit() and high.isdigit() and int(low) <= int(high)):
+            raise EpilogError(f"node list {nodelist!r}: [{inside}] is not a list of numbers and ranges")
+        if int(high) - int(low) + len(values) >= MAX_NODES:
+            raise EpilogError(f"node list {nodelist!r}: more than {MAX_NODES} nodes")
+        values += [str(number).zfill(len(low)) for number in range(int(low), int(high) + 1)]
+    return values
 
 
 def run_worker(job, work, time_limit, memory_limit, history=None):
@@ -793,17 +883,30 @@ def worker_main(result_fd, question_fd):
     compile_templates_anew()   # the job's user's cache of compiled templates is theirs to write
     left_out = []
     record = None
+    packed = ""   # the per-node layout: what became of this node's pack, first in the line
     try:
         work = Work(**parse_json(sys.stdin.readline()))
         check_identity(work)
-        outcome, assessment = make_job_report(work, left_out, _asker(question_fd) if work.history else None)
-        if work.fleet_record and assessment is not None:
-            from .fleet.record import job_record
-            record = job_record(assessment, user=work.user, report=work.output, source=work.trace_dir)
+        not_coming = []
+        if work.pack:
+            try:
+                packed = pack_node_traces(work, left_out)
+            except EpilogError as error:   # the other nodes' packs are still reported
+                packed = str(error)
+                not_coming.append(work.pack)
+        outcome = ""
+        if work.report:
+            outcome, assessment = make_job_report(work, left_out, _asker(question_fd) if work.history else None,
+                                                  not_coming)
+            if work.fleet_record and assessment is not None:
+                from .fleet.record import job_record
+                record = job_record(assessment, user=work.user, report=work.output,
+                                    source=os.path.dirname(work.pack) if work.pack else work.trace_dir)
     except (EpilogError, LoadError, ModelFileError) as error:
         outcome = str(error)
     except Exception as error:   # the parent logs one line; a traceback would not fit the log
         outcome = f"internal error: {type(error).__name__}: {error}"
+    outcome = "; ".join(part for part in (packed, outcome) if part)
     result = {"outcome": outcome, "left_out": len(left_out), "first_left_out": (left_out or [""])[0],
               "record": record}
     with open(result_fd, "w", encoding="utf-8") as out:
@@ -844,17 +947,26 @@ def check_identity(work):
     raise EpilogError("root could be had back after dropping to the job's user: refusing to go on")
 
 
-def make_job_report(work, left_out, history=None):
+def make_job_report(work, left_out, history=None, not_coming=()):
     """Find the job's traces and Darshan log and write its report; (the outcome to log, the
     assessment or None). The inputs left out (another user's files, a Darshan log of another job, traces that cannot be
-    read) are appended to left_out, one `PATH: problem` each."""
+    read) are appended to left_out, one `PATH: problem` each. In the per-node layout the traces
+    are the nodes' packs (job_packs; not_coming: packs not to wait for, this node's own when it
+    could not be written)."""
     from ..report import make_report
-    traces = job_trace_files(work.trace_dir, work.job_id, work.uid, left_out)
+    missing = []
+    if work.packs:
+        traces, missing = job_packs(work.packs, work.pack_wait, work.uid, left_out, not_coming)
+    else:
+        traces = job_trace_files(work.trace_dir, work.job_id, work.uid, left_out)
     darshan_logs = (job_darshan_logs(work.darshan_logpath, work.user, work.job_id, work.darshan_days)
                     if work.darshan_logpath else [])
     darshan_log = choose_darshan_log(darshan_logs, work.uid, work.job_id, left_out)
+    missing_note = missing_packs_note(missing, len(work.packs), work.pack_wait)
     if not traces and not darshan_log:
-        where = f"no trace {os.path.join(work.trace_dir, f'ioassess_{work.job_id}_*.iot')}"
+        where = (f"no trace {os.path.join(work.trace_dir, f'ioassess_{work.job_id}_*.iot')}" if not work.packs else
+                 f"no trace in the packs {os.path.join(os.path.dirname(work.pack), f'ioassess_{work.job_id}_*')}"
+                 f"{PACK_SUFFIX}{f' ({missing_note})' if missing else ''}")
         if work.darshan_logpath:
             where += (f" and no Darshan log {work.darshan_logpath}/YEAR/MONTH/DAY/"
                       f"{work.user}_*_id{work.job_id}_*.darshan of the last {work.darshan_days + 1} days")
@@ -864,9 +976,15 @@ def make_job_report(work, left_out, history=None):
         check_destination(path, work.uid)
     mode, group, unshared = report_permissions(work.report_group)
     try:
-        assessment = make_report(traces + darshan_log, work.model or None, work.output, work.json or None,
-                                 owner_uid=work.uid, mode=mode, group=group, model_dirs=work.model_dirs,
-                                 probe_db=work.probe_db or None, history=history)
+        if missing:   # the report says which nodes it lacks: written here, with that note
+            assessment = make_report(traces + darshan_log, work.model or None, None, None, owner_uid=work.uid,
+                                     model_dirs=work.model_dirs, probe_db=work.probe_db or None, history=history)
+            assessment["job"]["notes"].append(missing_note + ": this report lacks their processes")
+            write_assessment(assessment, work.output, work.json, mode, group)
+        else:
+            assessment = make_report(traces + darshan_log, work.model or None, work.output, work.json or None,
+                                     owner_uid=work.uid, mode=mode, group=group, model_dirs=work.model_dirs,
+                                     probe_db=work.probe_db or None, history=history)
     except OSError as error:
         raise EpilogError(f"{work.output}: cannot write the report: {error.strerror}") from None
     read = {entry["path"] for entry in assessment["job"]["inputs"]}
@@ -875,19 +993,94 @@ def make_job_report(work, left_out, history=None):
     # others are counted (the line names only the first input left out).
     reasons = trace_problems(assessment["job"]["notes"], unread) or [f"{path}: not read" for path in unread[:1]]
     left_out += reasons[:1] + unread[1:]
+    # Members of the packs read that were refused: their notes (one per kind of problem).
+    left_out += trace_problems(assessment["job"]["notes"], [],
+                               [path for path in traces if path in read and path.endswith(PACK_SUFFIX)])
     grid = assessment.get("site_grid") or {}
     if grid.get("problem"):
         left_out.append(f"site grid {grid['path']}: {grid['problem']}")
-    return f"wrote {' and '.join(destinations)}{unshared}", assessment
+    return f"wrote {' and '.join(destinations)}{unshared}{f'; {missing_note}' if missing else ''}", assessment
 
 
-def trace_problems(notes, traces):
+def write_assessment(assessment, output, json_path, mode, group):
+    """The report, and the assessment as JSON when json_path, as make_report writes them."""
+    from ..files import replace_atomically
+    from ..report import write_report
+    if json_path:
+        replace_atomically(json_path, json.dumps(assessment, indent=1, allow_nan=False) + "\n", mode, group)
+    write_report(output, assessment, mode, group)
+
+
+def missing_packs_note(missing, expected, waited_s):
+    """What the line and the report say of the nodes whose packs were not there in time."""
+    if not missing:
+        return ""
+    named = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+    return (f"the packs of {count_text(len(missing), 'node')} of {expected} were missing after {waited_s:g} s: "
+            f"{named}")
+
+
+def pack_node_traces(work, left_out):
+    """The per-node layout's first step, on every node: this node's traces of the job (in its
+    node-local trace_dir) into one pack (work.pack), written whole and renamed into place, and
+    then removed. The outcome, for the line; the traces not packed are appended to left_out."""
+    from ..inputs.tracepack import PackError, write_pack
+    traces = job_trace_files(work.trace_dir, work.job_id, work.uid, left_out)
+    check_destination(work.pack, work.uid, "pack")
+    try:
+        packed, refused = write_pack(work.pack, traces, work.uid)
+    except (OSError, PackError) as error:
+        problem = error.strerror if isinstance(error, OSError) else str(error)
+        raise EpilogError(f"{work.pack}: cannot write the pack: {problem}; the traces stay in {work.trace_dir}") \
+            from None
+    left_out += refused
+    unremoved = []
+    for path in packed:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        except OSError as error:
+            unremoved.append(f"{path}: {error.strerror}")
+    line = f"packed {count_text(len(packed), 'trace')} into {work.pack}"
+    if unremoved:
+        line += f" ({count_text(len(unremoved), 'trace')} could not be removed, the first: {unremoved[0]})"
+    return line
+
+
+def job_packs(packs, wait_s, uid, left_out, not_coming=()):
+    """(the packs of the nodes to report on that are there, owned by the job's user and not
+    empty; the nodes whose packs are not there after waiting at most wait_s seconds for those
+    not in not_coming). The packs are looked for by listing their directory (one listing every
+    PACK_POLL_S seconds)."""
+    from ..inputs.tracepack import pack_member_count
+    deadline = time.monotonic() + wait_s
+    while True:
+        present = set()
+        for directory in {os.path.dirname(path) for _, path in packs}:
+            try:
+                present |= {os.path.join(directory, name) for name in os.listdir(directory)}
+            except FileNotFoundError:
+                pass
+            except OSError as error:
+                raise EpilogError(f"{directory}: cannot list the packs: {error.strerror}") from None
+        missing = [node for node, path in packs if path not in present]
+        awaited = [path for _, path in packs if path not in present and path not in not_coming]
+        if not awaited or time.monotonic() >= deadline:
+            break
+        time.sleep(PACK_POLL_S)
+    found = users_files([path for _, path in packs if path in present], uid, left_out)
+    return [path for path in found if pack_member_count(path) != 0], missing
+
+
+def trace_problems(notes, traces, packs=()):
     """The job's notes that say why one of the traces could not be read: those that start with
-    its path as TraceFileError puts it (behind "not used: " when no trace could be read)."""
+    its path as TraceFileError puts it (behind "not used: " when no trace could be read), or
+    with the path of a member of one of the packs (PACK/MEMBER)."""
     from ..inputs.load import NOT_USED
     from ..inputs.trace import TraceFileError
-    prefixes = tuple(str(TraceFileError(path, "")) for path in traces)
-    return [note for note in notes if note.removeprefix(NOT_USED).startswith(prefixes)]
+    prefixes = tuple(str(TraceFileError(path, "")) for path in traces) + tuple(f"{pack}/" for pack in packs)
+    return [note for note in notes if prefixes and note.removeprefix(NOT_USED).startswith(prefixes)]
 
 
 def report_permissions(group_name):
@@ -995,27 +1188,28 @@ def choose_darshan_log(paths, uid, job_id, left_out):
     return []
 
 
-def check_destination(path, uid):
-    """Refuse a report path that is a symbolic link, or whose directory is one or belongs to
-    another user than the job's or root: a link, or a directory someone else controls, could
-    send the job's report over a file of their choosing. A missing directory is created (0700)."""
+def check_destination(path, uid, what="report"):
+    """Refuse a report (or pack) path that is a symbolic link, or whose directory is one or
+    belongs to another user than the job's or root: a link, or a directory someone else
+    controls, could send the job's report over a file of their choosing. A missing directory is
+    created (0700)."""
     directory = os.path.dirname(path)
     try:
         os.makedirs(directory, exist_ok=True)
         status = os.lstat(directory)
     except OSError as error:
-        raise EpilogError(f"{directory}: cannot create the report's directory: {error.strerror}") from None
+        raise EpilogError(f"{directory}: cannot create the {what}'s directory: {error.strerror}") from None
     if stat.S_ISLNK(status.st_mode):
-        raise EpilogError(f"{directory}: is a symbolic link: not followed, no report written")
+        raise EpilogError(f"{directory}: is a symbolic link: not followed, no {what} written")
     if status.st_uid not in (uid, 0):
         raise EpilogError(f"{directory}: belongs to uid {status.st_uid}, neither the job's user nor root: "
-                          "no report written")
+                          f"no {what} written")
     try:
         status = os.lstat(path)
     except FileNotFoundError:
         return
     if stat.S_ISLNK(status.st_mode):
-        raise EpilogError(f"{path}: is a symbolic link: not followed, left as it is; no report written")
+        raise EpilogError(f"{path}: is a symbolic link: not followed, left as it is; no {what} written")
     if not stat.S_ISREG(status.st_mode):
-        raise EpilogError(f"{path}: exists and is not a regular file: no report written")
+        raise EpilogError(f"{path}: exists and is not a regular file: no {what} written")
 

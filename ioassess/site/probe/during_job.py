@@ -11,7 +11,6 @@ looked at (a path could hang, or mount a file system).
 import math
 import os
 
-import numpy as np
 
 from ...files import mount_table, read_settings_file
 from ...inputs.job import mount_index, mount_of
@@ -40,12 +39,10 @@ def find_probe_db(explicit=None, environ=os.environ, site_settings=SITE_SETTINGS
         return None
 
 
-def file_system_during_job(probe_db, job_start_s, job_end_s, mount_points, file_names, op_start_s, op_slow,
-                           op_lost_s):
-    """The section's data. job_*_s: the job's window (s since the epoch); mount_points: those
-    the inputs name for the job's files, file_names: the job's files whose mount point they do
-    not name; op_*: per I/O op of the job, its start (s since the job's start), whether its
-    class is slow, its time lost (s)."""
+def file_system_during_job(probe_db, job_start_s, job_end_s, mount_points, file_names):
+    """The section's data but the job's own ops in the slow spans (with_job_ops adds them).
+    job_*_s: the job's window (s since the epoch); mount_points: those the inputs name for the
+    job's files, file_names: the job's files whose mount point they do not name."""
     if not probe_db:
         return {"store": None, "problem": HOW_TO_GET_ONE, "targets": []}
     if not (math.isfinite(job_start_s) and math.isfinite(job_end_s) and job_end_s > job_start_s):
@@ -62,19 +59,27 @@ def file_system_during_job(probe_db, job_start_s, job_end_s, mount_points, file_
         return {"store": probe_db, "problem": str(error), "targets": []}
     except DAMAGED_STORE_ERRORS as error:
         return {"store": probe_db, "problem": not_a_store(probe_db, error), "targets": []}
-    total_lost = float(np.sum(op_lost_s))
-    op_epoch = job_start_s + np.asarray(op_start_s, dtype=np.float64)
-    described = []
-    for (name, used), slowdown in zip(targets, slowdowns):
-        spans = slow_spans(slowdown, SLOW_FACTOR)
-        for span in spans:
-            inside = (op_epoch >= span["start"]) & (op_epoch < span["end"])
-            span["job_slow_ops"] = int(np.count_nonzero(inside & op_slow))
-            span["job_lost_s"] = float(np.sum(op_lost_s[inside]))
-            span["job_lost_share"] = span["job_lost_s"] / total_lost if total_lost > 0 else None
-        described.append({**slowdown, "used_by_job": used, "slow_spans": spans})
     return {"store": probe_db, "problem": None, "slow_factor": SLOW_FACTOR, "job_start": job_start_s,
-            "job_lost_s": total_lost, "targets": described}
+            "targets": [{**slowdown, "used_by_job": used, "slow_spans": slow_spans(slowdown, SLOW_FACTOR)}
+                        for (_, used), slowdown in zip(targets, slowdowns)]}
+
+
+def slow_span_windows(section):
+    """(start, end) in s since the epoch of each slow span of the section, in order."""
+    return [(span["start"], span["end"]) for target in section["targets"] for span in target["slow_spans"]]
+
+
+def with_job_ops(section, slow_ops, lost_s, total_lost_s):
+    """The section with the job's own ops in each slow span (in slow_span_windows' order): its
+    slow ops, its time lost and that time's share of the job's (total_lost_s)."""
+    if section["problem"] is not None:
+        return section
+    spans = [span for target in section["targets"] for span in target["slow_spans"]]
+    for span, ops, lost in zip(spans, slow_ops, lost_s):
+        span["job_slow_ops"] = int(ops)
+        span["job_lost_s"] = float(lost)
+        span["job_lost_share"] = span["job_lost_s"] / total_lost_s if total_lost_s > 0 else None
+    return {**section, "job_lost_s": total_lost_s}
 
 
 def job_mount_points(known, file_names):

@@ -1,0 +1,274 @@
+"""Per-op passes: the assessment's work on the ops known one by one, fed chunk by chunk.
+
+A big job's ops are more than memory holds (10^8 ops of a 4,096-rank job's traces), so nothing
+that reads them one by one needs them all at once. Each per-op computation is a pass, an object
+with three methods, in the manner of a reducer:
+
+    add(chunk)     takes in the next chunk (a Chunk: rows of Job.ops with their per-op classes,
+                   in Job.ops order: by process, then start time);
+    merge(later)   takes in a pass of its kind that was fed the ops after this one's (the next
+                   processes' ops): passes of one job can run side by side this way;
+    result()       the finished value.
+
+A pass holds what it reports (sums per file, process or class, histograms, a bounded sample) and
+what an order-dependent pass carries from one chunk to the next (the previous op per process
+and file), never a row per op. A small job is one chunk: small and big jobs take the same code
+and give the same numbers (tests/test_passes.py assesses jobs in chunks of 1,000 ops and in one).
+"""
+import dataclasses
+import multiprocessing
+import os
+
+import numpy as np
+
+from ioassess.inputs.job import op_chunks
+
+# Ops per chunk: a chunk's columns and per-op classes take about 200 bytes an op.
+CHUNK_OPS = 1 << 20
+
+
+@dataclasses.dataclass
+class Chunk:
+    ops: dict       # column name -> rows of Job.ops (every column a loader gave)
+    per_op: dict    # name -> the same rows of the per-op classes (report/classify.py)
+    first: int      # the index in Job.ops of the chunk's first row
+
+    def __len__(self):
+        return len(self.ops["size"])
+
+    @property
+    def index(self):
+        """The index in Job.ops of each row."""
+        return np.arange(self.first, self.first + len(self), dtype=np.int64)
+
+
+def chunks_of(job, size=CHUNK_OPS, processes=None):
+    """The job's ops in chunks (inputs.job.op_chunks), without per-op classes yet."""
+    for ops, first in op_chunks(job, size, processes):
+        yield Chunk(ops, {}, first)
+
+
+def run_passes(passes, chunks):
+    """Feeds every chunk to every pass (a dict of passes), in order; returns the passes."""
+    for chunk in chunks:
+        for one in passes.values():
+            one.add(chunk)
+    return passes
+
+
+def merge_passes(groups):
+    """One dict of passes from the dicts of passes fed consecutive runs of the ops, in order."""
+    first, *later = groups
+    for group in later:
+        for name, one in first.items():
+            one.merge(group[name])
+    return first
+
+
+def process_runs(ops_per_process, runs):
+    """At most `runs` consecutive runs of processes, (first, stop) each, of about as many ops."""
+    cumulative = np.cumsum(ops_per_process)
+    total = int(cumulative[-1]) if len(cumulative) else 0
+    cuts = np.searchsorted(cumulative, np.arange(1, runs) * total / runs, side="right")
+    edges = np.unique(np.concatenate([[0], cuts, [len(ops_per_process)]]))
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])] or [(0, 0)]
+
+
+def workers_here():
+    """The CPUs this process may run on."""
+    return len(os.sched_getaffinity(0))
+
+
+# What a worker forked by run_in_parallel runs (a closure cannot be pickled; a fork inherits it).
+_WORK = None
+
+
+def _work(run):
+    return _WORK(run)
+
+
+def run_in_parallel(work, runs, workers, done=None):
+    """work(run) -> a dict of passes, for each run, merged in order. With more than one worker,
+    the runs go to processes forked from this one (they inherit the job; only the passes come
+    back). done(runs finished, runs) is called as runs finish."""
+    global _WORK
+    if workers <= 1 or len(runs) <= 1:
+        results = []
+        for run in runs:
+            results.append(work(run))
+            if done:
+                done(len(results), len(runs))
+        return merge_passes(results)
+    _WORK = work
+    try:
+        with multiprocessing.get_context("fork").Pool(min(workers, len(runs))) as pool:
+            results = []
+            for result in pool.imap(_work, runs):
+                results.append(result)
+                if done:
+                    done(len(results), len(runs))
+    finally:
+        _WORK = None
+    return merge_passes(results)
+
+
+# Keys up to this many cells are grouped by counting (no sort); more, by sorting the keys.
+DENSE_KEYS = 1 << 20
+
+
+class Sums:
+    """Sums of values per integer key below `cells`: the distinct keys met, in order, and one sum
+    of each value per key. A job has few distinct keys, though they may come from a large space
+    (process x file x layer x direction)."""
+
+    def __init__(self, names, cells):
+        self.cells = cells
+        self.keys = np.zeros(0, np.int64)
+        self.sums = {name: np.zeros(0) for name in names}
+
+    def add(self, keys, values):
+        """Adds values (name -> one value per key, or one for all) under keys."""
+        present, inverse = groups_of(np.asarray(keys, np.int64), self.cells)
+        self._merge(present, {name: _summed(inverse, values[name], len(present)) for name in self.sums})
+
+    def merge(self, later):
+        self._merge(later.keys, later.sums)
+
+    def _merge(self, keys, sums):
+        if not len(self.keys):
+            self.keys, self.sums = keys, sums
+            return
+        present, inverse = np.unique(np.concatenate([self.keys, keys]), return_inverse=True)
+        inverse = inverse.reshape(-1)
+        self.keys = present
+        self.sums = {name: np.bincount(inverse, np.concatenate([self.sums[name], sums[name]]), len(present))
+                     for name in self.sums}
+
+    def dense(self):
+        """name -> per key 0 … cells-1, its sum (0 where no value came)."""
+        out = {}
+        for name, column in self.sums.items():
+            out[name] = np.zeros(self.cells)
+            out[name][self.keys] = column
+        return out
+
+
+def _summed(group, values, groups):
+    """Per group, the sum of its entries' values (one per entry, or one for all)."""
+    if np.ndim(values) == 0:
+        return np.bincount(group, minlength=groups) * float(values)
+    return np.bincount(group, values, groups)
+
+
+def groups_of(key, cells):
+    """(the distinct keys in order, each entry's position among them) of non-negative integer
+    keys below cells: by counting where cells are few (DENSE_KEYS), else by sorting."""
+    if cells <= DENSE_KEYS:
+        seen = np.bincount(key, minlength=cells) > 0
+        return np.flatnonzero(seen), (np.cumsum(seen) - 1)[key]
+    present, inverse = np.unique(key, return_inverse=True)
+    return present, inverse.reshape(-1)
+
+
+class Carried:
+    """The last value per integer key, carried from chunk to chunk by an order-dependent pass
+    (the end of the previous op per process and file, ...): keys in order, one value each."""
+
+    def __init__(self, dtype):
+        self.keys = np.zeros(0, np.int64)
+        self.values = np.zeros(0, dtype)
+
+    def get(self, keys, default):
+        """Each key's value, `default` for keys never set."""
+        if not len(self.keys):
+            return np.full(len(keys), default, self.values.dtype)
+        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        return np.where(self.keys[at] == keys, self.values[at], default).astype(self.values.dtype)
+
+    def set(self, keys, values):
+        """Sets each (distinct) key's value."""
+        self._set(np.asarray(keys, np.int64), np.asarray(values, self.values.dtype))
+
+    def previous(self, keys, values, default):
+        """Per row of a chunk (keys sorted, each key's rows in order) the value of the row before
+        it of the same key: for a key's first row, the value carried from earlier chunks
+        (`default` for a key never met); carries each key's last value on."""
+        first = run_starts(keys)
+        before = np.empty(len(keys), self.values.dtype)
+        before[1:] = values[:-1]
+        before[first] = self.get(keys[first], default)
+        last = run_ends(keys)
+        self.set(keys[last], values[last])
+        return before
+
+    def merge(self, later):
+        self._set(later.keys, later.values)
+
+    def _set(self, keys, values):
+        keys = np.concatenate([self.keys, keys])
+        values = np.concatenate([self.values, values])
+        order = np.argsort(keys, kind="stable")
+        keys, values = keys[order], values[order]
+        last = run_ends(keys)     # a key set again: its newest value
+        self.keys, self.values = keys[last], values[last]
+
+
+def run_starts(keys):
+    """Where each run of equal keys starts (a mask)."""
+    return np.r_[True, keys[1:] != keys[:-1]] if len(keys) else np.zeros(0, bool)
+
+
+def run_ends(keys):
+    """Where each run of equal keys ends (a mask)."""
+    return np.r_[keys[1:] != keys[:-1], True] if len(keys) else np.zeros(0, bool)
+
+
+def sample_keys(index):
+    """A key per op index (splitmix64 of it): the ops of the smallest keys are a uniform sample
+    of the ops, whatever chunks they came in."""
+    z = np.asarray(index, np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+class Sample:
+    """A uniform sample of at most `limit` ops: those of the smallest sample_keys among the ops
+    offered; every op offered when there are at most `limit`. values() gives the sampled ops'
+    columns in Job.ops order, so a job of at most `limit` ops gives all its ops as they are."""
+
+    def __init__(self, limit, dtypes):
+        self.limit = limit
+        self.offered = 0
+        self.keys = np.zeros(0, np.uint64)
+        self.index = np.zeros(0, np.int64)
+        self.columns = {name: np.zeros(0, dtype) for name, dtype in dtypes.items()}
+
+    def add(self, index, columns):
+        """Offers the ops of Job.ops indices `index` with their columns (name -> array)."""
+        self.offered += len(index)
+        keys = sample_keys(index)
+        if len(self.keys) >= self.limit:   # only keys below the largest kept can get in
+            below = keys < self.keys.max()
+            index, keys = index[below], keys[below]
+            columns = {name: column[below] for name, column in columns.items()}
+        self._keep(keys, np.asarray(index, np.int64), columns)
+
+    def merge(self, later):
+        self.offered += later.offered
+        self._keep(later.keys, later.index, later.columns)
+
+    def _keep(self, keys, index, columns):
+        keys = np.concatenate([self.keys, keys])
+        index = np.concatenate([self.index, index])
+        columns = {name: np.concatenate([self.columns[name], columns[name]]) for name in self.columns}
+        if len(keys) > self.limit:
+            kept = np.argpartition(keys, self.limit - 1)[:self.limit]
+            keys, index = keys[kept], index[kept]
+            columns = {name: column[kept] for name, column in columns.items()}
+        self.keys, self.index, self.columns = keys, index, columns
+
+    def values(self):
+        """name -> the sampled ops' column, in Job.ops order."""
+        order = np.argsort(self.index, kind="stable")
+        return {name: column[order] for name, column in self.columns.items()}
