@@ -431,7 +431,7 @@ class FilePatterns:
 
     def add(self, chunk):
         ops, per_op = chunk.ops, chunk.per_op
-        consecutive, sequential = self._after_previous(ops)
+        consecutive, sequential = self.after_previous(ops)
         io = per_op["is_io"]
         file = ops["file"][io]
         known = ops["offset"][io] >= 0
@@ -441,7 +441,9 @@ class FilePatterns:
         self.classes.add(file.astype(np.int64) * len(ROW_CLASSES) + per_op["class"][io], {"ops": 1.0})
         self.sizes.add(chunk.index[io], {"file": file, "size": ops["size"][io]})
 
-    def _after_previous(self, ops):
+    def after_previous(self, ops):
+        """Per op of a chunk, whether it is consecutive and whether it is sequential to the
+        previous op of its process, file, layer and direction (carried from the chunks before)."""
         key = np.ravel_multi_index((ops["layer"], ops["direction"], ops["file"], ops["process"]), self.keys)
         order = np.argsort(key, kind="stable")    # a chunk's rows are in start order per process
         offset = ops["offset"][order]

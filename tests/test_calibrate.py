@@ -23,7 +23,8 @@ from ioassess.inputs.load import load_job
 from ioassess.models.modelfile import DEFAULT_MODEL, PRETRAINED_DIR, load_model
 from ioassess.report.classify import classify_ops, estimate_totals, estimate_totals_of
 from ioassess.report.model_choice import choose_model, file_models
-from ioassess.report.sections import flushes
+from ioassess.report.passes import chunks_of, run_passes
+from ioassess.report.sections import Flushes
 from recorder_helpers import shipped_darshan_logs, tool
 from test_darshan_log import darshan_util, rewrite  # noqa: F401
 
@@ -343,7 +344,8 @@ def test_each_sync_is_judged_by_its_file_s_model(ioassess, tmp_path):
     assert on_a.sum() == 1 and sum(os.path.basename(f.name) == "b" for f in job.files) == 1
 
     def judged(of_file):
-        return flushes(job, (models, of_file.astype(np.int64)))
+        passes = run_passes({"flushes": Flushes(job, (models, of_file.astype(np.int64)))}, chunks_of(job))
+        return passes["flushes"].result()
     both = [judged(np.where(on_a, 0, 1)), judged(np.where(on_a, 1, 0))]
     alone = [judged(np.zeros(len(job.files))), judged(np.ones(len(job.files)))]
     assert all(r["syncs"] == 4 for r in both + alone)

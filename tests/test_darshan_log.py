@@ -820,9 +820,9 @@ def test_consecutive_and_sequential_of_dxt_ops_are_darshans_counts(name):
     """The ops of a complete DXT trace, counted by the assessment's definitions, give the
     consecutive and sequential counts Darshan's counters hold, per file and direction (a shared
     record's are summed over its ranks)."""
-    from ioassess.report.sections import access_pattern
+    from ioassess.report.sections import FilePatterns
     job = read_darshan_log(shipped(name))
-    pattern = access_pattern(job.ops)
+    pattern = dict(zip(("consecutive", "sequential"), FilePatterns(job).after_previous(job.ops)))
     records = job.darshan_records
     posix = LAYERS.index("posix")
     compared = 0
