@@ -6,6 +6,7 @@ import json
 
 from ioassess.escape import printable
 from ioassess.files import replace_atomically
+from ioassess.inputs.job import op_count
 from ioassess.inputs.load import load_job
 from ioassess.models.modelfile import load_model, model_path
 from ioassess.progress import Progress
@@ -73,7 +74,7 @@ def export_job(inputs, perfetto_path=None, parquet_path=None, model_name_or_path
         write_perfetto(perfetto_path, job, model, model.name, mode, per_file)
     if parquet_path:
         write_parquet(parquet_path, job, model, mode, per_file)
-    return len(job.ops["start_s"])
+    return op_count(job)
 
 
 def find_site_grid(explicit, stream=None):

@@ -4,12 +4,21 @@ viewers themselves cannot run here: Perfetto's trace processor downloads a binar
 and against the traces: one slice per op record, the same total duration."""
 import json
 import os
+import re
+import sys
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
 from ioassess.inputs.trace import read_trace_dir
-from recorder_helpers import describe, prog, run, tool
+from ioassess.report import load_and_choose
+from ioassess.report.export import PARQUET_COLUMNS, write_parquet, write_perfetto
+from ioassess.report.model_choice import file_models
+from ioassess.report.sections import TOP_FILES
+from recorder_helpers import REPO, describe, prog, run, tool
+
+MODEL = "local-linux"   # the model of the export and the assessment compared with it
 
 # The Trace Event Format's keys (its document, "JSON Object Format" and "Event Descriptions").
 TOP_KEYS = {"traceEvents", "displayTimeUnit", "systemTraceEvents", "otherData", "stackFrames", "samples",
@@ -135,24 +144,148 @@ def test_fios_asynchronous_requests_are_async_slices(tmp_path, ioassess, recorde
     assert len(slices) + len(begins) == len(traces.ops["op"])
 
 
-def test_the_parquet_table_has_a_row_per_op_with_its_class_and_time_lost(tmp_path, ioassess, recorder_lib):
+@pytest.fixture(scope="module")
+def forkthreads(tmp_path_factory, recorder_lib):
+    """forkthreads (2 threads of pwrites, 20 forked children) under the recorder, exported to
+    Parquet and assessed (`ioassess report --json`) under one model: (its directory, the
+    export's run, the assessment)."""
+    directory = tmp_path_factory.mktemp("forkthreads")
+    result = run([prog("forkthreads"), directory, "2"], preload=[recorder_lib], trace_dir=directory / "traces")
+    assert result.returncode == 0, describe(result)
+    exported = _ioassess("export", directory / "traces", "--parquet", directory / "ops.parquet", "--model", MODEL)
+    assessed = _ioassess("report", directory / "traces", "-o", directory / "r.html", "--json", directory / "a.json",
+                         "--model", MODEL)
+    assert assessed.returncode == 0, describe(assessed)
+    return directory, exported, json.loads((directory / "a.json").read_text())
+
+
+def _ioassess(*args):
+    """The installed CLI run as a user runs it (from /, the tests' environment)."""
+    return run([sys.executable, "-m", "ioassess", *args], cwd="/")
+
+
+def test_the_parquet_table_has_a_row_per_op_with_its_class_and_time_lost(forkthreads):
     """--parquet: forkthreads' ops as a table pandas or DuckDB reads (read back with pyarrow): a
     row per op record, its file, kind, class and time lost as the report has them."""
-    result = run([prog("forkthreads"), tmp_path, "2"], preload=[recorder_lib], trace_dir=tmp_path / "traces")
-    assert result.returncode == 0, describe(result)
-    out = tmp_path / "ops.parquet"
-    done = ioassess("export", str(tmp_path / "traces"), "--parquet", str(out), "--model", "local-linux")
-    assert done.returncode == 0, done.stderr
+    directory, done, _ = forkthreads
+    out = directory / "ops.parquet"
+    assert done.returncode == 0, describe(done)
+    assert done.stderr.decode() == f"ioassess: wrote {out}: {pq.ParquetFile(out).metadata.num_rows} ops\n"
     table = pq.read_table(out).to_pydict()
-    traces = read_trace_dir(str(tmp_path / "traces"))
+    traces = read_trace_dir(str(directory / "traces"))
     assert len(table["file"]) == len(traces.ops["op"]) and os.stat(out).st_mode & 0o777 == 0o600
     writes = [i for i, kind in enumerate(table["direction"]) if kind == "write"]
     assert len(writes) == 20 * 10 + 2 * 2000
-    assert {table["file"][i] for i in writes} == {str(tmp_path / "threads.dat")} | {
-        str(tmp_path / f"child{i}") for i in range(20)}
+    assert {table["file"][i] for i in writes} == {str(directory / "threads.dat")} | {
+        str(directory / f"child{i}") for i in range(20)}
     assert {table["kind"][i] for i, d in enumerate(table["direction"]) if d == "meta"} <= {"open", "close", "stat"}
     assert all(table["lost_s"][i] >= 0 and table["class"][i] for i in writes)
     assert sum(table["duration_s"]) == pytest.approx(float(traces.ops["duration_ns"].sum()) / 1e9, rel=1e-9)
+
+
+def _loaded(directory):
+    """(job, model, per_file) of forkthreads' traces as export_job loads them: Job.ops streamed."""
+    job, model, path, choice = load_and_choose([str(directory / "traces")], MODEL)
+    return job, model, file_models(job, model, path, choice)
+
+
+def test_the_parquet_file_is_the_same_written_in_chunks_of_1000_ops(forkthreads, tmp_path):
+    """The file written a chunk of 1,000 ops at a time equals, row by row, the one written from
+    one chunk, each chunk its own row group, and Job.ops is never read whole."""
+    directory, _, _ = forkthreads
+    job, model, per_file = _loaded(directory)
+    ops = write_parquet(tmp_path / "one.parquet", job, model, per_file=per_file)
+    assert write_parquet(tmp_path / "chunks.parquet", job, model, per_file=per_file, chunk_ops=1000) == ops > 4000
+    assert job.ops.columns is None     # StreamedOps: read chunk by chunk only
+    one, chunks = pq.ParquetFile(tmp_path / "one.parquet"), pq.ParquetFile(tmp_path / "chunks.parquet")
+    assert one.metadata.num_row_groups == 1
+    sizes = [chunks.metadata.row_group(i).num_rows for i in range(chunks.metadata.num_row_groups)]
+    assert len(sizes) > ops // 1000 and max(sizes) <= 1000 and sum(sizes) == ops
+    expected, got = one.read(), chunks.read()
+    assert got.schema == expected.schema and got.column_names == list(PARQUET_COLUMNS)
+    for name in PARQUET_COLUMNS:   # NaN (cached_typical_s not modelled) equals NaN here
+        np.testing.assert_array_equal(got[name].to_numpy(zero_copy_only=False),
+                                      expected[name].to_numpy(zero_copy_only=False), err_msg=name)
+
+
+def test_the_perfetto_file_is_the_same_written_in_chunks_of_1000_ops(forkthreads, tmp_path):
+    """Written a chunk of 1,000 ops at a time: the same slices in the same order, the same track
+    names (each thread's before its first slice), and Job.ops never read whole."""
+    directory, _, _ = forkthreads
+    job, model, per_file = _loaded(directory)
+    write_perfetto(tmp_path / "one.json", job, model, model.name, per_file=per_file)
+    write_perfetto(tmp_path / "chunks.json", job, model, model.name, per_file=per_file, chunk_ops=1000)
+    assert job.ops.columns is None
+    one, chunks = (json.loads((tmp_path / name).read_text()) for name in ("one.json", "chunks.json"))
+    assert one["otherData"] == chunks["otherData"]
+
+    def slices(trace):
+        return [e for e in trace["traceEvents"] if e["ph"] != "M"]
+
+    def names(trace):
+        return sorted(json.dumps(e, sort_keys=True) for e in trace["traceEvents"] if e["ph"] == "M")
+    assert slices(chunks) == slices(one) and names(chunks) == names(one)
+    named = set()
+    for event in chunks["traceEvents"]:
+        if event["name"] == "thread_name":
+            named.add((event["pid"], event["tid"]))
+        elif event["ph"] != "M":
+            assert (event["pid"], event["tid"]) in named, event
+
+
+def _doc_block(language):
+    """The code block of a language in docs/export.md (one each: the per-file sums)."""
+    blocks = re.findall(rf"^```{language}\n(.*?)^```$", (REPO / "docs" / "export.md").read_text(), re.S | re.M)
+    assert len(blocks) == 1, language
+    return blocks[0]
+
+
+def _duckdb_per_file(parquet):
+    """file -> (ops, processes, bytes, seconds, lost_s): the doc's DuckDB query of the file."""
+    import duckdb
+    with duckdb.connect() as connection:
+        rows = connection.execute(_doc_block("sql").replace("'ops.parquet'", f"'{parquet}'")).fetchall()
+    return {row[0]: row[1:] for row in rows}
+
+
+def _assert_the_assessments_files(per_file, assessment):
+    """Each file of the assessment's top_files has the query's sums: its ops, processes and bytes
+    exactly, its seconds and time lost (low and high: one number for ops) to rounding."""
+    assert len(assessment["top_files"]) == TOP_FILES < 21     # 21 files were written
+    for row in assessment["top_files"]:
+        ops, processes, nbytes, seconds, lost = per_file[row["name"]]
+        assert (ops, processes, nbytes) == (row["ops"], row["processes"], row["bytes"]), row["name"]
+        assert seconds == pytest.approx(row["seconds"], rel=1e-9, abs=1e-12)
+        assert lost == pytest.approx(row["lost_low_s"], rel=1e-9, abs=1e-12) == row["lost_high_s"]
+
+
+def test_the_docs_duckdb_sums_per_file_are_the_assessments(forkthreads):
+    directory, _, assessment = forkthreads
+    _assert_the_assessments_files(_duckdb_per_file(directory / "ops.parquet"), assessment)
+
+
+@pytest.mark.spark
+def test_the_docs_pyspark_sums_per_file_are_duckdbs_and_the_assessments(forkthreads):
+    """The doc's PySpark code, run as written with `spark` a local session of one core (no UI,
+    one shuffle partition: the lightest there is), gives DuckDB's rows."""
+    from pyspark.sql import SparkSession
+    directory, _, assessment = forkthreads
+    spark = (SparkSession.builder.master("local[1]").appName("ioassess export docs")
+             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        namespace = {"spark": spark}
+        exec(_doc_block("python").replace('"ops.parquet"', f'"{directory / "ops.parquet"}"'), namespace)
+        rows = namespace["per_file"].collect()
+    finally:
+        spark.stop()
+    per_file = {row[0]: tuple(row[1:]) for row in rows}
+    expected = _duckdb_per_file(directory / "ops.parquet")
+    assert per_file.keys() == expected.keys()
+    for name, (ops, processes, nbytes, seconds, lost) in expected.items():
+        assert per_file[name][:3] == (ops, processes, nbytes), name
+        assert per_file[name][3:] == pytest.approx((seconds, lost), rel=1e-9, abs=1e-12), name
+    _assert_the_assessments_files(per_file, assessment)
 
 
 def test_export_without_an_output_is_a_usage_error(tmp_path, ioassess):

@@ -485,12 +485,13 @@ def _scan_slots(path, f, size, summary_slots, header):
             scan.last_start = int(starts[-1])
         scan.file_ids = np.union1d(scan.file_ids, _distinct(records["file_id"][job]))
         others.append(records[~job])
-        keys.append(records[list(SAMPLE_KEY_FIELDS)])
+        keys.append({name: records[name].copy() for name in SAMPLE_KEY_FIELDS})   # not views of the chunk
         rare_slots.append(slots)
         rare_rows.append(rows)
     others = np.concatenate(others) if others else np.zeros(0, tf.OP_RECORD_DTYPE)
     return (scan, {name: np.ascontiguousarray(others[name]) for name in tf.OP_RECORD_DTYPE.names},
-            np.concatenate(keys) if keys else np.zeros(0, tf.OP_RECORD_DTYPE)[list(SAMPLE_KEY_FIELDS)],
+            {name: np.concatenate([part[name] for part in keys] or [np.zeros(0, tf.OP_RECORD_DTYPE[name])])
+             for name in SAMPLE_KEY_FIELDS},
             np.concatenate(rare_slots or [np.zeros(0, np.int64)]),
             np.concatenate(rare_rows or [np.zeros((0, tf.SLOT_BYTES), np.uint8)]))
 
@@ -937,8 +938,9 @@ def sampled_columns(ops, positions, samples, sample_op):
     their process's op records, from the samples kept (sample_op: each one's op's position)."""
     n = len(ops["op"])
     columns = {name: np.full(n, -1, dtype) for name, dtype in PAGECACHE_COLUMNS.items()}
-    here = np.isin(sample_op, positions) if len(sample_op) and n else np.zeros(len(sample_op), bool)
-    samples, op_index = samples[here], np.searchsorted(positions, sample_op[here])
+    at = np.minimum(np.searchsorted(positions, sample_op), max(n - 1, 0))    # positions increase
+    here = positions[at] == sample_op if n else np.zeros(len(sample_op), bool)
+    samples, op_index = samples[here], at[here]
     shift = samples["page_shift"].astype(np.uint64)
     head_page, head_pages = samples["head_page"], samples["head_pages"].astype(np.uint64)
     tail_page, tail_pages = samples["tail_page"], samples["tail_pages"].astype(np.uint64)
