@@ -80,6 +80,7 @@ bench: deps install
 	$(PYTHON) bench/models_density.py
 	$(PYTHON) bench/models_classify.py
 	$(PYTHON) bench/report.py
+	$(PYTHON) bench/big_jobs.py
 	$(PYTHON) bench/tails.py
 	$(PYTHON) bench/probe.py
 	$(PYTHON) bench/fleet.py
