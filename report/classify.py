@@ -22,7 +22,7 @@ from ioassess.models.causes import (APPENDED, CLASSES, LAYOUT_UNKNOWN, LAYOUTS, 
 
 from .ground_truth import (CACHED, NEW_PAGES, PAST_END, InferredVerdicts, OpsInOrder, overridden_classes)
 from .own_cached import line_of_op, own_cached_lines, own_line_seconds
-from .passes import Chunk, chunks_of, run_passes
+from .passes import CHUNK_OPS, Chunk, chunks_of, run_passes
 
 # Class names in the tables: the model's classes, the causes only the kernel's samples tell,
 # then what no model covers.
@@ -191,27 +191,29 @@ def classify_chunk(ops, model, own, verdict, judged, layouts, fresh):
             "own_line_index": line.astype(np.int32), "fresh_buffer": fresh, "call_s": call_s}
 
 
-def evidence_of(job, models, of_file, chunks):
-    """The Evidence of the job's ops, fed the chunks."""
-    return run_passes({"evidence": Evidence(job, models, of_file)}, chunks)["evidence"].result()
-
-
 def classified(chunks, classifier):
     """The chunks, each with its per-op classes."""
     for chunk in chunks:
         yield Chunk(chunk.ops, classifier.classify(chunk.ops), chunk.first)
 
 
+def classified_chunks(job, model, per_file=None, size=CHUNK_OPS):
+    """(the Evidence's result, the job's ops in chunks of at most `size` in Job.ops order, each
+    with its per-op classes), each op under its file's model: per_file is (models, index into
+    models per file of Job.files), as model_choice.file_models gives them; None: `model` judges
+    every op. The ops are read twice: for the evidence of all of them (here), then as the chunks
+    are taken."""
+    models, of_file = per_file or ([model], np.zeros(len(job.files), np.int64))
+    evidence = run_passes({"evidence": Evidence(job, models, of_file)}, chunks_of(job, size))["evidence"].result()
+    return evidence, classified(chunks_of(job, size), Classifier(models, of_file, evidence))
+
+
 def classify_ops(job, model, per_file=None):
     """The per-op classes of all of Job.ops at once (PER_OP_COLUMNS, for the tests and tools
     that want them side by side with the ops), and the job's own cached lines ("own_lines", all
-    models' one after the other), each op under its file's model: per_file is (models, index
-    into models per file of Job.files), as model_choice.file_models gives them; None: `model`
-    judges every op."""
-    models, of_file = per_file or ([model], np.zeros(len(job.files), np.int64))
-    evidence = evidence_of(job, models, of_file, chunks_of(job))
-    classifier = Classifier(models, of_file, evidence)
-    parts = [chunk.per_op for chunk in classified(chunks_of(job), classifier)]
+    models' one after the other), as classified_chunks gives them."""
+    evidence, chunks = classified_chunks(job, model, per_file)
+    parts = [chunk.per_op for chunk in chunks]
     per_op = {name: np.concatenate([part[name] for part in parts]) for name in PER_OP_COLUMNS}
     return {**per_op, "own_lines": joined_own_lines(evidence[1])}
 

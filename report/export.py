@@ -23,8 +23,7 @@ from ioassess.files import write_atomically
 from ioassess.inputs.job import DIRECTIONS, LAYERS, META, META_KINDS, Flag, op_column, op_count
 from ioassess.models.plain import finite_or_none
 
-from .classify import ROW_CLASSES, Classifier, classified, evidence_of
-from .passes import chunks_of
+from .classify import ROW_CLASSES, classified_chunks
 
 # The trace viewer's reserved colour names (catapult's color_scheme), one per class.
 CLASS_CNAMES = {"memcpy": "good", "cached": "thread_state_running", "uncached": "thread_state_iowait",
@@ -38,16 +37,6 @@ US_PER_S = 1e6
 # quarter of the assessment's chunk (passes.CHUNK_OPS) keeps a chunk within about 200 MiB, less
 # than loading a big job's facts takes (docs/export.md, "Big jobs").
 EXPORT_CHUNK_OPS = 1 << 18
-
-
-def classified_chunks(job, model, per_file=None, size=EXPORT_CHUNK_OPS):
-    """The job's ops in chunks of at most `size` (passes.Chunk), in Job.ops order, each with its
-    per-op classes under model, or per file system (per_file: as classify.classify_ops takes
-    it): the ops are read twice, for the evidence of all of them (classify.Evidence, read here)
-    and, as the chunks are taken, to be classified."""
-    models, of_file = per_file or ([model], np.zeros(len(job.files), np.int64))
-    evidence = evidence_of(job, models, of_file, chunks_of(job, size))
-    return classified(chunks_of(job, size), Classifier(models, of_file, evidence))
 
 
 def op_names(ops, classes):
@@ -209,7 +198,7 @@ def write_parquet(path, job, model, mode=0o600, per_file=None, chunk_ops=EXPORT_
     Needs pyarrow."""
     lookups = job_lookups(job)
     tables = (arrow_table(op_table(lookups, chunk.ops, chunk.per_op))
-              for chunk in classified_chunks(job, model, per_file, chunk_ops))
+              for chunk in classified_chunks(job, model, per_file, chunk_ops)[1])
     write_atomically(path, lambda out: write_tables(out.buffer, tables), mode)
     return op_count(job)
 
@@ -218,7 +207,7 @@ def write_perfetto(path, job, model, model_name, mode=0o600, per_file=None, chun
     """The job's ops as a Trace Event Format file at path (written whole or not at all), classed
     under model, or per file system (per_file: classify_ops'), written chunk by chunk of
     chunk_ops ops; returns how many ops."""
-    chunks = classified_chunks(job, model, per_file, chunk_ops)
+    _, chunks = classified_chunks(job, model, per_file, chunk_ops)
     files = [f.name for f in job.files]
 
     def write(out):

@@ -215,22 +215,21 @@ class InferredVerdicts:
         agreed = np.full(len(samples), NOT_SAMPLED, np.int8)
         for state in self.STATES:
             agreed[(self.counts.sums[KERNEL_STATES[state]] == samples) & (samples >= MIN_SAMPLES)] = state
-        return AgreedVerdicts(self, self.counts.keys, agreed)
+        known = Carried(np.int8)
+        known.set(self.counts.keys, agreed)
+        return AgreedVerdicts(self, known)
 
 
 class AgreedVerdicts:
     """The verdict of each (process, file, direction) all of whose sampled ops agree."""
 
-    def __init__(self, inferred, keys, agreed):
-        self.inferred, self.keys, self.agreed = inferred, keys, agreed
+    def __init__(self, inferred, agreed):
+        self.inferred, self.agreed = inferred, agreed
 
     def judged(self, ops, verdict):
         """Per op the verdict it is judged by: its own where it was sampled, else its group's
         where all sampled ops there agree (NOT_SAMPLED elsewhere and for O_DIRECT ops)."""
-        group = self.inferred.group(ops)
-        at = np.minimum(np.searchsorted(self.keys, group), max(len(self.keys) - 1, 0))
-        found = self.keys[at] == group if len(self.keys) else np.zeros(len(group), bool)
-        agreed = np.where(found, self.agreed[at] if len(self.keys) else NOT_SAMPLED, NOT_SAMPLED)
+        agreed = self.agreed.get(self.inferred.group(ops), NOT_SAMPLED)
         judged = np.where(verdict >= 0, verdict, agreed).astype(np.int8)
         judged[(op_column(ops, "flags") & Flag.DIRECT) != 0] = NOT_SAMPLED
         return judged
