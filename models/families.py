@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from scipy import special
+
+from . import special
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _RELATIVE_TOLERANCE = 1e-12
@@ -529,7 +530,7 @@ class Gamma(_Family):
             if shape > _MAX_SHAPE:
                 return None
             equation = math.log(shape) - special.digamma(shape) - target
-            slope = 1.0 / shape - special.zeta(2.0, shape)  # d/da (ln a - digamma(a)) < 0
+            slope = 1.0 / shape - special.trigamma(shape)  # d/da (ln a - digamma(a)) < 0
             new_shape = 1.0 / (1.0 / shape + equation / (shape * shape * slope))
             if not new_shape > 0:
                 new_shape = 0.5 * shape

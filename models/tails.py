@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-from scipy import special
 
+from . import special
 from .families import HEAD_FAMILIES, LOG_NORMAL, NORMAL, POWER_LAW, TAIL_FAMILIES, TailSample, normal_from_moments
 from .plain import finite_list, finite_or_none
 

@@ -726,7 +726,7 @@ def tail_statistics(samples):
     for direction, (values, offered) in zip(DIRECTIONS[:2], samples["slowdowns"]):
         if offered < TAIL_MIN_OPS:
             continue
-        from ioassess.models.tails import analyse_durations  # scipy: imported only when there is a tail to fit
+        from ioassess.models.tails import analyse_durations  # imported only when there is a tail to fit
         slowdowns = values["duration_s"] / values["cached_typical_s"]
         result[direction] = {"ops": int(offered), "sampled": int(len(slowdowns)),
                              **analyse_durations(slowdowns).as_dict()}

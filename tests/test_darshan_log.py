@@ -23,6 +23,7 @@ import darshan.backend.cffi_backend as pydarshan_backend  # noqa: E402
 from darshan.log_utils import get_log_path  # noqa: E402
 
 from ioassess.inputs.darshan_log import NOTE_LIST_LIMIT, DarshanLogError, read_darshan_log  # noqa: E402
+from ioassess.inputs import darshan_util as binding  # noqa: E402
 from ioassess.inputs.darshan_util import MAX_RECORD_BYTES  # noqa: E402
 from ioassess.units import bytes_text  # noqa: E402
 from recorder_helpers import clean_env, describe, run_measured  # noqa: E402
@@ -1113,3 +1114,19 @@ def test_damaged_counter_values_hide_no_finding(rewrite, tmp_path, kind):
     for code, files in before.items():
         assert code in after and files <= after[code] | {OTHER_SHARED_FILE}, code
     assert set(P19_FILES) <= after["P19"]
+
+
+def test_the_parsed_declarations_are_current(tmp_path):
+    """ioassess/inputs/_darshan_ffi.py is darshan_util's declarations as cffi parses them (after
+    changing them: python3 -c 'from ioassess.inputs import darshan_util as d; d.write_parsed_declarations()')."""
+    import cffi
+    written = tmp_path / "_darshan_ffi.py"
+    binding.write_parsed_declarations(str(written))
+    with open(os.path.join(os.path.dirname(binding.__file__), "_darshan_ffi.py")) as shipped:
+        assert written.read_text() == shipped.read()
+    parsed_now = cffi.FFI()
+    parsed_now.cdef(binding._DECLARATIONS)
+    structs = re.findall(r"struct (\w+) \{", binding._DECLARATIONS)
+    assert len(structs) > 5
+    assert [binding._declared().sizeof(f"struct {name}") for name in structs] == \
+        [parsed_now.sizeof(f"struct {name}") for name in structs]

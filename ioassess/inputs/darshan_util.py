@@ -7,7 +7,10 @@ segment, ignores darshan-util's error returns, and on a damaged file-name table 
 twice, which aborts the process. darshan-util itself asserts on some damaged data (an assertion
 failure aborts the process), so it runs in a forked child process that sends back what it read
 (or in the process itself where that process exists only to read, read_logs_in_this_process);
-its complaints on stderr go to a file and are quoted in the notes and errors.
+its complaints on stderr go to a file and are quoted in the notes and errors. Its declarations
+below are parsed in advance, into cffi's out-of-line module _darshan_ffi.py
+(write_parsed_declarations): parsing them at run time, pycparser's import included, took 20-40 ms
+of every report.
 """
 import contextlib
 import dataclasses
@@ -195,14 +198,12 @@ def _darshan_util(path):
     if _BINDING is None:
         problem = "cannot read Darshan logs: PyDarshan 3.5 (`pip install 'darshan>=3.5,<3.6'`) is not installed"
         try:
-            import cffi
+            ffi = _declared()
             library = _darshan_util_library()
         except ImportError:
             raise DarshanLogError(path, problem) from None
         if library is None:
             raise DarshanLogError(path, problem)
-        ffi = cffi.FFI()
-        ffi.cdef(_DECLARATIONS)
         try:
             lib = ffi.dlopen(library)
         except OSError as error:
@@ -213,6 +214,32 @@ def _darshan_util(path):
                                         f"version {DARSHAN_UTIL_VERSION_PREFIX}x is needed")
         _BINDING = ffi, lib
     return _BINDING
+
+
+def _declared():
+    """An FFI of _DECLARATIONS: the one parsed in advance, or, with a cffi that cannot load
+    that module, parsed now."""
+    try:
+        from ._darshan_ffi import ffi
+    except ImportError:
+        import cffi
+        ffi = cffi.FFI()
+        ffi.cdef(_DECLARATIONS)
+    return ffi
+
+
+def write_parsed_declarations(path=os.path.join(os.path.dirname(os.path.abspath(__file__)), "_darshan_ffi.py")):
+    """Write _DECLARATIONS, parsed, as cffi's out-of-line ABI module (run after changing them;
+    tests/test_darshan_log.py checks that the file is current)."""
+    import cffi
+    builder = cffi.FFI()
+    builder.set_source("ioassess.inputs._darshan_ffi", None)
+    builder.cdef(_DECLARATIONS)
+    builder.emit_python_code(path)
+    with open(path) as f:
+        code = f.read()
+    with open(path, "w") as f:
+        f.write("# ruff: noqa: E501\n" + code)
 
 
 def _darshan_util_library():

@@ -9,8 +9,7 @@ import sys
 
 from ...escape import printable
 from ...progress import Progress
-from .engine import ENGINES
-from .queries import QUERIES
+from .queries import ENGINES, QUERIES
 
 USAGE_ERROR = 2
 STORE_ENV = "IOASSESS_FLEET_STORE"

@@ -13,7 +13,6 @@ from .queries import DIALECTS, QUERIES, filled
 from .schema import STORE_TABLES
 from .store import FILE_SCHEMAS, StoreError, part_pattern
 
-ENGINES = ("duckdb", "spark")
 _DUCKDB_TYPES = {"string": "VARCHAR", "int64": "BIGINT", "int16": "SMALLINT", "double": "DOUBLE",
                  "timestamp[us, tz=UTC]": "TIMESTAMPTZ"}
 

@@ -46,6 +46,7 @@ DIALECTS = {
               "median": "percentile({}, 0.5)", "quantile": "percentile({}, {})",
               "worst": "max_by({}, struct({}, {}))", "listed": "array_contains(split({}, ','), ?)"},
 }
+ENGINES = tuple(DIALECTS)
 
 
 @dataclasses.dataclass(frozen=True)
