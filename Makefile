@@ -38,6 +38,7 @@ pydeps:
 	@$(PYTHON) -c 'import pytest' 2>/dev/null || $(PIP) install --quiet 'pytest>=7'
 	@$(PYTHON) -c 'import websocket' 2>/dev/null || $(PIP) install --quiet websocket-client
 	@$(PYTHON) -c 'import powerlaw' 2>/dev/null || $(PIP) install --quiet powerlaw
+	@$(PYTHON) -c 'import scipy, mpmath' 2>/dev/null || $(PIP) install --quiet 'scipy>=1.10' mpmath
 	@$(PYTHON) -c 'import prometheus_client' 2>/dev/null || $(PIP) install --quiet prometheus_client
 	@$(PYTHON) -c 'from jsonschema import Draft202012Validator' 2>/dev/null || $(PIP) install --quiet 'jsonschema>=4'
 	@$(PYTHON) -c 'import pyarrow' 2>/dev/null || $(PIP) install --quiet pyarrow

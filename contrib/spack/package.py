@@ -21,7 +21,6 @@ class Ioassess(PythonPackage):
     depends_on("py-setuptools@61:", type="build")
     depends_on("py-wheel", type="build")
     depends_on("py-numpy@1.22:", type=("build", "run"))
-    depends_on("py-scipy@1.10:", type=("build", "run"))
     depends_on("py-jinja2@3:", type=("build", "run"))
     # PyDarshan reads Darshan logs with the darshan-util library it ships.
     depends_on("py-darshan@3.5", type=("build", "run"))
