@@ -465,10 +465,16 @@ def memory_layout_codes(buffer, tid, process):
     codes = np.full(len(buffer), LAYOUT_UNKNOWN, dtype=np.int8)
     has_address = np.flatnonzero(buffer != 0)
     tid, process = np.asarray(tid)[has_address], np.asarray(process)[has_address]
-    order = np.lexsort((tid, process))  # stable: keeps each thread's ops in time order
-    address, tid, process = buffer[has_address][order], tid[order], process[order]
+    thread = process.astype(np.int64) << 32 | tid.astype(np.int64)
+    if np.all(thread[1:] >= thread[:-1]):   # one thread per process: in order already
+        order = has_address
+    else:
+        by_thread = np.lexsort((tid, process))  # stable: keeps each thread's ops in time order
+        order, thread = has_address[by_thread], thread[by_thread]
+    address = buffer[order]
     reused = np.zeros(len(order), dtype=bool)
-    reused[1:] = (address[1:] == address[:-1]) & (tid[1:] == tid[:-1]) & (process[1:] == process[:-1])
-    unaligned = (address % ALIGNMENT_BYTES != 0) * UNALIGNED
-    codes[has_address[order]] = np.where(reused, LAYOUTS.index("off0"), LAYOUTS.index("rnd")) + unaligned
+    np.equal(address[1:], address[:-1], out=reused[1:])
+    reused[1:] &= thread[1:] == thread[:-1]
+    codes[order] = np.where(reused, LAYOUTS.index("off0"), LAYOUTS.index("rnd")) + \
+        (address & (ALIGNMENT_BYTES - 1) != 0) * UNALIGNED
     return codes

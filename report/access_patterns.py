@@ -21,7 +21,7 @@ import numpy as np
 from ioassess.inputs.job import (DARSHAN_RECORD_COLUMNS, LAYERS, META, META_KINDS, MPIIO, POSIX, READ,
                                  UNASSESSED_MODULES, WRITE, Flag, concatenate_columns, empty_columns, op_column)
 
-from .passes import DENSE_KEYS, Carried, Sample, Sums, groups_of, run_starts
+from .passes import Carried, Sample, Sums, groups_of, run_starts, stable_order
 from .sections import SAMPLE_OPS
 from .stakes import WALL_CLOCK_HOW, capped, in_wall_clock, level_by_stake, slowest_rank_share
 
@@ -209,20 +209,6 @@ class RequestStreams:
                                                  "file": self.opened.keys % self.files},
                 "io_s": self.io_s, "small_sizes": self.small_sizes.values(), "block_edges": self.block_edges,
                 "repeated": self.repeated.result()}
-
-
-def stable_order(keys):
-    """The stable order of sorting int64 keys: a chunk has few distinct ones close together (its
-    processes' streams), which sort as ranks among them (counted, no sort) by a radix sort of
-    16 bits; else a sort of the keys."""
-    if len(keys):
-        low = keys.min()
-        span = int(keys.max()) - int(low) + 1
-        if span <= DENSE_KEYS:
-            distinct, rank = groups_of(keys - low, span)
-            if len(distinct) <= 1 << 16:
-                return np.argsort(rank.astype(np.uint16), kind="stable")
-    return np.argsort(keys, kind="stable")
 
 
 def stream_columns(stream, files):
@@ -430,16 +416,29 @@ def union_of_ranges(group, start, end):
         lift = np.searchsorted(distinct, group) * span
         first, last = lift + start, lift + end
         if np.any(first[1:] < first[:-1]):
-            order = np.argsort(first, kind="stable")
-            first, last, lift = first[order], last[order], lift[order]
+            first, last = sorted_by_first(first, last)
         begins, reach = union_starts(first, np.maximum.accumulate(last))
-        lift = lift[begins]
+        lift = first[begins] - first[begins] % span
         return distinct[lift // span], first[begins] - lift, reach - lift
     order = np.lexsort((start, group))     # offsets too far apart for one key (damage): two sorts
     group, start, end = group[order], start[order], end[order]
     firsts = run_starts(group)
     begins, reach = union_starts(start, running_max_by_group(end, np.flatnonzero(firsts)), firsts)
     return group[begins], start[begins], reach
+
+
+def sorted_by_first(first, last):
+    """The ranges [first, last) (non-negative) in order of first (of equal firsts, in any order:
+    their union is the same): first and length packed into one int64 where they fit, whose sort
+    costs half an argsort."""
+    length = last - first
+    length_bits = int(length.max()).bit_length()
+    if int(first.max()).bit_length() + length_bits <= 63:
+        key = np.sort(first << length_bits | length)
+        first = key >> length_bits
+        return first, first + (key & ((1 << length_bits) - 1))
+    order = np.argsort(first)
+    return first[order], last[order]
 
 
 def union_starts(start, reach, firsts=None):

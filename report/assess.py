@@ -15,6 +15,7 @@ import numpy as np
 
 from ioassess.inputs.job import META, op_counts
 from ioassess.models.plain import finite_or_none, ratio_or_none
+from ioassess.parallel import process_runs
 
 from .access_patterns import IoInsideCalls, RequestStreams, access_patterns
 from .classify import CAUSES, ROW_CLASSES, Classifier, Evidence, classified, estimate_totals, joined_own_lines
@@ -24,7 +25,7 @@ from .io_model import WriteSpan, io_model_cell, site_grid_placement, write_throu
 from .ledger import OpLedger, io_rows, job_ledger, total
 from .metadata import MetadataCalls, known_only_from_metadata, metadata_section
 from .model_choice import file_models
-from .passes import CHUNK_OPS, chunks_of, process_runs, run_in_parallel, run_passes, workers_here
+from .passes import CHUNK_OPS, chunks_of, run_in_parallel, run_passes
 from .processes import (MpiioCalls, launcher_processes, per_process_view, pid_or_none, process_io, process_table,
                         shared_record_ranks)
 from .schema import check_if_asked
@@ -39,10 +40,6 @@ from ioassess.site.probe.during_job import slow_span_windows, with_job_ops
 
 FORMAT = "ioassess-assessment"
 FORMAT_VERSION = 1
-# Jobs of fewer ops are assessed in this process alone: starting workers would cost more.
-PARALLEL_OPS = 1 << 21
-# Runs of processes per worker: runs of about one size each, so that workers finish together.
-RUNS_PER_WORKER = 4
 # The first reading of the ops (the evidence) takes less than the second (the classification
 # and every section's passes): its share of the work, for a progress bar.
 FIRST_READING_SHARE = 0.3
@@ -124,12 +121,9 @@ def op_pass_results(job, models, slow_windows, chunk_ops=CHUNK_OPS, workers=None
     cached lines ("own_lines"): the ops read twice, for the evidence the classification takes
     from all of them (classify.Evidence) and for the sections' passes of the ops classified.
     Runs of processes go to `workers` processes side by side (None: the CPUs here when the job
-    has PARALLEL_OPS ops or more, else one); progress(share, label), if given, is told the
+    has parallel.PARALLEL_OPS ops or more, else one); progress(share, label), if given, is told the
     share of the work (of 1) each run finished took."""
-    counts = op_counts(job)
-    if workers is None:
-        workers = workers_here() if counts.sum() >= PARALLEL_OPS else 1
-    runs = process_runs(counts, RUNS_PER_WORKER * workers if workers > 1 else 1)
+    workers, runs = process_runs(op_counts(job), workers)
     first = run_in_parallel(lambda run: run_passes({"evidence": Evidence(job, *models), "io_end": IoEnd()},
                                                    chunks_of(job, chunk_ops, run)), runs, workers,
                             _runs_done(progress, FIRST_READING_SHARE, "read the ops for the evidence"))

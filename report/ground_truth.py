@@ -29,7 +29,7 @@ from ioassess.inputs.job import DIRECTIONS, READ, WRITE, Flag, op_column
 from ioassess.models.causes import LAYOUTS, memory_layout_codes
 
 from .own_cached import per_size, size_bins
-from .passes import Carried, Sums, run_ends, run_starts
+from .passes import Carried, Sums, run_ends, run_starts, stable_order
 
 # The kernel's verdict of an op (codes of KERNEL_STATES; NOT_SAMPLED: no sample).
 NOT_SAMPLED = -1
@@ -77,14 +77,13 @@ class OpsInOrder:
     (its thread's previous buffer again, or another) and whether its buffer is fresh (the first
     use of the address by its thread). Its state: per (process, file) the end of the last read
     and whether its run found pages not cached, per (process, thread) the last buffer address,
-    and the (thread, address) pairs the last process used."""
+    and per thread of the last process the addresses it used."""
 
     def __init__(self):
         self.read_end = Carried(np.int64)
         self.run_cold = Carried(np.bool_)
         self.last_address = Carried(np.uint64)
-        self.used_process = -1
-        self.used = np.zeros(0, _THREAD_ADDRESS)
+        self.used = {}      # per thread of the last process (_thread_keys), the addresses it used, sorted
 
     def facts(self, ops):
         """(verdict, layouts, fresh) of each op: the kernel's verdict (KERNEL_STATES code;
@@ -104,7 +103,7 @@ class OpsInOrder:
         if not len(reads):
             return marked
         pair = ops["process"][reads].astype(np.int64) << 32 | ops["file"][reads].astype(np.int64)
-        order = np.argsort(pair, kind="stable")     # a chunk's rows are in start order per process
+        order = stable_order(pair)     # a chunk's rows are in start order per process
         reads, pair = reads[order], pair[order]
         offset, end = ops["offset"][reads], ops["offset"][reads] + ops["size"][reads]
         first = run_starts(pair)
@@ -136,9 +135,12 @@ class OpsInOrder:
         has_address = np.flatnonzero(buffer != 0)
         if not len(has_address):
             return layouts
-        thread = ops["process"][has_address].astype(np.int64) << 32 | ops["tid"][has_address].astype(np.int64)
-        threads, first = np.unique(thread, return_index=True)
-        last = len(thread) - 1 - np.unique(thread[::-1], return_index=True)[1]
+        thread = _thread_keys(ops["process"][has_address], ops["tid"][has_address])
+        if thread[0] == thread[-1] and np.all(thread == thread[0]):
+            threads, first, last = thread[:1], np.zeros(1, np.intp), np.array([len(thread) - 1])
+        else:
+            threads, first = np.unique(thread, return_index=True)
+            last = len(thread) - 1 - np.unique(thread[::-1], return_index=True)[1]
         first_op = has_address[first]
         reused = self.last_address.get(threads, 0) == buffer[first_op]
         layouts[first_op[reused]] -= LAYOUTS.index("rnd") - LAYOUTS.index("off0")
@@ -157,36 +159,55 @@ class OpsInOrder:
         used = np.flatnonzero(buffer != 0)
         if not len(used):
             return fresh
-        if ops["process"][used[0]] != self.used_process:    # a process's pairs are its own
-            self.used = self.used[:0]
-        process = ops["process"][used]
-        pairs = _thread_addresses(process, ops["tid"][used], buffer[used])
-        candidates = np.flatnonzero(asked[used] & ~fresh[used])
-        if len(candidates):
-            # ops are in process and start order: within (process, thread, address) the lowest
-            # row is the first use
-            seen, first = np.unique(pairs, return_index=True)
-            first_here = np.zeros(len(used), bool)
-            first_here[first] = True
-            before = np.isin(pairs[candidates], self.used)
-            fresh[used[candidates]] |= first_here[candidates] & ~before
-        else:
-            seen = np.unique(pairs)
-        last_process = process[-1]
-        self.used = np.union1d(self.used if self.used_process == last_process else self.used[:0],
-                               seen[seen["process"] == last_process])
-        self.used_process = last_process
+        thread = _thread_keys(ops["process"][used], ops["tid"][used])
+        candidate = asked[used] & ~fresh[used]
+        for key, rows in _rows_by_thread(thread):
+            addresses, first = _first_uses(buffer[used[rows]])
+            before = self.used.get(key, _NO_ADDRESSES)
+            known = _sorted_contains(before, addresses)
+            new = rows[first[~known]]
+            fresh[used[new[candidate[new]]]] = True
+            if not known.all():
+                self.used[key] = np.sort(np.concatenate([before, addresses[~known]]))
+        last_process = int(thread[-1]) >> 32    # a process's addresses are its own
+        self.used = {key: seen for key, seen in self.used.items() if key >> 32 == last_process}
         return fresh
 
 
-# A (process, thread, buffer address) of an op, for the first use of an address.
-_THREAD_ADDRESS = np.dtype([("process", "<i8"), ("tid", "<i8"), ("address", "<u8")])
+_NO_ADDRESSES = np.zeros(0, np.uint64)
 
 
-def _thread_addresses(process, tid, address):
-    pairs = np.empty(len(process), _THREAD_ADDRESS)
-    pairs["process"], pairs["tid"], pairs["address"] = process, tid, address
-    return pairs
+def _thread_keys(process, tid):
+    """One int64 per (process, thread): the process above the thread id's 32 bits."""
+    return process.astype(np.int64) << 32 | tid.astype(np.int64)
+
+
+def _rows_by_thread(thread):
+    """(key, its rows in order) of each thread key; one thread at once where all are one."""
+    if thread[0] == thread[-1] and np.all(thread == thread[0]):
+        yield int(thread[0]), np.arange(len(thread))
+        return
+    order = stable_order(thread)
+    starts = np.flatnonzero(run_starts(thread[order]))
+    for start, stop in zip(starts, np.r_[starts[1:], len(order)]):
+        yield int(thread[order[start]]), order[start:stop]
+
+
+def _first_uses(addresses):
+    """(the distinct addresses, sorted; the position of each one's first use)."""
+    if addresses[0] == addresses[-1] and np.all(addresses == addresses[0]):
+        return addresses[:1], np.zeros(1, np.intp)
+    order = np.argsort(addresses, kind="stable")
+    starts = run_starts(addresses[order])
+    return addresses[order][starts], order[starts]
+
+
+def _sorted_contains(sorted_values, values):
+    """Per value, whether sorted_values (sorted, distinct) holds it."""
+    at = np.searchsorted(sorted_values, values)
+    inside = at < len(sorted_values)
+    inside[inside] = sorted_values[at[inside]] == values[inside]
+    return inside
 
 
 class InferredVerdicts:

@@ -22,16 +22,13 @@ default is used all the same, and the choice says, with a banner, that its file-
 not that file system's: a model of one type is never applied to another silently.
 """
 import dataclasses
-import itertools
 import os
 import re
 
 import numpy as np
 
-from ioassess.inputs.job import LAYERS, op_chunks
 from ioassess.models.modelfile import DEFAULT_MODEL, ORIGINS, find_models, load_model, model_dirs
 
-from .passes import CHUNK_OPS
 
 # File-system types of local Linux block devices and memory, whose page cache behaves as the
 # default model's (trained on ext4); anything else (nfs, lustre, gpfs, ...) is another machine.
@@ -65,7 +62,7 @@ def job_file_systems(job):
     """The job's file systems, most I/O time first (then most files): by type and mount point,
     or by device where the mount point is not known. A file system's device is that of its
     files that have one (a path that was never opened or stat'ed has none)."""
-    seconds = _seconds_per_file(job)
+    seconds = job.io_seconds_per_file
     groups = {}
     for index, file in enumerate(job.files):
         key = file_system_key(file)
@@ -77,18 +74,6 @@ def job_file_systems(job):
     ordered = sorted(groups.items(), key=lambda item: (-item[1][0], -item[1][1], item[0]))
     return [FileSystem(key[0], key[1], device, total, total / overall if overall > 0 else 1.0 / len(ordered), key)
             for key, (total, _, device) in ordered]
-
-
-def _seconds_per_file(job):
-    """Read and write time per file of Job.files, of the layers whose time is the job's I/O time
-    (MPI-IO calls contain POSIX ones)."""
-    seconds = np.zeros(len(job.files))
-    mpiio = LAYERS.index("mpiio")
-    tables = itertools.chain(((ops, "duration_s") for ops, _ in op_chunks(job, CHUNK_OPS)), [(job.totals, "seconds")])
-    for table, column in tables:
-        chosen = (table["layer"] != mpiio) & (table["direction"] < 2) & np.isfinite(table[column])
-        seconds += np.bincount(table["file"][chosen], table[column][chosen], minlength=len(job.files))
-    return seconds
 
 
 def host_class(host):

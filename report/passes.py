@@ -16,12 +16,11 @@ and file), never a row per op. A small job is one chunk: small and big jobs take
 and give the same numbers (tests/test_passes.py assesses jobs in chunks of 1,000 ops and in one).
 """
 import dataclasses
-import multiprocessing
-import os
 
 import numpy as np
 
 from ioassess.inputs.job import op_chunks
+from ioassess.parallel import in_parallel
 
 # Ops per chunk: a chunk's columns and per-op classes take about 200 bytes an op.
 CHUNK_OPS = 1 << 20
@@ -65,51 +64,10 @@ def merge_passes(groups):
     return first
 
 
-def process_runs(ops_per_process, runs):
-    """At most `runs` consecutive runs of processes, (first, stop) each, of about as many ops."""
-    cumulative = np.cumsum(ops_per_process)
-    total = int(cumulative[-1]) if len(cumulative) else 0
-    cuts = np.searchsorted(cumulative, np.arange(1, runs) * total / runs, side="right")
-    edges = np.unique(np.concatenate([[0], cuts, [len(ops_per_process)]]))
-    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])] or [(0, 0)]
-
-
-def workers_here():
-    """The CPUs this process may run on."""
-    return len(os.sched_getaffinity(0))
-
-
-# What a worker forked by run_in_parallel runs (a closure cannot be pickled; a fork inherits it).
-_WORK = None
-
-
-def _work(run):
-    return _WORK(run)
-
-
 def run_in_parallel(work, runs, workers, done=None):
-    """work(run) -> a dict of passes, for each run, merged in order. With more than one worker,
-    the runs go to processes forked from this one (they inherit the job; only the passes come
-    back). done(runs finished, runs) is called as runs finish."""
-    global _WORK
-    if workers <= 1 or len(runs) <= 1:
-        results = []
-        for run in runs:
-            results.append(work(run))
-            if done:
-                done(len(results), len(runs))
-        return merge_passes(results)
-    _WORK = work
-    try:
-        with multiprocessing.get_context("fork").Pool(min(workers, len(runs))) as pool:
-            results = []
-            for result in pool.imap(_work, runs):
-                results.append(result)
-                if done:
-                    done(len(results), len(runs))
-    finally:
-        _WORK = None
-    return merge_passes(results)
+    """work(run) -> a dict of passes, for each run, merged in order; the runs side by side
+    (ioassess/parallel.py) with more than one worker."""
+    return merge_passes(in_parallel(work, runs, workers, done))
 
 
 # Keys up to this many cells are grouped by counting (no sort); more, by sorting the keys.
@@ -157,6 +115,8 @@ def _summed(group, values, groups):
     """Per group, the sum of its entries' values (one per entry, or one for all)."""
     if np.ndim(values) == 0:
         return np.bincount(group, minlength=groups) * float(values)
+    if groups == 1:   # one group: a plain sum is faster than counting
+        return np.array([np.sum(values, dtype=np.float64)])
     return np.bincount(group, values, groups)
 
 
@@ -168,6 +128,22 @@ def groups_of(key, cells):
         return np.flatnonzero(seen), (np.cumsum(seen) - 1)[key]
     present, inverse = np.unique(key, return_inverse=True)
     return present, inverse.reshape(-1)
+
+
+def stable_order(keys):
+    """The stable order of sorting int64 keys: none where they are in order; a chunk has few
+    distinct ones close together (its processes' streams), which sort as ranks among them
+    (counted, no sort) by a radix sort of 16 bits; else a sort of the keys."""
+    if len(keys):
+        if np.all(keys[1:] >= keys[:-1]):
+            return np.arange(len(keys))
+        low = keys.min()
+        span = int(keys.max()) - int(low) + 1
+        if span <= DENSE_KEYS:
+            distinct, rank = groups_of(keys - low, span)
+            if len(distinct) <= 1 << 16:
+                return np.argsort(rank.astype(np.uint16), kind="stable")
+    return np.argsort(keys, kind="stable")
 
 
 class Carried:
@@ -240,6 +216,7 @@ class Sample:
     def __init__(self, limit, dtypes):
         self.limit = limit
         self.offered = 0
+        self.bound = None    # once the sample is full: keys from this one up cannot get in
         self.keys = np.zeros(0, np.uint64)
         self.index = np.zeros(0, np.int64)
         self.columns = {name: np.zeros(0, dtype) for name, dtype in dtypes.items()}
@@ -248,8 +225,8 @@ class Sample:
         """Offers the ops of Job.ops indices `index` with their columns (name -> array)."""
         self.offered += len(index)
         keys = sample_keys(index)
-        if len(self.keys) >= self.limit:   # only keys below the largest kept can get in
-            below = keys < self.keys.max()
+        if self.bound is not None:
+            below = keys < self.bound
             index, keys = index[below], keys[below]
             columns = {name: column[below] for name, column in columns.items()}
         self._keep(keys, np.asarray(index, np.int64), columns)
@@ -259,16 +236,22 @@ class Sample:
         self._keep(later.keys, later.index, later.columns)
 
     def _keep(self, keys, index, columns):
-        keys = np.concatenate([self.keys, keys])
-        index = np.concatenate([self.index, index])
-        columns = {name: np.concatenate([self.columns[name], columns[name]]) for name in self.columns}
-        if len(keys) > self.limit:
-            kept = np.argpartition(keys, self.limit - 1)[:self.limit]
-            keys, index = keys[kept], index[kept]
-            columns = {name: column[kept] for name, column in columns.items()}
-        self.keys, self.index, self.columns = keys, index, columns
+        self.keys = np.concatenate([self.keys, keys])
+        self.index = np.concatenate([self.index, index])
+        self.columns = {name: np.concatenate([self.columns[name], columns[name]]) for name in self.columns}
+        if len(self.keys) >= self.limit + self.limit // 2:   # cut now and then, not at every chunk
+            self._cut()
+
+    def _cut(self):
+        """Keeps the ops of the `limit` smallest keys."""
+        if len(self.keys) > self.limit:
+            kept = np.argpartition(self.keys, self.limit - 1)[:self.limit]
+            self.keys, self.index = self.keys[kept], self.index[kept]
+            self.columns = {name: column[kept] for name, column in self.columns.items()}
+            self.bound = self.keys.max()
 
     def values(self):
         """name -> the sampled ops' column, in Job.ops order."""
+        self._cut()
         order = np.argsort(self.index, kind="stable")
         return {name: column[order] for name, column in self.columns.items()}

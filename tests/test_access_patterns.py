@@ -21,6 +21,7 @@ from ioassess.inputs.job import POSIX, READ, WRITE
 from ioassess.inputs.load import load_job
 from ioassess.inputs.traceformat import OP_DIRECTION, OP_LAYER, OpFlag
 from ioassess.models.modelfile import load_model
+from ioassess.report.access_patterns import RangeUnion, union_of_ranges
 from ioassess.report.classify import classify_ops
 from ioassess.site.training import workload_program_path
 from recorder_helpers import load, op_rows, prog, random_data_file, select
@@ -416,3 +417,33 @@ def test_bytes_moved_again_in_shared_records_do_not_say_who_moved_them(ioassess,
         (found,) = [r for r in a["recommendations"] if r["code"] == code]
         assert found["title"] == f"The ranks together {moved} more bytes than their files hold"
         assert "does not tell which" in found["text"]
+
+
+def _union_by_brute_force(group, start, end):
+    """Per group, its ranges [start, end) joined where they overlap or touch, by a walk."""
+    joined = []
+    for g, a, b in sorted(zip(group.tolist(), start.tolist(), end.tolist())):
+        if joined and joined[-1][0] == g and a <= joined[-1][2]:
+            joined[-1][2] = max(joined[-1][2], b)
+        else:
+            joined.append([g, a, b])
+    return [tuple(r) for r in joined]
+
+
+@pytest.mark.parametrize("top", [1 << 20, 1 << 50, 1 << 61])   # offsets packed with lengths, not, far apart
+def test_the_union_of_ranges_in_any_order_and_chunks_is_the_brute_force_one(top):
+    rng = np.random.default_rng(top % 1000)
+    n = 20_000
+    group = np.sort(rng.integers(0, 7, n))                     # groups in runs, as a chunk's streams come
+    start = rng.integers(0, top, n) // 4096 * 4096
+    start[: n // 4] = rng.integers(0, 64, n // 4) * 4096        # many that overlap and touch
+    end = start + rng.choice([0, 512, 4096, 8192, 1 << 20], n)  # empty ranges too
+    expected = _union_by_brute_force(group, start, end)
+    g, a, b = union_of_ranges(group, start, end)
+    assert list(zip(g.tolist(), a.tolist(), b.tolist())) == expected
+    union = RangeUnion()
+    for piece in np.array_split(rng.permutation(n), 9):        # chunks in any order, each in group order
+        piece = piece[np.argsort(group[piece], kind="stable")]
+        union.add(group[piece], start[piece], end[piece])
+    g, a, b = union.ranges()
+    assert list(zip(g.tolist(), a.tolist(), b.tolist())) == expected

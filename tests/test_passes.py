@@ -168,6 +168,27 @@ def test_a_job_assessed_by_two_workers_in_runs_of_processes_equals_it_assessed_i
     assert compared >= 2    # jobs of several processes, split into runs
 
 
+def test_traces_scanned_by_two_workers_give_the_job_one_scan_gives(recorded_jobs, tmp_path, monkeypatch):
+    """Big trace sets are scanned file by file in parallel (trace.PARALLEL_SCAN_BYTES): the same
+    job, the same notes and the same error for a damaged file among them."""
+    from ioassess.inputs import trace
+    traces = tmp_path / "traces"
+    shutil.copytree(recorded_jobs["forkthreads"], traces)
+    names = sorted(os.listdir(traces))
+    damaged = traces / names[0]
+    damaged.write_bytes(b"junk" + damaged.read_bytes()[4:])
+    scans = {}
+    for workers in (1, 2):
+        monkeypatch.setattr(trace, "PARALLEL_SCAN_BYTES", 0)
+        monkeypatch.setattr(trace, "workers_here", lambda: workers)
+        job, model, path, choice = load_and_choose([str(traces)])
+        scans[workers] = (job.notes, [vars(process) for process in job.processes], [vars(f) for f in job.files],
+                          assess(job, model, path, None, choice, workers=1))
+    assert len(names) >= 3 and any(f"{damaged}: not an ioassess trace" in note for note in scans[1][0]), scans[1][0]
+    found = differences(scans[1], scans[2])
+    assert not found, found[:10]
+
+
 def test_a_sample_is_the_same_whatever_the_chunks_and_uniform():
     index = np.arange(200_000)
     whole = Sample(5000, {"value": np.int64})

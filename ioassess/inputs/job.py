@@ -11,10 +11,13 @@ Times are seconds since Job.start_epoch_s (the earliest start any input knows).
 import collections.abc
 import dataclasses
 import enum
+import functools
 import math
 import os
 
 import numpy as np
+
+from ioassess.parallel import in_parallel, process_runs
 
 LAYERS = ("posix", "mpiio", "stdio")
 POSIX, MPIIO, STDIO = range(len(LAYERS))   # the codes of the layer column
@@ -277,6 +280,25 @@ class Job:
     @property
     def runtime_s(self):
         return self.end_epoch_s - self.start_epoch_s if math.isfinite(self.end_epoch_s) else math.nan
+
+    @functools.cached_property
+    def io_seconds_per_file(self):
+        """Read and write time per file of Job.files, of the layers whose time is the job's I/O
+        time (MPI-IO calls contain POSIX ones): the ops are read for it once."""
+        workers, runs = process_runs(op_counts(self))
+        per_run = in_parallel(lambda run: _io_seconds(((ops, "duration_s") for ops, _ in op_chunks(self, 1 << 20, run)),
+                                                      len(self.files)), runs, workers)
+        return sum(per_run) + _io_seconds([(self.totals, "seconds")], len(self.files))
+
+
+def _io_seconds(tables, files):
+    """Per file, the read and write time of the tables' rows, (table, its seconds column) each,
+    of the layers whose time is the job's I/O time (MPI-IO calls contain POSIX ones)."""
+    seconds = np.zeros(files)
+    for table, column in tables:
+        chosen = (table["layer"] != LAYERS.index("mpiio")) & (table["direction"] < 2) & np.isfinite(table[column])
+        seconds += np.bincount(table["file"][chosen], table[column][chosen], minlength=files)
+    return seconds
 
 
 def mount_index(mounts):

@@ -238,7 +238,7 @@ class TraceOps:
         first, stop = processes or (0, len(self.streams))
         row = int(self.counts[:first].sum())
         tables = (_trace_op_columns(table, self.file_ids, self.start_ns)
-                  for stream in self.streams[first:stop] for table in stream_ops(stream, size))
+                  for stream in self.streams[first:stop] for table in stream_ops(stream))
         given = False
         for chunk in rechunked(tables, size):
             yield chunk, row
@@ -249,21 +249,25 @@ class TraceOps:
 
 
 def rechunked(tables, size):
-    """The rows of the tables (columns of one kind), in chunks of `size` rows (the last one
-    shorter), copied only where a chunk joins rows of two tables."""
+    """The rows of the tables (columns of one kind), in chunks of at most `size` rows: a table
+    of more is cut, tables of fewer are joined (a copy) while together they fit."""
     pending, held = [], 0
     for table in tables:
-        n, start = len(table["size"]), 0
-        while held + n - start >= size:
-            take = size - held
-            pending.append({name: column[start:start + take] for name, column in table.items()})
-            yield pending[0] if len(pending) == 1 else concatenate_columns(ALL_OP_COLUMNS, pending)
-            pending, held, start = [], 0, start + take
-        if start < n:
-            pending.append({name: column[start:] for name, column in table.items()})
-            held += n - start
+        n = len(table["size"])
+        for start in range(0, n, size):
+            piece = table if n <= size else {name: column[start:start + size] for name, column in table.items()}
+            rows = min(size, n - start)
+            if pending and held + rows > size:
+                yield _joined(pending)
+                pending, held = [], 0
+            pending.append(piece)
+            held += rows
     if pending:
-        yield pending[0] if len(pending) == 1 else concatenate_columns(ALL_OP_COLUMNS, pending)
+        yield _joined(pending)
+
+
+def _joined(tables):
+    return tables[0] if len(tables) == 1 else concatenate_columns(ALL_OP_COLUMNS, tables)
 
 
 def _trace_op_columns(ops, file_ids, start_ns):

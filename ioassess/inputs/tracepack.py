@@ -506,6 +506,10 @@ class PackMember(PackEntry):
     def __reduce__(self):
         return PackMember, (self.pack, self.index)
 
+    @property
+    def packed_bytes(self):
+        return int(self.pack.members[self.index]["size"])
+
     def open_trace(self, owner_uid):
         """(a read-only file object of the member, its size), as trace._open_trace gives a trace
         file's: refused when the pack is not owned by owner_uid or the member was packed as
