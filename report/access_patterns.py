@@ -157,9 +157,8 @@ class RequestStreams:
         self.repeated.add(stream[ranged] // (2 * len(LAYERS)) * 2 + stream[ranged] % 2, start,
                           start + np.clip(result[ranged], 0, 1 << 61))
         small = posix & (kind & Trait.SMALL != 0)
-        self.small_sizes.add(chunk.first + rows[small], {"file": ops["file"][rows[small]],
-                                                         "direction": ops["direction"][rows[small]],
-                                                         "result": result[small]})
+        self.small_sizes.add(chunk, rows[small], {"file": ops["file"], "direction": ops["direction"],
+                                                  "result": ops["result"]})
 
     def _in_order(self, ops, pair, data, opened):
         """The chunk's reads and writes in Darshan's order (by stream, each stream in the order

@@ -57,17 +57,20 @@ BAND_QUANTILE = 0.05
 def kernel_verdicts(ops):
     """Per op, the code of KERNEL_STATES its sample gives (before read-ahead runs are looked at:
     OpsInOrder), NOT_SAMPLED without one."""
-    pages = op_column(ops, "pc_pages").astype(np.int64)
-    cached = op_column(ops, "pc_cached").astype(np.int64)
-    new = np.maximum(op_column(ops, "pc_new_pages").astype(np.int64), 0)
-    existing = pages - np.where(ops["direction"] == WRITE, new, 0)
-    whole_pages = (ops["offset"] >= 0) & (ops["offset"] % PAGE_BYTES == 0) & \
-        ((ops["offset"] + ops["size"]) % PAGE_BYTES == 0)
-    verdict = np.select(
-        [pages <= 0, existing <= 0, cached >= existing, cached == 0],
-        [NOT_SAMPLED, PAST_END, CACHED, NOT_CACHED], PARTLY).astype(np.int8)
+    verdict = np.full(len(ops["size"]), NOT_SAMPLED, np.int8)
+    if "pc_pages" not in ops:
+        return verdict
+    sampled = np.flatnonzero(ops["pc_pages"] > 0)     # few ops are: the rest need no look
+    pages = ops["pc_pages"][sampled].astype(np.int64)
+    cached = op_column(ops, "pc_cached")[sampled].astype(np.int64)
+    writes = ops["direction"][sampled] == WRITE
+    existing = pages - np.where(writes, np.maximum(op_column(ops, "pc_new_pages")[sampled].astype(np.int64), 0), 0)
+    offset, end = ops["offset"][sampled], ops["offset"][sampled] + ops["size"][sampled]
+    whole_pages = (offset >= 0) & (offset % PAGE_BYTES == 0) & (end % PAGE_BYTES == 0)
+    found = np.select([existing <= 0, cached >= existing, cached == 0], [PAST_END, CACHED, NOT_CACHED], PARTLY)
     # A write of whole pages none of which are cached reads nothing first: like new pages.
-    verdict[(ops["direction"] == WRITE) & (verdict == NOT_CACHED) & whole_pages] = NEW_PAGES
+    found[writes & (found == NOT_CACHED) & whole_pages] = NEW_PAGES
+    verdict[sampled] = found
     return verdict
 
 

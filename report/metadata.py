@@ -18,7 +18,7 @@ from ioassess.models.plain import ratio_or_none
 
 from .classify import IO_LAYERS
 from .ledger import io_rows, metadata_rows, sums_by, total
-from .passes import Sums, run_starts
+from .passes import Sums, run_starts, stable_order
 from .processes import io_units, pid_or_none, spread
 
 TOP_CALLS = 10           # the slowest calls listed
@@ -149,7 +149,7 @@ class FirstCalls:
         keys = np.concatenate([self.keys, keys])
         start = np.concatenate([self.start, start])
         duration = np.concatenate([self.duration, duration])
-        order = np.argsort(keys, kind="stable")   # the kept keys, already in order, cost one run
+        order = stable_order(keys)   # the kept keys, already in order, cost one run
         keys, start, duration = keys[order], start[order], duration[order]
         first = earliest_in_runs(keys, start)
         self.later.add(keys[~first], {"calls": 1.0, "seconds": duration[~first]})

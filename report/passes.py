@@ -16,6 +16,7 @@ and file), never a row per op. A small job is one chunk: small and big jobs take
 and give the same numbers (tests/test_passes.py assesses jobs in chunks of 1,000 ops and in one).
 """
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from ioassess.inputs.job import op_chunks
 from ioassess.parallel import in_parallel
 
 # Ops per chunk: a chunk's columns and per-op classes take about 200 bytes an op.
-CHUNK_OPS = 1 << 20
+CHUNK_OPS = 1 << 19
 
 
 @dataclasses.dataclass
@@ -39,6 +40,11 @@ class Chunk:
     def index(self):
         """The index in Job.ops of each row."""
         return np.arange(self.first, self.first + len(self), dtype=np.int64)
+
+    @functools.cached_property
+    def sample_keys(self):
+        """sample_keys of each row's index, made once for every Sample the chunk is offered to."""
+        return sample_keys(self.index)
 
 
 def chunks_of(job, size=CHUNK_OPS, processes=None):
@@ -221,15 +227,16 @@ class Sample:
         self.index = np.zeros(0, np.int64)
         self.columns = {name: np.zeros(0, dtype) for name, dtype in dtypes.items()}
 
-    def add(self, index, columns):
-        """Offers the ops of Job.ops indices `index` with their columns (name -> array)."""
-        self.offered += len(index)
-        keys = sample_keys(index)
+    def add(self, chunk, rows, columns):
+        """Offers the chunk's ops at rows (a mask or row numbers) with their columns (name -> the
+        chunk's whole column, taken only at the rows that get in)."""
+        rows = np.flatnonzero(rows) if rows.dtype == bool else rows
+        self.offered += len(rows)
+        keys = chunk.sample_keys[rows]
         if self.bound is not None:
             below = keys < self.bound
-            index, keys = index[below], keys[below]
-            columns = {name: column[below] for name, column in columns.items()}
-        self._keep(keys, np.asarray(index, np.int64), columns)
+            rows, keys = rows[below], keys[below]
+        self._keep(keys, chunk.first + rows, {name: column[rows] for name, column in columns.items()})
 
     def merge(self, later):
         self.offered += later.offered

@@ -16,7 +16,7 @@ from ioassess.site.probe.during_job import file_system_during_job
 from .classify import CLASS_CODES, ESTIMATED, IO_LAYERS, ROW_CLASSES, io_ops
 from .ground_truth import agreement
 from .ledger import io_rows, sums_by
-from .passes import Carried, Sample, Sums, run_ends, run_starts
+from .passes import Carried, Sample, Sums, run_ends, run_starts, stable_order
 from .processes import pid_or_none
 
 TOP_FILES = 20
@@ -175,7 +175,7 @@ class Flushes:
         if not len(chosen):
             return
         group = ops["process"][chosen].astype(np.int64) * self.files + ops["file"][chosen]
-        order = np.argsort(group, kind="stable")     # a chunk's rows are in start order per process
+        order = stable_order(group)     # a chunk's rows are in start order per process
         chosen, group = chosen[order], group[order]
         # A write wrote at most what it asked for (a trace's result is the job's word), in float64
         # so that no sum of forged counts wraps round.
@@ -439,13 +439,13 @@ class FilePatterns:
                                "sequential": (sequential[io] & known), "reads": ops["direction"][io] == 0,
                                "small": ops["size"][io] < SMALL_OP_BYTES})
         self.classes.add(file.astype(np.int64) * len(ROW_CLASSES) + per_op["class"][io], {"ops": 1.0})
-        self.sizes.add(chunk.index[io], {"file": file, "size": ops["size"][io]})
+        self.sizes.add(chunk, io, {"file": ops["file"], "size": ops["size"]})
 
     def after_previous(self, ops):
         """Per op of a chunk, whether it is consecutive and whether it is sequential to the
         previous op of its process, file, layer and direction (carried from the chunks before)."""
         key = np.ravel_multi_index((ops["layer"], ops["direction"], ops["file"], ops["process"]), self.keys)
-        order = np.argsort(key, kind="stable")    # a chunk's rows are in start order per process
+        order = stable_order(key)    # a chunk's rows are in start order per process
         offset = ops["offset"][order]
         previous_end = self.previous_end.previous(key[order], offset + np.maximum(ops["result"][order], 0), 1)
         known = offset >= 0
@@ -683,14 +683,14 @@ class OpSamples:
                                                "direction": np.uint8})
 
     def add(self, chunk):
-        ops, per_op, index = chunk.ops, chunk.per_op, chunk.index
+        ops, per_op = chunk.ops, chunk.per_op
         for d, sample in enumerate(self.slowdowns):
-            chosen = per_op["modelled"] & (ops["direction"] == d)
-            sample.add(index[chosen], {"start_s": ops["start_s"][chosen], "duration_s": ops["duration_s"][chosen],
-                                       "cached_typical_s": per_op["cached_typical_s"][chosen]})
-        io = per_op["is_io"] & (ops["direction"] < 2)
-        self.scatter.add(index[io], {"size": ops["size"][io], "duration_s": ops["duration_s"][io],
-                                     "class": per_op["class"][io], "direction": ops["direction"][io]})
+            sample.add(chunk, per_op["modelled"] & (ops["direction"] == d),
+                       {"start_s": ops["start_s"], "duration_s": ops["duration_s"],
+                        "cached_typical_s": per_op["cached_typical_s"]})
+        self.scatter.add(chunk, per_op["is_io"] & (ops["direction"] < 2),
+                         {"size": ops["size"], "duration_s": ops["duration_s"], "class": per_op["class"],
+                          "direction": ops["direction"]})
 
     def merge(self, later):
         for mine, theirs in zip(self.slowdowns + [self.scatter], later.slowdowns + [later.scatter]):

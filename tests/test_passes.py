@@ -10,7 +10,7 @@ import pytest
 
 from recorder_helpers import shipped_darshan_logs
 from ioassess.report import assess, load_and_choose
-from ioassess.report.passes import Carried, Sample, Sums
+from ioassess.report.passes import Carried, Chunk, Sample, Sums
 
 PROGS = os.path.join(os.path.dirname(__file__), "progs", "bin")
 SMALL_CHUNK = 1000
@@ -192,11 +192,11 @@ def test_traces_scanned_by_two_workers_give_the_job_one_scan_gives(recorded_jobs
 def test_a_sample_is_the_same_whatever_the_chunks_and_uniform():
     index = np.arange(200_000)
     whole = Sample(5000, {"value": np.int64})
-    whole.add(index, {"value": index * 3})
+    whole.add(Chunk({"size": index}, {}, 0), index, {"value": index * 3})
     pieces = Sample(5000, {"value": np.int64})
     for first in range(0, len(index), 777):
         part = index[first:first + 777]
-        pieces.add(part, {"value": part * 3})
+        pieces.add(Chunk({"size": part}, {}, first), np.ones(len(part), bool), {"value": part * 3})
     assert np.array_equal(whole.values()["value"], pieces.values()["value"])
     sampled = whole.values()["value"] // 3
     assert len(sampled) == 5000 and whole.offered == len(index)
@@ -205,7 +205,7 @@ def test_a_sample_is_the_same_whatever_the_chunks_and_uniform():
     counts = np.bincount(sampled // 20_000, minlength=10)
     assert np.all(np.abs(counts - 500) < 120), counts
     small = Sample(5000, {"value": np.int64})
-    small.add(index[:300], {"value": index[:300]})
+    small.add(Chunk({"size": index[:300]}, {}, 0), np.arange(300), {"value": index[:300]})
     assert np.array_equal(small.values()["value"], index[:300])     # at most the limit: every op
 
 
