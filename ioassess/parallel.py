@@ -44,21 +44,25 @@ def in_parallel(work, items, workers, done=None):
     """[work(item) for item in items], in order: with more than one worker, by processes forked
     from this one (what work gives must pickle). done(items finished, items) is called as items
     finish."""
+    return list(results_in_parallel(work, items, workers, done))
+
+
+def results_in_parallel(work, items, workers, done=None):
+    """work(item) for each item, given in order as they come (a reducer holds one at a time),
+    as in_parallel does them."""
     global _WORK
-    results = []
     if workers <= 1 or len(items) <= 1:
-        for item in items:
-            results.append(work(item))
+        for finished, item in enumerate(items, 1):
+            yield work(item)
             if done:
-                done(len(results), len(items))
-        return results
+                done(finished, len(items))
+        return
     _WORK = work
     try:
         with multiprocessing.get_context("fork").Pool(min(workers, len(items))) as pool:
-            for result in pool.imap(_work, items):
-                results.append(result)
+            for finished, result in enumerate(pool.imap(_work, items), 1):
+                yield result
                 if done:
-                    done(len(results), len(items))
+                    done(finished, len(items))
     finally:
         _WORK = None
-    return results

@@ -21,7 +21,7 @@ import functools
 import numpy as np
 
 from ioassess.inputs.job import op_chunks
-from ioassess.parallel import in_parallel
+from ioassess.parallel import results_in_parallel
 
 # Ops per chunk: a chunk's columns and per-op classes take about 200 bytes an op.
 CHUNK_OPS = 1 << 19
@@ -62,9 +62,11 @@ def run_passes(passes, chunks):
 
 
 def merge_passes(groups):
-    """One dict of passes from the dicts of passes fed consecutive runs of the ops, in order."""
-    first, *later = groups
-    for group in later:
+    """One dict of passes from the dicts of passes fed consecutive runs of the ops, in order
+    (taken one by one: an iterator of them holds one at a time)."""
+    groups = iter(groups)
+    first = next(groups)
+    for group in groups:
         for name, one in first.items():
             one.merge(group[name])
     return first
@@ -73,7 +75,7 @@ def merge_passes(groups):
 def run_in_parallel(work, runs, workers, done=None):
     """work(run) -> a dict of passes, for each run, merged in order; the runs side by side
     (ioassess/parallel.py) with more than one worker."""
-    return merge_passes(in_parallel(work, runs, workers, done))
+    return merge_passes(results_in_parallel(work, runs, workers, done))
 
 
 # Keys up to this many cells are grouped by counting (no sort); more, by sorting the keys.
@@ -230,13 +232,15 @@ class Sample:
     def add(self, chunk, rows, columns):
         """Offers the chunk's ops at rows (a mask or row numbers) with their columns (name -> the
         chunk's whole column, taken only at the rows that get in)."""
-        rows = np.flatnonzero(rows) if rows.dtype == bool else rows
-        self.offered += len(rows)
-        keys = chunk.sample_keys[rows]
-        if self.bound is not None:
-            below = keys < self.bound
-            rows, keys = rows[below], keys[below]
-        self._keep(keys, chunk.first + rows, {name: column[rows] for name, column in columns.items()})
+        if rows.dtype == bool:
+            self.offered += int(np.count_nonzero(rows))
+            rows = np.flatnonzero(rows if self.bound is None else rows & (chunk.sample_keys < self.bound))
+        else:
+            self.offered += len(rows)
+            if self.bound is not None:
+                rows = rows[chunk.sample_keys[rows] < self.bound]
+        self._keep(chunk.sample_keys[rows], chunk.first + rows,
+                   {name: column[rows] for name, column in columns.items()})
 
     def merge(self, later):
         self.offered += later.offered
@@ -252,13 +256,20 @@ class Sample:
     def _cut(self):
         """Keeps the ops of the `limit` smallest keys."""
         if len(self.keys) > self.limit:
-            kept = np.argpartition(self.keys, self.limit - 1)[:self.limit]
+            self.bound = np.partition(self.keys, self.limit - 1)[self.limit - 1]
+            kept = self.keys <= self.bound    # the keys are distinct: `limit` of them, in the order they came
             self.keys, self.index = self.keys[kept], self.index[kept]
             self.columns = {name: column[kept] for name, column in self.columns.items()}
-            self.bound = self.keys.max()
+
+    def __getstate__(self):
+        """What is sent to another process (a worker's sample): cut to `limit` first."""
+        self._cut()
+        return self.__dict__
 
     def values(self):
         """name -> the sampled ops' column, in Job.ops order."""
         self._cut()
+        if np.all(self.index[1:] > self.index[:-1]):   # as offered, in Job.ops order
+            return dict(self.columns)
         order = np.argsort(self.index, kind="stable")
         return {name: column[order] for name, column in self.columns.items()}

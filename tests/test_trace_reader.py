@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 
+from ioassess.inputs import trace
 from ioassess.inputs import traceformat as tf
 from ioassess.inputs.load import job_from_traces
 from recorder_helpers import OP_CODES, without_meta
@@ -516,3 +517,13 @@ def test_real_shell_pipeline_has_one_process_per_image(run_recorded, tmp_path):
     rows = {str(d): int(b) for fid, d, b in zip(on_data["file_id"].tolist(), on_data["direction"],
                                                 on_data["bytes_returned"]) if traces.files[fid].name == str(data)}
     assert rows == {"write": 50 * 4096, "read": 50 * 4096, "meta": 0}   # meta: opens and closes, no bytes
+
+
+def test_the_ops_a_sample_may_belong_to_are_found_in_order_or_not():
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        ops = np.sort(rng.integers(0, 50, rng.integers(1, 300))).astype(np.uint64)   # equal ticks too
+        ticks = np.sort(rng.integers(0, 60, rng.integers(1, 20))).astype(np.uint64)
+        for op_ticks in (ops, rng.permutation(ops)):    # one thread in start order; threads interleaved
+            expected = [i for i, t in enumerate(op_ticks.tolist()) if t in set(ticks.tolist())]
+            assert trace._ops_at_ticks(op_ticks, ticks).tolist() == expected

@@ -1007,9 +1007,7 @@ def _op_of_each_sample(op_tid, op_ticks, sample_tid, sample_ticks):
     are looked at closely, so the cost is one search per op in the few samples' ticks."""
     if len(sample_ticks) == 0 or len(op_ticks) == 0:
         return np.full(len(sample_ticks), -1, np.int64)
-    sorted_ticks = np.sort(sample_ticks)
-    position = np.minimum(np.searchsorted(sorted_ticks, op_ticks), len(sorted_ticks) - 1)
-    candidates = np.flatnonzero(sorted_ticks[position] == op_ticks)
+    candidates = _ops_at_ticks(op_ticks, np.sort(sample_ticks))
     keys = np.empty(len(candidates) + len(sample_ticks), [("ticks", "<u8"), ("tid", "<u4")])
     keys["ticks"] = np.concatenate([op_ticks[candidates], sample_ticks])
     keys["tid"] = np.concatenate([op_tid[candidates], sample_tid])
@@ -1022,6 +1020,19 @@ def _op_of_each_sample(op_tid, op_ticks, sample_tid, sample_ticks):
     op_of_key[op_key] = candidates
     one_to_one = (ops_with_key == 1) & (samples_with_key == 1)
     return np.where(one_to_one[sample_key], op_of_key[sample_key], -1)
+
+
+def _ops_at_ticks(op_ticks, sorted_ticks):
+    """The ops (ascending) whose start ticks are among sorted_ticks: where the ops are in start
+    order (a process of one thread), by a search of each of the few ticks among the ops, else
+    of each op among the ticks."""
+    if np.all(op_ticks[1:] >= op_ticks[:-1]):
+        distinct = sorted_ticks[np.r_[True, sorted_ticks[1:] != sorted_ticks[:-1]]]
+        low = np.searchsorted(op_ticks, distinct, "left")
+        counts = np.searchsorted(op_ticks, distinct, "right") - low
+        return np.repeat(low - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+    position = np.minimum(np.searchsorted(sorted_ticks, op_ticks), len(sorted_ticks) - 1)
+    return np.flatnonzero(sorted_ticks[position] == op_ticks)
 
 
 def _plausible(samples, ops):
