@@ -1,11 +1,11 @@
 """Work on a job's processes side by side: the runs of a job go to processes forked from this
 one, which inherit the job and send back only what each run gives (the assessment's passes, a
 trace file's scan)."""
-import multiprocessing
 import os
 
 import numpy as np
 
+from .arrays import distinct
 # Jobs of fewer ops are read in this process alone: starting workers would cost more.
 PARALLEL_OPS = 1 << 21
 # Runs of processes per worker: runs of about one size each, so that workers finish together.
@@ -28,7 +28,7 @@ def process_runs(ops_per_process, workers=None):
     cumulative = np.cumsum(ops_per_process)
     total = int(cumulative[-1]) if len(cumulative) else 0
     cuts = np.searchsorted(cumulative, np.arange(1, runs) * total / runs, side="right")
-    edges = np.unique(np.concatenate([[0], cuts, [len(ops_per_process)]]))
+    edges = distinct(np.concatenate([[0], cuts, [len(ops_per_process)]]))
     return workers, [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])] or [(0, 0)]
 
 
@@ -57,6 +57,7 @@ def results_in_parallel(work, items, workers, done=None):
             if done:
                 done(finished, len(items))
         return
+    import multiprocessing     # here: most reports start no worker, and the import takes 5 ms
     _WORK = work
     try:
         with multiprocessing.get_context("fork").Pool(min(workers, len(items))) as pool:

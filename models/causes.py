@@ -14,6 +14,7 @@ import dataclasses
 
 import numpy as np
 
+from ioassess.arrays import distinct
 OPS = ("read", "write")  # direction codes 0, 1; other codes (sync: 2) are not classified
 CLASSES = ("memcpy", "cached", "uncached", "slow")  # fastest first; class codes 0..3
 LINE_CLASSES = CLASSES[:-1]  # classes that have lines; slow is what lies above uncached
@@ -197,7 +198,7 @@ def fit_separating_line(faster, slower, faster_bounds):
         return joined_line(intercept, slope, _fit_slope_through(JOINT_BYTES, joint_s, large, large_best))
     exact = np.maximum((large_best - joint_s) / (large - JOINT_BYTES), 0.0)
     grid = np.geomspace(max(exact.min(), 1e-16), max(exact.max(), 1e-15), 400)
-    candidates = np.unique(np.concatenate([[0.0], exact, grid]))
+    candidates = distinct(np.concatenate([[0.0], exact, grid]))
     (large_slope,) = _least_wrong(joint_s + candidates[:, None] * (large - JOINT_BYTES), large, sides,
                                   candidates[:, None])
     return joined_line(intercept, slope, large_slope)
@@ -303,7 +304,7 @@ def _measurements(size_bytes, seconds):
 def _fit_small_segment(size, seconds):
     """(intercept, slope) >= 0 minimising sum(((intercept + slope*size - seconds)/seconds)^2)."""
     inverse = 1.0 / seconds
-    if len(np.unique(size)) < 2:
+    if len(distinct(size)) < 2:
         return _relative_constant(inverse), 0.0
     design = np.column_stack([inverse, size * inverse])
     (intercept, slope), *_ = np.linalg.lstsq(design, np.ones_like(size), rcond=None)

@@ -18,6 +18,7 @@ import enum
 
 import numpy as np
 
+from ioassess.arrays import distinct
 from ioassess.inputs.job import (DARSHAN_RECORD_COLUMNS, LAYERS, META, META_KINDS, MPIIO, POSIX, READ,
                                  UNASSESSED_MODULES, WRITE, Flag, concatenate_columns, empty_columns, op_column)
 
@@ -285,7 +286,7 @@ def alignment_choices(job):
     """The alignments P08 may judge a job's offsets by (misaligned): its files' (file_alignments),
     its Darshan records' and DEFAULT_FILE_ALIGNMENT, in order."""
     counted = job.darshan_records["file_alignment"]
-    return np.unique(np.r_[file_alignments(job), counted[counted > 0], DEFAULT_FILE_ALIGNMENT]).astype(np.float64)
+    return distinct(np.r_[file_alignments(job), counted[counted > 0], DEFAULT_FILE_ALIGNMENT]).astype(np.float64)
 
 
 class RepeatedBytes:
@@ -408,17 +409,17 @@ def union_of_ranges(group, start, end):
     a group (its distinct groups are taken from its runs), and often in order (no sort)."""
     if not len(group):
         return group, start, end
-    distinct = np.unique(group[run_starts(group)])
+    groups_met = distinct(group[run_starts(group)])
     span = int(end.max()) + 1
-    if len(distinct) * span < 1 << 62:
+    if len(groups_met) * span < 1 << 62:
         # one key holds group and offset: the group's rank lifts its ranges above the ones before
-        lift = np.searchsorted(distinct, group) * span
+        lift = np.searchsorted(groups_met, group) * span
         first, last = lift + start, lift + end
         if np.any(first[1:] < first[:-1]):
             first, last = sorted_by_first(first, last)
         begins, reach = union_starts(first, np.maximum.accumulate(last))
         lift = first[begins] - first[begins] % span
-        return distinct[lift // span], first[begins] - lift, reach - lift
+        return groups_met[lift // span], first[begins] - lift, reach - lift
     order = np.lexsort((start, group))     # offsets too far apart for one key (damage): two sorts
     group, start, end = group[order], start[order], end[order]
     firsts = run_starts(group)
@@ -506,7 +507,7 @@ class IoInsideCalls:
             "group": (process[blocking] * self.files + ops["file"][blocking]) * 2 + direction[blocking]}])
         last_process, last_start = process[-1], ops["start_s"][-1]
         posix = (ops["layer"] == POSIX) & (direction < META) & (ops["result"] >= 0) & \
-            np.isin(process, np.r_[np.unique(calls["process"]), last_process])
+            np.isin(process, np.r_[distinct(calls["process"]), last_process])
         posix = concatenate_columns(self.POSIX_OPS, [self.recent, {
             "process": process[posix], "start_s": ops["start_s"][posix], "duration_s": ops["duration_s"][posix]}])
         # a call is done once its process's starts are past its end
@@ -724,7 +725,7 @@ class PatternOps:
         self.counted_call_s = {d: float(per_total["call_s"][per_total["is_io"] & (job.totals["direction"] == d)]
                                         .max(initial=0.0)) for d in (READ, WRITE)}
         self.lost_share = lost_share_of_counted(job, per_total)
-        self.pairs_with_ops = np.unique(self.requests["file"].astype(np.int64) * len(LAYERS) + self.requests["layer"])
+        self.pairs_with_ops = distinct(self.requests["file"].astype(np.int64) * len(LAYERS) + self.requests["layer"])
 
     def lost_share_of(self, records):
         """Per evidence record, the share of its (file, layer)'s counted time that was lost."""
@@ -913,7 +914,7 @@ def small_requests(job, records, ops, shared_only=False):
     found = []
     posix = records["layer"] == POSIX
     in_scope = posix & shared(records) if shared_only else posix
-    shared_files = np.unique(records["file"][posix & shared(records)])
+    shared_files = distinct(records["file"][posix & shared(records)])
     codes = {READ: "P15", WRITE: "P16"} if shared_only else {READ: "P05", WRITE: "P06"}
     requests, sampled = ops.requests, ops.small_sizes
     for direction, c in ((READ, columns_of(READ)), (WRITE, columns_of(WRITE))):
@@ -1028,7 +1029,7 @@ def redundant_traffic(job, records, ops):
         # the same of each process's own requests of a file: what it moved again itself (the same
         # share where each file is one process's)
         mine = own["direction"] == direction
-        one_each = np.count_nonzero(mine) == len(np.unique(own["file"][mine]))
+        one_each = np.count_nonzero(mine) == len(distinct(own["file"][mine]))
         own_share = file_share if one_each else repeated_share(own["requested"][mine], own["union"][mine])[
             np.searchsorted(own["process"][mine] * files + own["file"][mine], moved["process"] * files + moved["file"])]
         counted = (records["layer"] == POSIX) & ops.counters_only(records) & (records[c["bytes"]] > 0)
@@ -1179,7 +1180,7 @@ def opened_without_data(job, records, own, opened):
     counted = set(zip(records["rank"][own].tolist(), records["file"][own].tolist()))
     idle_ranks = {(job.processes[p].rank, f) for p, f in pairs if f in files and job.processes[p].rank >= 0} - counted
     idle = np.array([f for _, f in idle_ranks], np.int64)
-    return np.unique(idle), np.bincount(idle, minlength=len(job.files))
+    return distinct(idle), np.bincount(idle, minlength=len(job.files))
 
 
 def imbalance_pattern(code, job, ops, records, rows, ranks_on_file, **counts):
@@ -1189,7 +1190,7 @@ def imbalance_pattern(code, job, ops, records, rows, ranks_on_file, **counts):
     that opened it and moved nothing count with 0 s), from the ops where known (POSIX reads,
     writes and metadata calls), else from the shared record's slowest rank and the record's
     time over nprocs."""
-    files = np.unique(records["file"][rows])
+    files = distinct(records["file"][rows])
     with_ops = np.isin(files * len(LAYERS) + POSIX, ops.pairs_with_ops)
     op_files = files[with_ops]
     on_files = {name: np.concatenate([table[name][(table["layer"] == POSIX) & np.isin(table["file"], op_files)]
@@ -1294,7 +1295,7 @@ def aggregators_per_node(job, records, ops):
     nodes = {p.hostname for p in job.processes if p.rank >= 0 and p.hostname}
     if not under.any() or not nodes:
         return []
-    aggregators = [job.processes[p] for p in np.unique(ops.requests["process"][under]).tolist()]
+    aggregators = [job.processes[p] for p in distinct(ops.requests["process"][under]).tolist()]
     per_node = {}
     for process in aggregators:
         per_node.setdefault(process.hostname, []).append(process)

@@ -25,6 +25,7 @@ uncached: every sample the same of the two).
 """
 import numpy as np
 
+from ioassess.arrays import distinct
 from ioassess.inputs.job import DIRECTIONS, READ, WRITE, Flag, op_column
 from ioassess.models.causes import LAYOUTS, memory_layout_codes
 
@@ -319,7 +320,7 @@ def overlap_bands(size_bytes, duration_s, verdict, decided):
     bins = size_bins(size_bytes[chosen])
     normalised = duration_s[chosen] / per_size(size_bytes[chosen])
     bands = []
-    for size_bin in np.unique(bins):
+    for size_bin in distinct(bins):
         here = bins == size_bin
         cached, uncached = here & (verdict[chosen] == CACHED), here & (verdict[chosen] == NOT_CACHED)
         if not cached.any() or not uncached.any():

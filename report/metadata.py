@@ -13,6 +13,7 @@ import os
 
 import numpy as np
 
+from ioassess.arrays import distinct
 from ioassess.inputs.job import LAYERS, META, META_KINDS, STANDARD_STREAMS, op_column
 from ioassess.models.plain import ratio_or_none
 
@@ -399,7 +400,7 @@ def _missing(by_file_kind):
         return None
     chosen = IS_LOOKUP[by["kind"]] & (by["missing"] > 0)
     return {"calls": int(by["missing"][chosen].sum()), "seconds": float(by["missing_s"][chosen].sum()),
-            "paths": len(np.unique(by["file"][chosen]))}
+            "paths": len(distinct(by["file"][chosen]))}
 
 
 def _small_files(job, by_file_kind, ledger, per_file):

@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 
+from ioassess.arrays import distinct
 from ioassess.inputs.job import LAYERS, META, MPIIO
 from ioassess.models.plain import ratio_or_none
 
@@ -224,7 +225,7 @@ def io_units(job, per_process):
     quantities = [q for q in ("io_s", "lost_low_s", "lost_high_s", "bytes") if q in per_process]
     ranked = ranks >= 0
     from_darshan = all(i.kind == "darshan" for i in job.inputs)
-    if len(np.unique(ranks[ranked])) < 2 and not from_darshan:
+    if len(distinct(ranks[ranked])) < 2 and not from_darshan:
         chosen = np.flatnonzero(per_process["ops"] > 0)
         chosen = chosen[np.argsort(pids[chosen], kind="stable")]
         return {"unit": "process", "rank": ranks[chosen], "pid": pids[chosen], "hostname": hosts[chosen],

@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 
+from ioassess.arrays import distinct
 from ioassess.inputs.job import (DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, META, MPIIO, POSIX, SYNC, UNASSESSED_MODULES,
                                  WRITE, Flag, op_column)
 from ioassess.models.causes import FLUSHED, LAYOUTS
@@ -200,7 +201,7 @@ class Flushes:
         self.sums["seconds"] += float(seconds.sum())
         self.sums["dirty"] += float(dirty.sum())
         model_of_sync = self.of_file[files]
-        for m in np.unique(model_of_sync).tolist():
+        for m in distinct(model_of_sync).tolist():
             line = self.lines[m]
             if line is None:
                 self.lines_known = False
@@ -807,10 +808,10 @@ def mapped_files(job):
         protection = "".join(letter for letter, name in (("r", "read"), ("w", "write"), ("x", "exec"))
                              if rows[name][ok][here].any())
         listed.append({"name": job.files[i].name, "mappings": int(here.sum()), "bytes": int(per_file[i]),
-                       "processes": len(np.unique(rows["process"][ok][here])), "protection": protection,
+                       "processes": len(distinct(rows["process"][ok][here])), "protection": protection,
                        "shared": bool(rows["shared"][ok][here].any())})
-    return {"mappings": int(ok.sum()), "bytes": int(rows["bytes"][ok].sum()), "files": len(np.unique(files)),
-            "failed": int(np.count_nonzero(~ok)), "processes": len(np.unique(rows["process"][ok])),
+    return {"mappings": int(ok.sum()), "bytes": int(rows["bytes"][ok].sum()), "files": len(distinct(files)),
+            "failed": int(np.count_nonzero(~ok)), "processes": len(distinct(rows["process"][ok])),
             "top": listed}
 
 

@@ -12,6 +12,7 @@ import os
 
 import numpy as np
 
+from ..arrays import distinct
 from ..units import count_text
 from .darshan_util import COUNTER_MODULES, DXT_MODULES, SEGMENT_DTYPE, DarshanLogError, read_log_contents
 from .job import (DARSHAN_RECORD_COLUMNS, DARSHAN_SIZE_BINS, DIRECTIONS, LAYERS, META, META_KIND_COLUMNS, META_KINDS,
@@ -612,7 +613,7 @@ def _summed_by_key(row_keys, group_keys, groups):
 def _truncated_dxt_problems(missing, names):
     """One sentence per DXT module whose trace lacks operations its layer's counters count."""
     problems = []
-    for layer in np.unique(missing["layer"]):
+    for layer in distinct(missing["layer"]):
         here = missing["layer"] == layer
         layer_name = LAYERS[layer]
         module = {v: k for k, v in DXT_MODULES.items()}[layer_name]
@@ -649,7 +650,7 @@ def _processes(contents, traced_ranks, other_ranks, exe):
     """One JobProcess per rank with DXT segments, totals rows of its own, or named the fastest
     or slowest of a shared record (other_ranks; -1 ignored), by rank; and the ranks in that
     order, for indexing."""
-    ranks = np.unique(np.concatenate([traced_ranks, other_ranks[other_ranks >= 0]]))
+    ranks = distinct(np.concatenate([traced_ranks, other_ranks[other_ranks >= 0]]))
     hostnames = {}
     for records, _ in contents.dxt.values():
         for rank, hostname in zip(records["rank"].tolist(), records["hostname"].tolist()):
@@ -666,7 +667,7 @@ def _files(contents, *record_id_columns):
     system and Lustre striping; and their record ids in that order, for indexing. A file of a
     LUSTRE record is on Lustre whatever the mount table says (a container's may list only its
     overlay "/"): with_own_file_systems gives its mount point."""
-    record_ids = np.unique(np.concatenate(record_id_columns))
+    record_ids = distinct(np.concatenate(record_id_columns))
     names = [_file_name(contents.names, record_id) for record_id in record_ids.tolist()]
     order = sorted(range(len(names)), key=names.__getitem__)
     files = []

@@ -15,6 +15,7 @@ import stat
 
 import numpy as np
 
+from ..arrays import distinct
 from ..parallel import in_parallel, workers_here
 from . import traceformat as tf
 from .job import MAX_RANKS, PAGECACHE_COLUMNS
@@ -486,7 +487,7 @@ def _parse_trace_file(path, owner_uid):
 
 def _distinct(values):
     """The distinct values, sorted; runs of one value (ops on one file) are taken once first."""
-    return np.unique(values[np.r_[True, values[1:] != values[:-1]]] if len(values) else values)
+    return distinct(values[np.r_[True, values[1:] != values[:-1]]] if len(values) else values)
 
 
 def _identity(f, size):
@@ -518,7 +519,7 @@ def _scan_slots(path, f, size, summary_slots, header):
         if len(starts):
             scan.in_start_order &= bool(starts[0] >= scan.last_start) and bool(np.all(starts[1:] >= starts[:-1]))
             scan.last_start = int(starts[-1])
-        scan.file_ids = np.union1d(scan.file_ids, _distinct(records["file_id"][job]))
+        scan.file_ids = distinct(np.concatenate([scan.file_ids, _distinct(records["file_id"][job])]))
         others.append(records[~job])
         keys.append({name: records[name].copy() for name in SAMPLE_KEY_FIELDS})   # not views of the chunk
         rare_slots.append(slots)
@@ -861,7 +862,7 @@ def _assemble(good, errors, notes, owner_uid):
         order = np.lexsort((ops["start_ns"], ops["process"]))
         ops = {name: column[order] for name, column in ops.items()}
     summary = _concatenate(summary_tables)
-    for file_id in np.unique(np.concatenate([ops["file_id"], summary["file_id"]] + file_ids)).tolist():
+    for file_id in distinct(np.concatenate([ops["file_id"], summary["file_id"]] + file_ids)).tolist():
         if file_id not in files:
             name = "<other files>" if file_id == OTHER_FILES_ID else f"<unknown file 0x{file_id:016x}>"
             files[file_id] = FileInfo(file_id, name, 0, 0, 0, 0)

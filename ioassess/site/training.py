@@ -20,6 +20,7 @@ import itertools
 import json
 import os
 import platform
+import random
 import re
 import shutil
 import signal
@@ -29,8 +30,6 @@ import time
 import zipfile
 
 import numpy as np
-# Imported now, not on first use: an import that Ctrl-C interrupts can leave numpy half made.
-from numpy.random import default_rng
 
 from .. import recorder_library_path
 from ..files import file_system_facts, work_dir_problem
@@ -459,7 +458,7 @@ class Trainer:
     def write_span(f, span, unit):
         """Write [0, span) of the open file f with writes of `unit` bytes of pseudo-random data
         (the same block each time), and write it back."""
-        block = default_rng(1).integers(0, 256, unit, dtype=np.uint8).tobytes()
+        block = random.Random(1).randbytes(unit)
         f.seek(0)
         for offset in range(0, span, unit):
             f.write(block[:span - offset])

@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 
+from ...arrays import distinct
 from . import histogram
 from .target import OPS
 
@@ -209,7 +210,7 @@ class Store:
     def _aggregate_hour(self, hour, first_minute, until_minute):
         target, op, start, seconds = self._raw(hour, until_minute)
         series = target.astype(np.int64) * len(OPS) + op
-        for key in np.unique(series):
+        for key in distinct(series):
             mine = series == key
             bins, counts = histogram.encode(seconds[mine])
             self.db.execute("INSERT OR REPLACE INTO hours VALUES (?, ?, ?, ?, ?)",
