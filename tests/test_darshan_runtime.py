@@ -26,7 +26,7 @@ import pytest
 import ioassess
 from darshan_runtime import Unavailable, find_runtime
 from ioassess.cli import preload_with
-from ioassess.inputs.job import DIRECTIONS, LAYERS
+from ioassess.inputs.job import ALL_OP_COLUMNS, DIRECTIONS, LAYERS, concatenate_columns, op_chunks, op_counts
 from ioassess.inputs.load import load_job
 from ioassess.inputs.traceformat import OP_DIRECTION, OP_LAYER, OP_NAMES
 from recorder_helpers import (assert_same_run, clean_env, describe, killme_killed, load, prog, run, select, tool,
@@ -371,6 +371,16 @@ def summed_by_layer(amounts):
     return found
 
 
+def assert_streamed_in_order(job):
+    """The merged job's ops, read in chunks of 3 (the traces' chunk by chunk, the log's joined in),
+    are its ops read whole, in order of process and start."""
+    whole = dict(job.ops.items())
+    pieces = concatenate_columns(ALL_OP_COLUMNS, (chunk for chunk, _ in op_chunks(job, 3)))
+    assert {name: pieces[name].tolist() for name in whole} == {name: column.tolist() for name, column in whole.items()}
+    assert np.array_equal(np.lexsort((whole["start_s"], whole["process"])), np.arange(len(whole["size"])))
+    assert np.array_equal(op_counts(job), np.bincount(whole["process"], minlength=len(job.processes)))
+
+
 @pytest.mark.parametrize("name", CASES)
 def test_report_of_trace_and_log_is_one_job_agreeing_with_both(name, tmp_path, darshan_runtime, ioassess):
     """`ioassess report TRACE_DIR LOG` of a stacked run is one job: per file, layer and
@@ -392,6 +402,7 @@ def test_report_of_trace_and_log_is_one_job_agreeing_with_both(name, tmp_path, d
         assert [i["kind"] for i in assessment["job"]["inputs"]] == ["trace", "darshan"], assessment["job"]["inputs"]
 
         job, traced_job = load_job([str(traces), log]), load_job([str(traces)])
+        assert_streamed_in_order(job)
         merged, traced, counted = job_amounts(job), job_amounts(traced_job), darshan_amounts(darshan_records(logs))
         assert len(job.processes) == len(traced_job.processes), f"{order}: Darshan's ranks became other processes"
         assert report_layers(assessment) == summed_by_layer(merged), f"{order}: the report is not the merged job"

@@ -232,6 +232,12 @@ class TraceOps:
         self.streams, self.file_ids, self.start_ns = streams, np.array(file_ids, np.uint64), start_ns
         self.counts = np.array([stream.records for stream in streams], np.int64)
 
+    def kinds(self):
+        """(the layers, the directions) the ops have (LAYERS and DIRECTIONS codes), as the scan
+        found them."""
+        kinds = np.logical_or.reduce([stream.op_kinds for stream in self.streams] + [np.zeros(256, bool)])
+        return set(_LAYER_OF_OP[kinds].tolist()), set(DIRECTION_OF_OP[kinds].tolist())
+
     def chunks(self, size, processes=None):
         """(columns, index in Job.ops of the first row) of at most `size` rows each, in Job.ops
         order, of the processes (first, stop) (default: all); one empty chunk for no ops."""
@@ -246,6 +252,53 @@ class TraceOps:
             given = True
         if not given:
             yield empty_columns(ALL_OP_COLUMNS), row
+
+
+class MergedOps:
+    """The source of Job.ops of traces merged with a Darshan log (StreamedOps): per process, the
+    traces' ops (their Job's StreamedOps, read chunk by chunk, their start moved by shift_s) and
+    the log's ops kept (`added`: Job columns of the merged Job, sorted by process and start), in
+    start order, the traces' first where two start together."""
+
+    def __init__(self, traced, shift_s, added, processes):
+        self.traced, self.shift_s, self.added = traced, shift_s, added
+        self.counts = np.bincount(added["process"], minlength=processes).astype(np.int64)
+        self.counts[:len(traced.source.counts)] += traced.source.counts
+
+    def chunks(self, size, processes=None):
+        """As TraceOps.chunks."""
+        first, stop = processes or (0, len(self.counts))
+        row = int(self.counts[:first].sum())
+        tables = (table for process in range(first, stop) for table in self._tables_of(process, size))
+        given = False
+        for chunk in rechunked(tables, size):
+            yield chunk, row
+            row += len(chunk["size"])
+            given = True
+        if not given:
+            yield empty_columns(ALL_OP_COLUMNS), row
+
+    def _tables_of(self, process, size):
+        """The process's ops in start order: each chunk of the traces' with the log's that start
+        before its last start joined in, then the log's after them."""
+        lower, upper = np.searchsorted(self.added["process"], [process, process + 1])
+        added = {name: column[lower:upper] for name, column in self.added.items()}
+        taken = 0
+        if process < len(self.traced.source.counts):
+            for table, _ in self.traced.source.chunks(size, (process, process + 1)):
+                if not len(table["size"]):
+                    continue
+                table = dict(with_optional_columns(table), start_s=table["start_s"] + self.shift_s)
+                until = int(np.searchsorted(added["start_s"], table["start_s"][-1], "left"))
+                if until > taken:
+                    joined = concatenate_columns(ALL_OP_COLUMNS, [table, {name: column[taken:until]
+                                                                          for name, column in added.items()}])
+                    order = np.argsort(joined["start_s"], kind="stable")    # the traces' first on ties
+                    table = {name: column[order] for name, column in joined.items()}
+                    taken = until
+                yield table
+        if taken < upper - lower:
+            yield {name: column[taken:] for name, column in added.items()}
 
 
 def rechunked(tables, size):
@@ -464,8 +517,8 @@ def _merge_two(a, b):
                                      end_s=p.end_s + traced.start_epoch_s - start) for p in traced.processes]
     file_positions = _index_into(files, darshan.files, key=lambda f: f.name)
     # the layers the trace records, from its ops or its totals (a layer's ops may all be past the record cap)
-    traced_layers = list(set(traced.ops["layer"].tolist()) | set(traced.totals["layer"].tolist())
-                         | {LAYERS.index("posix")})
+    layers, directions = traced.ops.source.kinds()
+    traced_layers = list(layers | set(traced.totals["layer"].tolist()) | {LAYERS.index("posix")})
     untraced = [(table, ~np.isin(table["layer"], traced_layers))
                 for table in (_rebased(darshan.ops, darshan.start_epoch_s - start), darshan.totals, darshan.size_bins,
                               darshan.meta_kinds)]
@@ -478,12 +531,12 @@ def _merge_two(a, b):
     totals = concatenate_columns(TOTAL_COLUMNS, [traced.totals, kept_totals])
     size_bins = concatenate_columns(SIZE_BIN_COLUMNS, [traced.size_bins, kept_size_bins])
     records = dict(darshan.darshan_records, file=file_positions[darshan.darshan_records["file"]])
-    traced_ops = _rebased(traced.ops, traced.start_epoch_s - start)
-    ops = concatenate_columns(ALL_OP_COLUMNS, [with_optional_columns(traced_ops), with_optional_columns(kept_ops)])
-    order = np.lexsort((ops["start_s"], ops["process"]))
-    ops = {name: column[order] for name, column in ops.items()}
+    added = with_optional_columns(kept_ops)
+    added = {name: np.asarray(column, ALL_OP_COLUMNS[name])[np.lexsort((added["start_s"], added["process"]))]
+             for name, column in added.items()}
+    ops = StreamedOps(MergedOps(traced.ops, traced.start_epoch_s - start, added, len(processes)))
     darshan_inputs = darshan.inputs
-    if np.any(ops["direction"] != META) or np.any(totals["direction"] != META):
+    if directions - {META} or np.any(added["direction"] != META) or np.any(totals["direction"] != META):
         darshan_inputs = [dataclasses.replace(i, notes=tuple(n for n in i.notes if n != NO_IO_NOTE))
                           for i in darshan_inputs]
     return Job(

@@ -170,6 +170,7 @@ class ProcessStream:
     ns_per_tick: float
     samples: np.ndarray  # PAGECACHE_RECORD_DTYPE kept: each names one op, one to one
     sample_op: np.ndarray  # per sample, its op record's position among the file's op records
+    op_kinds: np.ndarray  # 256 bools: the op codes its records of JOB_KIND have
 
 
 @dataclasses.dataclass
@@ -183,6 +184,7 @@ class _Scan:
     in_start_order: bool = True  # the records of JOB_KIND start in order
     last_start: int = -1  # ticks since the start of the last record of JOB_KIND so far
     file_ids: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.uint64))  # of JOB_KIND records
+    op_kinds: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(256, bool))  # op codes of JOB_KIND records
 
 
 @dataclasses.dataclass
@@ -520,6 +522,7 @@ def _scan_slots(path, f, size, summary_slots, header):
             scan.in_start_order &= bool(starts[0] >= scan.last_start) and bool(np.all(starts[1:] >= starts[:-1]))
             scan.last_start = int(starts[-1])
         scan.file_ids = distinct(np.concatenate([scan.file_ids, _distinct(records["file_id"][job])]))
+        scan.op_kinds |= np.bincount(records["op"][job], minlength=256) > 0
         others.append(records[~job])
         keys.append({name: records[name].copy() for name in SAMPLE_KEY_FIELDS})   # not views of the chunk
         rare_slots.append(slots)
@@ -850,7 +853,8 @@ def _assemble(good, errors, notes, owner_uid):
                                      int(header["start_ticks"]), start_ns, ns_per_tick))
         streams.append(ProcessStream(trace.path, index, owner_uid, trace.identity, trace.scan.job_records,
                                      trace.scan.job_last_tick, trace.scan.in_start_order, int(header["start_ticks"]),
-                                     start_ns, ns_per_tick, trace.samples[kept], trace.sample_op[kept]))
+                                     start_ns, ns_per_tick, trace.samples[kept], trace.sample_op[kept],
+                                     trace.scan.op_kinds))
         summary_tables.append(_summary_columns(index, trace.summary, ns_per_tick))
         file_ids.append(trace.scan.file_ids)
         for file_id, info in trace.files.items():
