@@ -225,9 +225,11 @@ class Sample:
         self.limit = limit
         self.offered = 0
         self.bound = None    # once the sample is full: keys from this one up cannot get in
-        self.keys = np.zeros(0, np.uint64)
-        self.index = np.zeros(0, np.int64)
-        self.columns = {name: np.zeros(0, dtype) for name, dtype in dtypes.items()}
+        # what got in, (keys, Job.ops indices, columns) per offer, joined when cut: an offer
+        # costs what it adds, not the whole sample
+        self.parts = [(np.zeros(0, np.uint64), np.zeros(0, np.int64),
+                       {name: np.zeros(0, dtype) for name, dtype in dtypes.items()})]
+        self.held = 0
 
     def add(self, chunk, rows, columns):
         """Offers the chunk's ops at rows (a mask or row numbers) with their columns (name -> the
@@ -239,27 +241,30 @@ class Sample:
             self.offered += len(rows)
             if self.bound is not None:
                 rows = rows[chunk.sample_keys[rows] < self.bound]
-        self._keep(chunk.sample_keys[rows], chunk.first + rows,
-                   {name: column[rows] for name, column in columns.items()})
+        self._keep([(chunk.sample_keys[rows], chunk.first + rows,
+                     {name: column[rows] for name, column in columns.items()})])
 
     def merge(self, later):
         self.offered += later.offered
-        self._keep(later.keys, later.index, later.columns)
+        self._keep(later.parts)
 
-    def _keep(self, keys, index, columns):
-        self.keys = np.concatenate([self.keys, keys])
-        self.index = np.concatenate([self.index, index])
-        self.columns = {name: np.concatenate([self.columns[name], columns[name]]) for name in self.columns}
-        if len(self.keys) >= self.limit + self.limit // 2:   # cut now and then, not at every chunk
+    def _keep(self, parts):
+        self.parts += parts
+        self.held += sum(len(keys) for keys, _, _ in parts)
+        if self.held >= self.limit + self.limit // 2:   # cut now and then, not at every chunk
             self._cut()
 
     def _cut(self):
-        """Keeps the ops of the `limit` smallest keys."""
-        if len(self.keys) > self.limit:
-            self.bound = np.partition(self.keys, self.limit - 1)[self.limit - 1]
-            kept = self.keys <= self.bound    # the keys are distinct: `limit` of them, in the order they came
-            self.keys, self.index = self.keys[kept], self.index[kept]
-            self.columns = {name: column[kept] for name, column in self.columns.items()}
+        """Keeps the ops of the `limit` smallest keys, in one part."""
+        keys = np.concatenate([keys for keys, _, _ in self.parts])
+        index = np.concatenate([index for _, index, _ in self.parts])
+        columns = {name: np.concatenate([part[name] for _, _, part in self.parts]) for name in self.parts[0][2]}
+        if len(keys) > self.limit:
+            self.bound = np.partition(keys, self.limit - 1)[self.limit - 1]
+            kept = keys <= self.bound    # the keys are distinct: `limit` of them, in the order they came
+            keys, index = keys[kept], index[kept]
+            columns = {name: column[kept] for name, column in columns.items()}
+        self.parts, self.held = [(keys, index, columns)], len(keys)
 
     def __getstate__(self):
         """What is sent to another process (a worker's sample): cut to `limit` first."""
@@ -269,7 +274,10 @@ class Sample:
     def values(self):
         """name -> the sampled ops' column, in Job.ops order."""
         self._cut()
-        if np.all(self.index[1:] > self.index[:-1]):   # as offered, in Job.ops order
-            return dict(self.columns)
-        order = np.argsort(self.index, kind="stable")
-        return {name: column[order] for name, column in self.columns.items()}
+        _, index, columns = self.parts[0]
+        if np.all(index[1:] > index[:-1]):   # as offered, in Job.ops order
+            return dict(columns)
+        order = np.argsort(index, kind="stable")
+        return {name: column[order] for name, column in columns.items()}
+
+
