@@ -247,11 +247,12 @@ class Sample:
     def merge(self, later):
         self.offered += later.offered
         self._keep(later.parts)
+        self._cut()
 
     def _keep(self, parts):
         self.parts += parts
         self.held += sum(len(keys) for keys, _, _ in parts)
-        if self.held >= self.limit + self.limit // 2:   # cut now and then, not at every chunk
+        if self.held >= self.limit + self.limit // 4:   # cut now and then, not at every chunk
             self._cut()
 
     def _cut(self):
