@@ -184,7 +184,7 @@ class _Scan:
     in_start_order: bool = True  # the records of JOB_KIND start in order
     last_start: int = -1  # ticks since the start of the last record of JOB_KIND so far
     file_ids: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.uint64))  # of JOB_KIND records
-    op_kinds: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(256, bool))  # op codes of JOB_KIND records
+    op_kinds: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(256, bool))  # op codes of JOB_KIND
 
 
 @dataclasses.dataclass
