@@ -242,16 +242,9 @@ class TraceOps:
         """(columns, index in Job.ops of the first row) of at most `size` rows each, in Job.ops
         order, of the processes (first, stop) (default: all); one empty chunk for no ops."""
         first, stop = processes or (0, len(self.streams))
-        row = int(self.counts[:first].sum())
         tables = (_trace_op_columns(table, self.file_ids, self.start_ns)
                   for stream in self.streams[first:stop] for table in stream_ops(stream))
-        given = False
-        for chunk in rechunked(tables, size):
-            yield chunk, row
-            row += len(chunk["size"])
-            given = True
-        if not given:
-            yield empty_columns(ALL_OP_COLUMNS), row
+        return rechunked(tables, size, int(self.counts[:first].sum()))
 
 
 class MergedOps:
@@ -268,15 +261,8 @@ class MergedOps:
     def chunks(self, size, processes=None):
         """As TraceOps.chunks."""
         first, stop = processes or (0, len(self.counts))
-        row = int(self.counts[:first].sum())
         tables = (table for process in range(first, stop) for table in self._tables_of(process, size))
-        given = False
-        for chunk in rechunked(tables, size):
-            yield chunk, row
-            row += len(chunk["size"])
-            given = True
-        if not given:
-            yield empty_columns(ALL_OP_COLUMNS), row
+        return rechunked(tables, size, int(self.counts[:first].sum()))
 
     def _tables_of(self, process, size):
         """The process's ops in start order: each chunk of the traces' with the log's that start
@@ -301,9 +287,10 @@ class MergedOps:
             yield {name: column[taken:] for name, column in added.items()}
 
 
-def rechunked(tables, size):
-    """The rows of the tables (columns of one kind), in chunks of at most `size` rows: a table
-    of more is cut, tables of fewer are joined (a copy) while together they fit."""
+def rechunked(tables, size, row):
+    """The rows of the tables (columns of one kind) in chunks of at most `size` rows, each with
+    the index in Job.ops of its first row (the first is `row`): a table of more is cut, tables of
+    fewer are joined (a copy) while together they fit; one empty chunk for no rows."""
     pending, held = [], 0
     for table in tables:
         n = len(table["size"])
@@ -311,12 +298,12 @@ def rechunked(tables, size):
             piece = table if n <= size else {name: column[start:start + size] for name, column in table.items()}
             rows = min(size, n - start)
             if pending and held + rows > size:
-                yield _joined(pending)
+                yield _joined(pending), row
+                row += held
                 pending, held = [], 0
             pending.append(piece)
             held += rows
-    if pending:
-        yield _joined(pending)
+    yield (_joined(pending) if pending else empty_columns(ALL_OP_COLUMNS)), row
 
 
 def _joined(tables):
